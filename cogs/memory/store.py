@@ -1,0 +1,473 @@
+"""MemoryStore: the SQLite source of truth — messages, their FTS5 rows and embeddings, guild settings, opt-outs."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import numpy as np
+
+from .migrations import apply_migrations
+from .records import MessageRecord, SearchFilters
+
+__all__ = ("ChannelMessage", "MemoryStore", "NewRow", "RowRef", "WriteBatch", "id_checksum", "to_timestamp")
+
+log = logging.getLogger(__name__)
+
+# Multiplier for the id-set checksum: a sum of (id * K) mod P is order-free, cheap in SQL and in numpy alike.
+_CHECKSUM_K = 2654435761
+_CHECKSUM_P = 4294967291
+
+
+def to_timestamp(moment: datetime) -> float:
+    if moment.tzinfo is None:
+        raise ValueError("times must be timezone-aware (UTC)")
+    return moment.timestamp()
+
+
+def from_timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def id_checksum(ids: np.ndarray) -> int:
+    """The checksum ``SELECT_FINGERPRINT`` computes in SQL, for an index's own ids."""
+    return int(((ids.astype(np.int64) * _CHECKSUM_K) % _CHECKSUM_P).sum())
+
+
+@dataclass(frozen=True, slots=True)
+class RowRef:
+    """Where a stored message sits: enough to remove it from FAISS and find its channel neighbours."""
+
+    rowid: int
+    message_id: int
+    guild_id: int
+    channel_id: int
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelMessage:
+    """A stored message as the embedding input needs it."""
+
+    rowid: int
+    message_id: int
+    guild_id: int
+    channel_id: int
+    author_name: str
+    content: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewRow:
+    rowid: int
+    record: MessageRecord
+    content: str
+    fts_body: str
+    vector: np.ndarray
+
+
+@dataclass(slots=True)
+class WriteBatch:
+    """Everything one ingest step changes, written in one transaction."""
+
+    model: str
+    inserts: list[NewRow] = field(default_factory=list)
+    # (rowid, content, fts_body, author_name, edited_at)
+    edits: list[tuple[int, str, str, str, float | None]] = field(default_factory=list)
+    vectors: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    deletes: list[int] = field(default_factory=list)
+    guild_ids: set[int] = field(default_factory=set)
+    # The text behind ``vectors`` changed (an edit, a new predecessor): other models' vectors for those rows
+    # are stale and are dropped; a later switch to such a model embeds them again.
+    replace_all_models: bool = False
+
+
+PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA synchronous = NORMAL",
+    "PRAGMA busy_timeout = 5000",
+)
+SELECT_MAX_ROWID = "SELECT COALESCE(MAX(id), 0) FROM messages"
+INSERT_MESSAGE = """
+INSERT INTO messages (id, message_id, guild_id, channel_id, parent_channel_id, author_id, author_name,
+                      author_is_bot, content, created_at, edited_at, reply_to_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+INSERT_FTS = "INSERT INTO messages_fts (rowid, body, author) VALUES (?, ?, ?)"
+UPSERT_VECTOR = "INSERT OR REPLACE INTO embeddings (message_rowid, model, vector) VALUES (?, ?, ?)"
+DELETE_OTHER_VECTORS = "DELETE FROM embeddings WHERE message_rowid = ? AND model != ?"
+UPDATE_MESSAGE = "UPDATE messages SET content = ?, edited_at = ? WHERE id = ?"
+UPDATE_FTS = "UPDATE messages_fts SET body = ?, author = ? WHERE rowid = ?"
+DELETE_FTS = "DELETE FROM messages_fts WHERE rowid = ?"
+DELETE_MESSAGE = "DELETE FROM messages WHERE id = ?"
+BUMP_GENERATION = """
+INSERT INTO index_generations (guild_id, model, generation) VALUES (?, ?, 1)
+ON CONFLICT (guild_id, model) DO UPDATE SET generation = generation + 1
+"""
+SELECT_GENERATION = "SELECT generation FROM index_generations WHERE guild_id = ? AND model = ?"
+SELECT_FINGERPRINT = f"""
+SELECT COUNT(*), COALESCE(SUM((e.message_rowid * {_CHECKSUM_K}) % {_CHECKSUM_P}), 0)
+FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid
+WHERE m.guild_id = ? AND e.model = ?
+"""
+SELECT_EMBEDDINGS_PAGE = """
+SELECT e.message_rowid, e.vector FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid
+WHERE m.guild_id = ? AND e.model = ? AND e.message_rowid > ?
+ORDER BY e.message_rowid LIMIT ?
+"""
+SELECT_GUILDS = "SELECT DISTINCT guild_id FROM messages"
+COUNT_GUILD_MESSAGES = "SELECT COUNT(*) FROM messages WHERE guild_id = ?"
+REF_COLUMNS = "id, message_id, guild_id, channel_id, created_at"
+CHANNEL_COLUMNS = "id, message_id, guild_id, channel_id, author_name, content, created_at"
+SELECT_PREVIOUS = f"""
+SELECT {CHANNEL_COLUMNS} FROM messages
+WHERE guild_id = ? AND channel_id = ? AND (created_at, message_id) < (?, ?)
+ORDER BY created_at DESC, message_id DESC LIMIT 1
+"""
+SELECT_NEXT = f"""
+SELECT {CHANNEL_COLUMNS} FROM messages
+WHERE guild_id = ? AND channel_id = ? AND (created_at, message_id) > (?, ?)
+ORDER BY created_at, message_id LIMIT 1
+"""
+SELECT_CHANNEL_PAGE = f"""
+SELECT {CHANNEL_COLUMNS} FROM messages
+WHERE guild_id = ? AND channel_id = ? AND (created_at, message_id) > (?, ?)
+ORDER BY created_at, message_id LIMIT ?
+"""
+SELECT_CHANNELS = "SELECT DISTINCT channel_id FROM messages WHERE guild_id = ?"
+SELECT_HAS_VECTOR = "SELECT 1 FROM embeddings WHERE model = ? AND message_rowid = ?"
+SELECT_ROWS = """
+SELECT id, message_id, guild_id, channel_id, parent_channel_id, author_id, author_name, author_is_bot,
+       content, created_at, edited_at, reply_to_id
+FROM messages WHERE id IN ({marks})
+"""
+SELECT_SETTINGS = "SELECT settings FROM guild_settings WHERE guild_id = ?"
+UPSERT_SETTINGS = """
+INSERT INTO guild_settings (guild_id, settings) VALUES (?, ?)
+ON CONFLICT (guild_id) DO UPDATE SET settings = excluded.settings
+"""
+DELETE_SETTINGS = "DELETE FROM guild_settings WHERE guild_id = ?"
+INSERT_OPT_OUT = "INSERT OR IGNORE INTO opt_outs (guild_id, user_id) VALUES (?, ?)"
+DELETE_OPT_OUT = "DELETE FROM opt_outs WHERE guild_id = ? AND user_id = ?"
+SELECT_OPT_OUTS = "SELECT guild_id, user_id FROM opt_outs"
+
+# SQLite's default limit on host parameters is 32766; stay well under it.
+_CHUNK = 10_000
+
+
+def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def _vector_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+class MemoryStore:
+    """One long-lived aiosqlite connection; every write goes through one transaction per call."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._next_rowid = 1
+
+    @classmethod
+    async def open(cls, path: Path) -> MemoryStore:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: transactions are begun explicitly, so a batch is exactly one transaction.
+        conn = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            for pragma in PRAGMAS:
+                await conn.execute(pragma)
+            await apply_migrations(conn)
+            store = cls(conn, path)
+            row = await store._fetchone(SELECT_MAX_ROWID)
+        except BaseException:
+            await conn.close()
+            raise
+        # Row ids are never reused, so a FAISS id always means one message, even across a crash.
+        store._next_rowid = row[0] + 1
+        return store
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        rows = await self._conn.execute_fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def execute_fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Read-only queries for the search side (e.g. its FTS5 MATCH); writes go through ``write``."""
+        return list(await self._conn.execute_fetchall(sql, params))
+
+    # -- writes ---------------------------------------------------------------------------------------------
+
+    def allocate_rowids(self, count: int) -> range:
+        """Row ids for new messages; the caller (the single ingest writer) inserts them with ``write``."""
+        start = self._next_rowid
+        self._next_rowid += count
+        return range(start, start + count)
+
+    async def write(self, batch: WriteBatch) -> None:
+        """Apply one ingest step in a single transaction and bump the touched guilds' index generations."""
+        conn = self._conn
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            if batch.deletes:
+                params = [(rowid,) for rowid in batch.deletes]
+                await conn.executemany(DELETE_FTS, params)
+                await conn.executemany(DELETE_MESSAGE, params)
+            if batch.inserts:
+                await conn.executemany(INSERT_MESSAGE, [_message_params(row) for row in batch.inserts])
+                await conn.executemany(
+                    INSERT_FTS, [(row.rowid, row.fts_body, row.record.author_name) for row in batch.inserts]
+                )
+            if batch.edits:
+                await conn.executemany(UPDATE_MESSAGE, [(c, e, r) for r, c, _, _, e in batch.edits])
+                await conn.executemany(UPDATE_FTS, [(f, a, r) for r, _, f, a, _ in batch.edits])
+            if batch.replace_all_models:
+                await conn.executemany(DELETE_OTHER_VECTORS, [(rowid, batch.model) for rowid, _ in batch.vectors])
+            vectors = [(row.rowid, batch.model, _vector_blob(row.vector)) for row in batch.inserts]
+            vectors += [(rowid, batch.model, _vector_blob(vector)) for rowid, vector in batch.vectors]
+            if vectors:
+                await conn.executemany(UPSERT_VECTOR, vectors)
+            await conn.executemany(BUMP_GENERATION, [(guild_id, batch.model) for guild_id in batch.guild_ids])
+        except BaseException:
+            await conn.rollback()
+            raise
+        await conn.commit()
+
+    # -- reads for ingest -----------------------------------------------------------------------------------
+
+    async def existing_message_ids(self, message_ids: Sequence[int]) -> set[int]:
+        found: set[int] = set()
+        for chunk in _chunks(message_ids):
+            marks = ",".join("?" * len(chunk))
+            rows = await self._conn.execute_fetchall(
+                f"SELECT message_id FROM messages WHERE message_id IN ({marks})", chunk
+            )
+            found.update(row[0] for row in rows)
+        return found
+
+    async def refs_for_message_ids(self, message_ids: Sequence[int]) -> list[RowRef]:
+        refs: list[RowRef] = []
+        for chunk in _chunks(message_ids):
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {REF_COLUMNS} FROM messages WHERE message_id IN ({marks})"
+            refs.extend(RowRef(*row) for row in await self._conn.execute_fetchall(sql, chunk))
+        return refs
+
+    async def refs_for_channel(self, guild_id: int, channel_id: int) -> list[RowRef]:
+        """A channel's messages and those of its threads."""
+        sql = f"SELECT {REF_COLUMNS} FROM messages WHERE guild_id = ? AND (channel_id = ? OR parent_channel_id = ?)"
+        rows = await self._conn.execute_fetchall(sql, (guild_id, channel_id, channel_id))
+        return [RowRef(*row) for row in rows]
+
+    async def refs_for_guild(self, guild_id: int) -> list[RowRef]:
+        sql = f"SELECT {REF_COLUMNS} FROM messages WHERE guild_id = ?"
+        return [RowRef(*row) for row in await self._conn.execute_fetchall(sql, (guild_id,))]
+
+    async def refs_for_author(self, guild_id: int | None, author_id: int) -> list[RowRef]:
+        if guild_id is None:
+            sql, params = f"SELECT {REF_COLUMNS} FROM messages WHERE author_id = ?", (author_id,)
+        else:
+            sql = f"SELECT {REF_COLUMNS} FROM messages WHERE guild_id = ? AND author_id = ?"
+            params = (guild_id, author_id)
+        return [RowRef(*row) for row in await self._conn.execute_fetchall(sql, params)]
+
+    async def message(self, message_id: int) -> ChannelMessage | None:
+        sql = f"SELECT {CHANNEL_COLUMNS} FROM messages WHERE message_id = ?"
+        row = await self._fetchone(sql, (message_id,))
+        return ChannelMessage(*row) if row else None
+
+    async def previous_in_channel(
+        self, guild_id: int, channel_id: int, created_at: float, message_id: int
+    ) -> ChannelMessage | None:
+        row = await self._fetchone(SELECT_PREVIOUS, (guild_id, channel_id, created_at, message_id))
+        return ChannelMessage(*row) if row else None
+
+    async def next_in_channel(
+        self, guild_id: int, channel_id: int, created_at: float, message_id: int
+    ) -> ChannelMessage | None:
+        row = await self._fetchone(SELECT_NEXT, (guild_id, channel_id, created_at, message_id))
+        return ChannelMessage(*row) if row else None
+
+    async def iter_channel(self, guild_id: int, channel_id: int, page: int = 512) -> AsyncIterator[ChannelMessage]:
+        """Every message of a channel in order, read in pages (keyset pagination)."""
+        after: tuple[float, int] = (float("-inf"), -1)
+        while True:
+            rows = await self._conn.execute_fetchall(SELECT_CHANNEL_PAGE, (guild_id, channel_id, *after, page))
+            for row in rows:
+                yield ChannelMessage(*row)
+            if len(rows) < page:
+                return
+            after = (rows[-1][6], rows[-1][1])
+
+    async def channel_ids(self, guild_id: int) -> list[int]:
+        return [row[0] for row in await self._conn.execute_fetchall(SELECT_CHANNELS, (guild_id,))]
+
+    async def has_vector(self, rowid: int, model: str) -> bool:
+        return await self._fetchone(SELECT_HAS_VECTOR, (model, rowid)) is not None
+
+    # -- reads for the vector index -------------------------------------------------------------------------
+
+    async def guild_ids(self) -> list[int]:
+        return [row[0] for row in await self._conn.execute_fetchall(SELECT_GUILDS)]
+
+    async def count_messages(self, guild_id: int) -> int:
+        return (await self._fetchone(COUNT_GUILD_MESSAGES, (guild_id,)))[0]
+
+    async def index_fingerprint(self, guild_id: int, model: str) -> tuple[int, int, int]:
+        """(vector count, id-set checksum, generation) of a guild's embeddings for ``model``."""
+        count, checksum = await self._fetchone(SELECT_FINGERPRINT, (guild_id, model))
+        generation = await self._fetchone(SELECT_GENERATION, (guild_id, model))
+        return count, int(checksum), generation[0] if generation else 0
+
+    async def index_generation(self, guild_id: int, model: str) -> int:
+        row = await self._fetchone(SELECT_GENERATION, (guild_id, model))
+        return row[0] if row else 0
+
+    async def iter_embeddings(
+        self, guild_id: int, model: str, page: int = 50_000
+    ) -> AsyncIterator[tuple[np.ndarray, np.ndarray]]:
+        """A guild's (row ids, vectors) in pages, so a million vectors never sit in memory as Python bytes."""
+        after = 0
+        while True:
+            rows = await self._conn.execute_fetchall(SELECT_EMBEDDINGS_PAGE, (guild_id, model, after, page))
+            if not rows:
+                return
+            ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype="<f4").reshape(len(rows), -1)
+            yield ids, vectors.astype(np.float32, copy=False)
+            after = int(ids[-1])
+
+    # -- reads for search -----------------------------------------------------------------------------------
+
+    async def fetch_rows(self, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Messages by row id, as dicts with the candidate fields (``created_at`` as ISO-8601 UTC)."""
+        found: dict[int, dict[str, Any]] = {}
+        for chunk in _chunks(list(rowids)):
+            sql = SELECT_ROWS.format(marks=",".join("?" * len(chunk)))
+            for row in await self._conn.execute_fetchall(sql, chunk):
+                found[row[0]] = _row_dict(row)
+        return found
+
+    async def rowids_matching(self, filters: SearchFilters) -> np.ndarray:
+        """Row ids of the guild's messages that pass ``filters`` (for restricting a vector search)."""
+        where, params = filter_clause(filters)
+        rows = await self._conn.execute_fetchall(f"SELECT id FROM messages AS m WHERE {where}", params)
+        return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+
+    # -- guild settings and opt-outs ------------------------------------------------------------------------
+
+    async def guild_settings(self, guild_id: int) -> dict[str, Any]:
+        row = await self._fetchone(SELECT_SETTINGS, (guild_id,))
+        return json.loads(row[0]) if row else {}
+
+    async def set_guild_setting(self, guild_id: int, key: str, value: Any) -> None:
+        """Set one JSON-serialisable setting; ``None`` removes the key."""
+        settings = await self.guild_settings(guild_id)
+        if value is None:
+            settings.pop(key, None)
+        else:
+            settings[key] = value
+        if settings:
+            await self._conn.execute(UPSERT_SETTINGS, (guild_id, json.dumps(settings, sort_keys=True)))
+        else:
+            await self._conn.execute(DELETE_SETTINGS, (guild_id,))
+
+    async def setting_bool(self, guild_id: int, key: str, default: bool) -> bool:
+        value = (await self.guild_settings(guild_id)).get(key)
+        return value if isinstance(value, bool) else default
+
+    async def setting_int(self, guild_id: int, key: str, default: int) -> int:
+        value = (await self.guild_settings(guild_id)).get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+    async def setting_str(self, guild_id: int, key: str, default: str) -> str:
+        value = (await self.guild_settings(guild_id)).get(key)
+        return value if isinstance(value, str) else default
+
+    async def setting_ids(self, guild_id: int, key: str) -> frozenset[int]:
+        value = (await self.guild_settings(guild_id)).get(key)
+        if not isinstance(value, list):
+            return frozenset()
+        return frozenset(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+
+    async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
+        await self._conn.execute(INSERT_OPT_OUT if opted_out else DELETE_OPT_OUT, (guild_id, user_id))
+
+    async def opt_outs(self) -> set[tuple[int, int]]:
+        """Every (guild_id, user_id) that opted out; small, so callers cache it."""
+        return {(row[0], row[1]) for row in await self._conn.execute_fetchall(SELECT_OPT_OUTS)}
+
+
+def filter_clause(filters: SearchFilters, alias: str = "m") -> tuple[str, list[Any]]:
+    """A parameterised WHERE clause over ``messages AS {alias}`` for ``filters``."""
+    clauses = [f"{alias}.guild_id = ?"]
+    params: list[Any] = [filters.guild_id]
+
+    def ids_in(column: str, ids: frozenset[int], negate: bool = False) -> None:
+        # A JSON array keeps the statement's parameter count fixed however many ids there are.
+        clauses.append(f"{alias}.{column} {'NOT ' if negate else ''}IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(sorted(ids)))
+
+    if filters.channel_ids is not None:
+        ids_in("channel_id", filters.channel_ids)
+    if filters.allowed_channel_ids is not None:
+        ids_in("channel_id", filters.allowed_channel_ids)
+    if filters.author_ids is not None:
+        ids_in("author_id", filters.author_ids)
+    if filters.after is not None:
+        clauses.append(f"{alias}.created_at > ?")
+        params.append(to_timestamp(filters.after))
+    if filters.before is not None:
+        clauses.append(f"{alias}.created_at < ?")
+        params.append(to_timestamp(filters.before))
+    if filters.exclude_message_ids:
+        ids_in("message_id", filters.exclude_message_ids, negate=True)
+    return " AND ".join(clauses), params
+
+
+def _message_params(row: NewRow) -> tuple[Any, ...]:
+    record = row.record
+    return (
+        row.rowid,
+        record.message_id,
+        record.guild_id,
+        record.channel_id,
+        record.parent_channel_id,
+        record.author_id,
+        record.author_name,
+        int(record.author_is_bot),
+        row.content,
+        to_timestamp(record.created_at),
+        to_timestamp(record.edited_at) if record.edited_at else None,
+        record.reply_to_id,
+    )
+
+
+def _row_dict(row: Sequence[Any]) -> dict[str, Any]:
+    return {
+        "rowid": row[0],
+        "message_id": row[1],
+        "guild_id": row[2],
+        "channel_id": row[3],
+        "parent_channel_id": row[4],
+        "author_id": row[5],
+        "author_name": row[6],
+        "author_is_bot": bool(row[7]),
+        "content": row[8],
+        "created_at": from_timestamp(row[9]).isoformat(),
+        "edited_at": from_timestamp(row[10]).isoformat() if row[10] is not None else None,
+        "reply_to_id": row[11],
+    }

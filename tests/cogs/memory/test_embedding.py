@@ -1,0 +1,97 @@
+"""EmbeddingService with the real packaged all-MiniLM-L6-v2."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingModelError, EmbeddingService, resolve_model_path
+
+
+async def test_vectors_are_normalised_float32_rows(embedder: EmbeddingService) -> None:
+    vectors = await embedder.embed(["hello there", "the weather is nice today"])
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+async def test_no_texts_give_an_empty_matrix(embedder: EmbeddingService) -> None:
+    assert (await embedder.embed([])).shape == (0, 384)
+
+
+async def test_similar_texts_score_higher_than_unrelated_ones(embedder: EmbeddingService) -> None:
+    query, near, far = await embedder.embed(["going hiking this weekend", "a walk in the mountains on saturday",
+                                             "my tax return is late"])
+    assert query @ near > query @ far
+
+
+async def test_a_vector_does_not_depend_on_its_batch(embedder: EmbeddingService) -> None:
+    alone = await embedder.embed(["short"])
+    batched = await embedder.embed(["a considerably longer sentence that forces padding in the batch", "short"])
+    np.testing.assert_allclose(alone[0], batched[1], atol=1e-5)
+
+
+async def test_embedding_runs_on_the_worker_thread(
+    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    original = embedder.embed_sync
+
+    def recording(texts: list[str]) -> np.ndarray:
+        threads.append(threading.current_thread().name)
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_sync", recording)
+    await embedder.embed(["x"])
+    assert threads[0].startswith("embedding") and threads[0] != threading.main_thread().name
+
+
+def test_default_name_resolves_to_the_packaged_model() -> None:
+    assert (Path(resolve_model_path(DEFAULT_MODEL)) / "config.json").exists()
+
+
+def test_an_unloadable_model_raises_a_clear_error(tmp_path: Path) -> None:
+    service = EmbeddingService(str(tmp_path))  # a directory with no model in it
+    with pytest.raises(EmbeddingModelError, match="cannot load embedding model"):
+        service.load()
+    service.shutdown()
+
+
+def test_an_unknown_dtype_is_refused() -> None:
+    with pytest.raises(ValueError, match="dtype"):
+        EmbeddingService(dtype="int8")
+
+
+def test_bfloat16_vectors_stay_close_to_float32(embedder: EmbeddingService) -> None:
+    service = EmbeddingService(dtype="bfloat16")
+    service.load()
+    texts = ["bf16 should barely move a sentence embedding"]
+    low = service.embed_sync(texts)
+    service.shutdown()
+    assert low.dtype == np.float32
+    assert float(np.linalg.norm(low[0])) == pytest.approx(1.0, abs=1e-5)
+    assert float(low[0] @ embedder.embed_sync(texts)[0]) > 0.99
+
+
+async def test_bulk_embedding_matches_one_call_in_order(embedder: EmbeddingService) -> None:
+    texts = [f"message {i} " + "word " * (i % 7) for i in range(3 * embedder.batch_size + 5)]
+    bulk = await embedder.embed(texts)
+    np.testing.assert_allclose(bulk, embedder.embed_sync(texts), atol=1e-5)
+
+
+async def test_a_query_runs_before_queued_bulk_batches(embedder: EmbeddingService) -> None:
+    finished: list[str] = []
+
+    async def tagged(name: str, texts: list[str]) -> None:
+        await embedder.embed(texts)
+        finished.append(name)
+
+    bulk = asyncio.create_task(tagged("bulk", ["some ingest text"] * (4 * embedder.batch_size)))
+    await asyncio.sleep(0)  # the bulk batches are queued first
+    await tagged("query", ["a question"])
+    await bulk
+    assert finished == ["query", "bulk"]
