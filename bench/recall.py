@@ -1,0 +1,199 @@
+"""Benchmark: first-stage recall of memory search on a chat dataset, ingested through the real ingest path.
+
+python -m bench.recall --messages M.jsonl --queries Q.jsonl --mode vector|keyword|hybrid [--json OUT]
+                       [--profile cpu-small] [--candidates 100] [--db DIR]
+
+``--mode hybrid,vector,keyword`` ingests once and answers the queries in each mode: it prints (and writes) a JSON
+list of the per-mode objects, which share the one ingest measurement.
+
+messages.jsonl: {"channel", "msg_id", "author", "ts", "text"} a line; queries.jsonl: {"channel", "qid", "question",
+"category", "relevant": [msg_id, ...]} a line (the format of ../shared/data/locomo/). All messages go into one guild,
+one Discord channel per ``channel`` value, in file order; each query is searched within its own channel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cogs.memory.embedding import EmbeddingService
+from cogs.memory.memory import Memory
+from cogs.memory.profile import load_profile
+from cogs.memory.records import MessageRecord, SearchFilters
+
+GUILD_ID = 1
+KS = (5, 10, 20, 50)
+MODES = ("vector", "keyword", "hybrid")
+MRR_AT = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    channel_id: int
+    question: str
+    category: str
+    relevant: frozenset[int]
+
+
+class _TextRecorder:
+    """Wraps the live EmbeddingService's ``embed`` so the benchmark knows exactly which texts ingest embedded."""
+
+    def __init__(self, service: EmbeddingService) -> None:
+        self.texts: list[str] = []
+        self._embed = service.embed
+        service.embed = self.embed  # type: ignore[method-assign]  # instance attribute shadows the method
+
+    async def embed(self, texts: Sequence[str]) -> Any:
+        self.texts.extend(texts)
+        return await self._embed(texts)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _timestamp(value: str) -> datetime:
+    moment = datetime.fromisoformat(value)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageRecord], list[Query]]:
+    """Records with integer ids (file order) and queries whose relevant ids are mapped the same way."""
+    channels: dict[str, int] = {}
+    authors: dict[str, int] = {}
+    message_ids: dict[str, int] = {}
+    records: list[MessageRecord] = []
+    for position, row in enumerate(_read_jsonl(messages_path), start=1):
+        channel_id = channels.setdefault(str(row["channel"]), 100 + len(channels))
+        author_id = authors.setdefault(str(row["author"]), 1000 + len(authors))
+        message_ids[str(row["msg_id"])] = position
+        records.append(MessageRecord(message_id=position, guild_id=GUILD_ID, channel_id=channel_id,
+                                     parent_channel_id=None, author_id=author_id, author_name=str(row["author"]),
+                                     content=str(row["text"]), created_at=_timestamp(row["ts"])))
+    queries = []
+    for row in _read_jsonl(queries_path):
+        relevant = frozenset(message_ids[str(m)] for m in row["relevant"] if str(m) in message_ids)
+        if relevant and str(row["channel"]) in channels:
+            queries.append(Query(channels[str(row["channel"])], str(row["question"]), str(row.get("category", "")),
+                                 relevant))
+    return records, queries
+
+
+def score(ranked: list[int], relevant: frozenset[int]) -> dict[str, float]:
+    """recall@k (share of the relevant ids in the top k) and reciprocal rank within the top 10."""
+    scores = {f"recall@{k}": len(relevant.intersection(ranked[:k])) / len(relevant) for k in KS}
+    first = next((i for i, rowid in enumerate(ranked[:MRR_AT], start=1) if rowid in relevant), None)
+    scores[f"mrr@{MRR_AT}"] = 1.0 / first if first else 0.0
+    return scores
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {key: round(statistics.fmean(row[key] for row in rows), 4) for key in rows[0]}
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    records, queries = load_dataset(args.messages, args.queries)
+    profile = load_profile(args.profile)
+    profile = replace(profile, vector_candidates=args.candidates, keyword_candidates=args.candidates,
+                      reranker=replace(profile.reranker, enabled=False))
+    with tempfile.TemporaryDirectory(dir=args.db) as workdir:
+        memory = await Memory.open(profile, Path(workdir) / "memory.sqlite3", Path(workdir) / "indexes")
+        try:
+            recorder = _TextRecorder(memory.embedder)
+            started = time.perf_counter()
+            for record in records:
+                await memory.add(record)
+            await memory.flush()
+            ingest_s = time.perf_counter() - started
+
+            started = time.perf_counter()
+            memory.embedder.embed_sync(recorder.texts)
+            embed_s = time.perf_counter() - started
+
+            ingest = {
+                "ingest_msgs_per_s": round(len(records) / ingest_s, 1),
+                "embed_only_msgs_per_s": round(len(recorder.texts) / embed_s, 1),
+                "n_messages": len(records),
+                "n_embedded": len(recorder.texts),
+            }
+            return [await _answer(memory, queries, mode, ingest, args.candidates, profile.name)
+                    for mode in args.mode]
+        finally:
+            await memory.close()
+
+
+async def _answer(memory: Memory, queries: list[Query], mode: str, ingest: dict[str, Any], candidates: int,
+                  profile: str) -> dict[str, Any]:
+    per_query: list[tuple[str, dict[str, float]]] = []
+    latencies: list[float] = []
+    for query in queries:
+        filters = SearchFilters(guild_id=GUILD_ID, channel_ids=frozenset({query.channel_id}))
+        started = time.perf_counter()
+        hits = await memory.search_engine.search(query.question, filters, max(KS), mode=mode)
+        latencies.append((time.perf_counter() - started) * 1000)
+        per_query.append((query.category, score([hit["message_id"] for hit in hits], query.relevant)))
+    by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for category, scores in per_query:
+        by_category[category].append(scores)
+    return {
+        "mode": mode,
+        "n_queries": len(per_query),
+        **_mean([scores for _, scores in per_query]),
+        "per_category": {category: {"n_queries": len(rows), **_mean(rows)}
+                         for category, rows in sorted(by_category.items())},
+        "ingest_msgs_per_s": ingest["ingest_msgs_per_s"],
+        "embed_only_msgs_per_s": ingest["embed_only_msgs_per_s"],
+        "search_p50_ms": round(_percentile(latencies, 0.50), 2),
+        "search_p95_ms": round(_percentile(latencies, 0.95), 2),
+        "n_messages": ingest["n_messages"],
+        "n_embedded": ingest["n_embedded"],
+        "candidates": candidates,
+        "profile": profile,
+    }
+
+
+def _modes(value: str) -> list[str]:
+    modes = [mode.strip() for mode in value.split(",") if mode.strip()]
+    unknown = sorted(set(modes) - set(MODES))
+    if not modes or unknown:
+        raise argparse.ArgumentTypeError(f"modes are {', '.join(MODES)}; got {value!r}")
+    return modes
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.recall", description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=Path, required=True)
+    parser.add_argument("--queries", type=Path, required=True)
+    parser.add_argument("--mode", type=_modes, default=["hybrid"], help="vector, keyword, hybrid, or a comma list")
+    parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--profile", default="cpu-small", help="profile name or .toml path (reranker is off)")
+    parser.add_argument("--candidates", type=int, default=100, help="vector and keyword candidates per query")
+    parser.add_argument("--db", type=Path, default=None, help="directory for the temporary database")
+    args = parser.parse_args(argv)
+    results = asyncio.run(run(args))
+    out = json.dumps(results[0] if len(results) == 1 else results, indent=2)
+    print(out)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(out + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

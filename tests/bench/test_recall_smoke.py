@@ -1,0 +1,41 @@
+"""bench.recall end to end on a tiny messages/queries pair: the real ingest path, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import recall
+
+MESSAGES = [
+    {"channel": "c1", "msg_id": "c1/1", "author": "Ann", "ts": "2024-01-01T10:00:00", "text": "I adopted a grey cat"},
+    {"channel": "c1", "msg_id": "c1/2", "author": "Ben", "ts": "2024-01-01T10:00:30", "text": "Nice! What's its name?"},
+    {"channel": "c1", "msg_id": "c1/3", "author": "Ann", "ts": "2024-01-01T10:01:00", "text": "Her name is Pixel"},
+    {"channel": "c2", "msg_id": "c2/1", "author": "Ann", "ts": "2024-01-02T09:00:00", "text": "My cat is called Tom"},
+    {"channel": "c2", "msg_id": "c2/2", "author": "Cal", "ts": "2024-01-02T09:00:30", "text": "Going hiking on Sunday"},
+]
+QUERIES = [
+    {"channel": "c1", "qid": "q1", "question": "What is the name of Ann's cat?", "category": 1,
+     "relevant": ["c1/3"]},
+    {"channel": "c2", "qid": "q2", "question": "When is Cal going hiking?", "category": 2, "relevant": ["c2/2"]},
+    {"channel": "c2", "qid": "q3", "question": "Unanswerable", "category": 2, "relevant": ["missing/1"]},
+]
+FIELDS = {"mode", "n_queries", "recall@5", "recall@10", "recall@20", "recall@50", "mrr@10", "per_category",
+          "ingest_msgs_per_s", "embed_only_msgs_per_s", "search_p50_ms", "search_p95_ms"}
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_recall_bench_writes_the_contract_json(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "recall.json"
+    recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
+                 "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
+                 "--mode", "hybrid", "--candidates", "10", "--db", str(tmp_path), "--json", str(out)])
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert FIELDS <= result.keys()
+    # q3's only relevant id is not in the messages, so it is not scored; each channel has fewer than 5 messages.
+    assert (result["mode"], result["n_queries"], result["recall@5"]) == ("hybrid", 2, 1.0)
+    assert set(result["per_category"]) == {"1", "2"}

@@ -1,0 +1,204 @@
+"""SearchEngine over a real SQLite file, real FAISS and the real MiniLM: ranking, filters, isolation, odd queries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from cogs.memory import search as search_module
+from cogs.memory.embedding import EmbeddingService
+from cogs.memory.ingest import IngestQueue
+from cogs.memory.records import SearchFilters
+from cogs.memory.search import SearchEngine, fuse, spread_to_neighbours
+from cogs.memory.store import MemoryStore
+from cogs.memory.vector_index import IndexRegistry
+from tests.fixtures.core import T0, CoreProfile, RecordFactory
+
+GUILD = 1
+OTHER_GUILD = 2
+GENERAL, RANDOM, SECRET = 10, 11, 12
+ALICE, BOB = 100, 200
+
+# (message_id, channel, author_id, author_name, content); message ids double as minutes after T0.
+CONVERSATION = [
+    (1, GENERAL, ALICE, "alice", "Anyone up for pizza tonight?"),
+    (2, GENERAL, BOB, "bob", "Sure, the place on Main Street at 8"),
+    (3, GENERAL, ALICE, "alice", "My cat knocked the plant off the shelf again"),
+    (4, RANDOM, BOB, "bob", "I am training for a marathon in October"),
+    (5, RANDOM, ALICE, "alice", "The new deploy broke the login page, rolling back"),
+    (6, SECRET, BOB, "bob", "The launch date is the 14th, keep it quiet"),
+    (7, GENERAL, BOB, "bob", "我喜欢吃北京烤鸭"),
+    (8, GENERAL, ALICE, "alice", "来週、東京タワーに行きます"),
+    (9, RANDOM, BOB, "bob", "Alice said the pizza was great"),
+]
+
+
+@pytest.fixture
+async def engine(store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
+                 make_record: RecordFactory, core_profile: CoreProfile) -> SearchEngine:
+    for message_id, channel, author_id, author_name, content in CONVERSATION:
+        await ingest.add(make_record(message_id, content, guild_id=GUILD, channel_id=channel, author_id=author_id,
+                                     author_name=author_name))
+    # The same words in another guild: must never leak into guild 1's results.
+    await ingest.add(make_record(1001, "Anyone up for pizza tonight?", guild_id=OTHER_GUILD, channel_id=50))
+    await ingest.flush()
+    return SearchEngine(store, embedder, indexes, core_profile)
+
+
+def ids(results: list[dict]) -> list[int]:
+    return [hit["message_id"] for hit in results]
+
+
+async def test_hybrid_ranks_the_exact_match_first(engine: SearchEngine) -> None:
+    results = await engine.search("pizza tonight", SearchFilters(guild_id=GUILD), 5)
+    assert ids(results)[0] == 1
+
+
+async def test_vector_side_finds_a_paraphrase_with_no_shared_word(engine: SearchEngine) -> None:
+    results = await engine.search("running a long race", SearchFilters(guild_id=GUILD), 3, mode="vector")
+    assert ids(results)[0] == 4
+
+
+async def test_results_carry_the_candidate_fields(engine: SearchEngine) -> None:
+    hit = (await engine.search("pizza tonight", SearchFilters(guild_id=GUILD), 1))[0]
+    assert hit == {
+        "message_id": 1, "guild_id": GUILD, "channel_id": GENERAL, "author_id": ALICE, "author_name": "alice",
+        "content": "Anyone up for pizza tonight?", "created_at": (T0 + timedelta(minutes=1)).isoformat(),
+        "score": hit["score"], "sources": ["vector", "keyword"], "rank": 1,
+    }
+
+
+async def test_ranks_are_consecutive_and_scores_descend(engine: SearchEngine) -> None:
+    results = await engine.search("pizza", SearchFilters(guild_id=GUILD), 5)
+    assert [hit["rank"] for hit in results] == list(range(1, len(results) + 1))
+    assert [hit["score"] for hit in results] == sorted((hit["score"] for hit in results), reverse=True)
+
+
+async def test_keyword_mode_returns_only_keyword_matches_and_their_neighbours(engine: SearchEngine) -> None:
+    results = await engine.search("marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
+    assert ids(results)[0] == 4
+    assert all(hit["sources"] in (["keyword"], ["context"]) for hit in results)
+
+
+async def test_a_blank_query_returns_nothing(engine: SearchEngine) -> None:
+    assert await engine.search("   ", SearchFilters(guild_id=GUILD), 5) == []
+
+
+async def test_another_guilds_messages_never_appear(engine: SearchEngine) -> None:
+    for mode in ("hybrid", "vector", "keyword"):
+        results = await engine.search("pizza tonight", SearchFilters(guild_id=GUILD), 20, mode=mode)
+        assert all(hit["guild_id"] == GUILD for hit in results) and 1001 not in ids(results)
+
+
+async def test_a_guild_with_no_messages_returns_nothing(engine: SearchEngine) -> None:
+    assert await engine.search("pizza", SearchFilters(guild_id=999), 5) == []
+
+
+async def test_channel_filter(engine: SearchEngine) -> None:
+    results = await engine.search("pizza", SearchFilters(guild_id=GUILD, channel_ids=frozenset({RANDOM})), 10)
+    assert ids(results)[0] == 9 and {hit["channel_id"] for hit in results} == {RANDOM}
+
+
+async def test_author_filter(engine: SearchEngine) -> None:
+    results = await engine.search("pizza", SearchFilters(guild_id=GUILD, author_ids=frozenset({BOB})), 10)
+    assert ids(results)[0] == 9 and {hit["author_id"] for hit in results} == {BOB}
+
+
+async def test_time_range_filter(engine: SearchEngine) -> None:
+    filters = SearchFilters(guild_id=GUILD, after=T0 + timedelta(minutes=3.5), before=T0 + timedelta(minutes=8.5))
+    results = await engine.search("pizza", filters, 10)
+    assert set(ids(results)) <= {4, 5, 6, 7, 8} and results
+
+
+async def test_permission_filter_hides_channels_the_caller_cannot_read(engine: SearchEngine) -> None:
+    filters = SearchFilters(guild_id=GUILD, allowed_channel_ids=frozenset({GENERAL, RANDOM}))
+    results = await engine.search("when is the launch date", filters, 10)
+    assert 6 not in ids(results) and {hit["channel_id"] for hit in results} <= {GENERAL, RANDOM}
+
+
+async def test_permission_filter_allows_what_it_names(engine: SearchEngine) -> None:
+    filters = SearchFilters(guild_id=GUILD, allowed_channel_ids=frozenset({SECRET}))
+    assert ids(await engine.search("when is the launch date", filters, 10)) == [6]
+
+
+async def test_excluded_messages_are_left_out(engine: SearchEngine) -> None:
+    filters = SearchFilters(guild_id=GUILD, exclude_message_ids=frozenset({1}))
+    results = await engine.search("pizza tonight", filters, 10)
+    assert 1 not in ids(results) and results
+
+
+@pytest.mark.parametrize("query", ['"pizza', "pizza AND NOT", "NEAR(pizza, 2)", "body:pizza", "pizza*", "(pizza",
+                                   "author: bob", "^pizza", "{body}: pizza OR"])
+async def test_fts5_syntax_in_a_query_is_searched_as_words(engine: SearchEngine, query: str) -> None:
+    results = await engine.search(query, SearchFilters(guild_id=GUILD), 5, mode="keyword")
+    assert results  # "pizza" or "bob" is still searched for; nothing raised
+
+
+async def test_not_in_a_query_does_not_exclude(engine: SearchEngine) -> None:
+    results = await engine.search("NOT pizza", SearchFilters(guild_id=GUILD), 5, mode="keyword")
+    assert {1, 9} <= set(ids(results))
+
+
+async def test_chinese_keyword_search(engine: SearchEngine) -> None:
+    results = await engine.search("北京烤鸭", SearchFilters(guild_id=GUILD), 5, mode="keyword")
+    assert ids(results)[0] == 7
+
+
+async def test_japanese_keyword_search(engine: SearchEngine) -> None:
+    results = await engine.search("東京タワー", SearchFilters(guild_id=GUILD), 5, mode="keyword")
+    assert ids(results)[0] == 8
+
+
+async def test_a_display_name_in_the_query_matches_that_authors_messages(engine: SearchEngine) -> None:
+    # Message 9 only mentions Alice; her own messages are what "what did alice say" asks for.
+    results = await engine.search("alice pizza", SearchFilters(guild_id=GUILD), 10, mode="keyword")
+    assert ids(results)[0] == 1
+
+
+async def test_an_over_common_term_is_dropped_and_the_rare_one_kept(
+        engine: SearchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "the" is no stop word here if it were; "marathon" (1 message) fits the budget, "pizza" (3 documents) not.
+    monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
+    results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
+    assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [4]
+
+
+async def test_a_hit_lends_context_to_the_reply_after_it(engine: SearchEngine) -> None:
+    # Message 2 answers message 1 without repeating its words.
+    results = await engine.search("pizza tonight", SearchFilters(guild_id=GUILD, channel_ids=frozenset({GENERAL})),
+                                  10, mode="keyword")
+    reply = next(hit for hit in results if hit["message_id"] == 2)
+    assert reply["sources"] == ["context"]
+
+
+def test_fuse_standardises_each_side_before_weighing() -> None:
+    # Raw BM25 scores in the tens must not swamp cosines below 1.
+    fused, _ = fuse([(1, 0.9), (2, 0.1)], [(2, 30.0), (1, 10.0)], vector_weight=0.5)
+    assert fused[1] == pytest.approx(fused[2])
+
+
+def test_fuse_with_one_side_empty_keeps_the_other_sides_order() -> None:
+    fused, _ = fuse([], [(5, 3.0), (6, 2.0), (7, 1.0)])
+    assert sorted(fused, key=fused.__getitem__, reverse=True) == [5, 6, 7]
+
+
+def test_spread_to_neighbours_lends_only_positive_scores() -> None:
+    spread = spread_to_neighbours({1: 2.0, 2: -1.0}, {1: (None, 3), 2: (None, 4)}, floor=-1.5, weight=0.5)
+    assert spread[3] == pytest.approx(-1.5 + 1.0) and 4 not in spread
+
+
+def test_a_lone_hit_outranks_the_neighbours_it_lends_to() -> None:
+    scores, floor = fuse([], [(1, 4.2)])
+    spread = spread_to_neighbours(scores, {1: (None, 2)}, floor)
+    assert spread[1] > spread[2]
+
+
+async def test_a_narrow_filter_falls_back_to_a_restricted_vector_search(
+        engine: SearchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two unrestricted hits hold nothing from #secret, so the index is searched again over #secret's rows only.
+    monkeypatch.setattr(search_module, "VECTOR_OVERFETCH", 1)
+    engine.vector_candidates = 2
+    filters = SearchFilters(guild_id=GUILD, channel_ids=frozenset({SECRET}))
+    results = await engine.search("pizza tonight", filters, 1, mode="vector")
+    assert ids(results) == [6]

@@ -1,0 +1,147 @@
+"""Text shaping for search, checked against a real FTS5 table with the schema's tokenizer."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+import pytest
+
+from cogs.memory.text import Term, embedding_input, fts_document, index_term, keyword_terms, match_expression
+
+FTS_SCHEMA = ("CREATE VIRTUAL TABLE messages_fts USING fts5(body, author, "
+              "tokenize = 'porter unicode61 remove_diacritics 2')")
+
+# FTS5 query syntax a user might type by accident or on purpose.
+HOSTILE_QUERIES = [
+    'say "hello',
+    'pizza AND pasta',
+    "pizza OR",
+    "NOT pizza",
+    "NEAR(pizza pasta, 2)",
+    "pizz*",
+    "body:pizza",
+    "author : alice",
+    "{body author}: pizza",
+    "^pizza",
+    "(pizza",
+    "pizza)",
+    "- pizza + pasta",
+    "'; DROP TABLE messages; --",
+    '""""',
+    "AND OR NOT NEAR",
+    "c'est déjà l'été",
+    "\u0000\ufffd\U0001f600",
+]
+
+
+@pytest.fixture
+def fts() -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(FTS_SCHEMA)
+    rows = [
+        (1, "I had pizza and pasta tonight", "alice"),
+        (2, "NOT a word about dinner", "bob"),
+        (3, "我喜欢吃北京烤鸭", "li"),
+        (4, "東京タワーに行きました", "yuki"),
+        (5, "The dogs were running in the park", "carol"),
+        (6, "猫", "li"),
+    ]
+    conn.executemany("INSERT INTO messages_fts (rowid, body, author) VALUES (?, ?, ?)",
+                     [(rowid, fts_document(body), author) for rowid, body, author in rows])
+    yield conn
+    conn.close()
+
+
+def search(conn: sqlite3.Connection, query: str) -> list[int]:
+    expression = match_expression(keyword_terms(query))
+    if expression is None:
+        return []
+    rows = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank", (expression,))
+    return [row[0] for row in rows]
+
+
+def test_fts_document_splits_cjk_runs_into_bigrams() -> None:
+    assert fts_document("我喜欢猫") == " 我喜 喜欢 欢猫 猫 "
+
+
+def test_fts_document_leaves_latin_text_as_written() -> None:
+    assert fts_document("Pizza night, 8pm!") == "Pizza night, 8pm!"
+
+
+def test_fts_document_folds_full_width_letters() -> None:
+    assert fts_document("Ｐｉｚｚａ") == "Pizza"
+
+
+def test_embedding_input_without_previous_is_author_and_text() -> None:
+    assert embedding_input("alice", "hello there", None) == "alice: hello there"
+
+
+def test_embedding_input_puts_the_previous_message_first() -> None:
+    text = embedding_input("bob", "yes, Tuesday", ("alice", "are you free?"))
+    assert text == "alice: are you free?\nbob: yes, Tuesday"
+
+
+def test_embedding_input_caps_a_long_previous_message() -> None:
+    text = embedding_input("bob", "ok", ("alice", "x" * 5000))
+    assert len(text) < 400 and text.endswith("\nbob: ok")
+
+
+def test_keyword_terms_drop_stop_words_and_stray_letters() -> None:
+    assert keyword_terms("When did Caroline's dog go to the vet?") == ["caroline", "dog", "go", "vet"]
+
+
+def test_keyword_terms_keep_one_word_per_stem() -> None:
+    assert keyword_terms("painting paintings painted") == ["painting"]
+
+
+def test_keyword_terms_of_only_stop_words_are_empty() -> None:
+    assert keyword_terms("what did you do?") == []
+    assert match_expression([]) is None
+
+
+def test_index_term_matches_the_term_fts5_stores(fts: sqlite3.Connection) -> None:
+    fts.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, messages_fts, row)")
+    stored = {row[0] for row in fts.execute("SELECT term FROM temp.vocab")}
+    assert {index_term(t) for t in keyword_terms("dogs running park pizza déjà")} - {"deja"} <= stored
+
+
+def test_author_column_term_matches_only_the_author(fts: sqlite3.Connection) -> None:
+    expression = match_expression([Term("alice", column="author")])
+    rows = fts.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (expression,)).fetchall()
+    assert rows == [(1,)]
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_fts5_syntax_in_a_query_never_raises(fts: sqlite3.Connection, query: str) -> None:
+    search(fts, query)
+
+
+def test_operators_in_a_query_are_plain_words(fts: sqlite3.Connection) -> None:
+    # "NOT pizza" must find the pizza message, not exclude it.
+    assert search(fts, "NOT pizza") == [1]
+
+
+def test_a_column_filter_in_a_query_is_plain_words(fts: sqlite3.Connection) -> None:
+    assert search(fts, "author:bob dinner") == [2]
+
+
+def test_a_trailing_star_does_not_become_a_prefix_query(fts: sqlite3.Connection) -> None:
+    assert search(fts, "pizz*") == []
+
+
+def test_stemming_matches_other_forms_of_a_word(fts: sqlite3.Connection) -> None:
+    assert search(fts, "dog runs") == [5]
+
+
+def test_chinese_words_inside_a_sentence_are_found(fts: sqlite3.Connection) -> None:
+    assert search(fts, "北京烤鸭") == [3]
+
+
+def test_japanese_words_inside_a_sentence_are_found(fts: sqlite3.Connection) -> None:
+    assert search(fts, "東京タワー") == [4]
+
+
+def test_one_cjk_character_finds_it_anywhere_in_a_run(fts: sqlite3.Connection) -> None:
+    assert sorted(search(fts, "鸭")) == [3]
+    assert sorted(search(fts, "猫")) == [6]
