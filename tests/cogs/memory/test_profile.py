@@ -1,0 +1,174 @@
+"""MemoryProfile loading/validation, HardwareDetector with faked probes, select_profile."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import pytest
+
+from cogs.memory.profile import (
+    PROFILES_DIR,
+    CudaDevice,
+    HardwareDetector,
+    HardwareInfo,
+    MemoryProfile,
+    ProfileError,
+    load_profile,
+    list_profiles,
+    resolve_device,
+    select_profile,
+)
+
+CPUINFO_BF16 = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+CPUINFO_AVX2 = "processor\t: 0\nflags\t\t: fpu sse avx2 fma\n"
+MEMINFO_16G = "MemTotal:       16777216 kB\nMemFree:         1000 kB\n"
+SMALL_CPU = HardwareInfo(cpu_cores=2, ram_gb=4.0, cpu_bf16=False)
+
+
+def gpu(total_gb: float) -> HardwareInfo:
+    return HardwareInfo(cpu_cores=8, ram_gb=64.0, cpu_bf16=False,
+                        cuda_devices=(CudaDevice(0, "Fake GPU", total_gb, total_gb - 1),))
+
+
+def write_profile(tmp_path: Path, text: str, name: str = "custom") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_four_shipped_profiles_load() -> None:
+    assert {"cpu-small", "cpu-bf16", "gpu-small", "gpu-large"} <= {p.name for p in list_profiles()}
+
+
+def test_profile_is_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        load_profile("cpu-small").dtype = "float16"  # type: ignore[misc]
+
+
+def test_shipped_cpu_bf16_profile_uses_bfloat16() -> None:
+    profile = load_profile("cpu-bf16")
+    assert (profile.device, profile.dtype, profile.requirements.cpu_bf16) == ("cpu", "bfloat16", True)
+
+
+def test_bad_choice_names_file_field_and_allowed_values(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, 'dtype = "int8"\n')
+    with pytest.raises(ProfileError) as info:
+        load_profile(path)
+    assert str(info.value) == (f"{path}: field 'dtype' = 'int8' is invalid; allowed: float32 | bfloat16 | float16")
+
+
+def test_wrong_type_in_nested_table_names_the_qualified_field(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, '[reranker]\nbatch_size = "8"\n')
+    with pytest.raises(ProfileError, match=r"field 'reranker.batch_size' = '8' is invalid; allowed: an integer"):
+        load_profile(path)
+
+
+def test_unknown_field_lists_the_allowed_ones(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, "[reranker]\nbatchsize = 8\n")
+    with pytest.raises(ProfileError, match=r"unknown field 'reranker.batchsize'; allowed: batch_size, "):
+        load_profile(path)
+
+
+def test_out_of_range_value_is_rejected(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, "[reranker]\nmin_score = 1.5\n")
+    with pytest.raises(ProfileError, match=r"'reranker.min_score' = 1.5 is invalid; allowed: a number in \[0, 1\]"):
+        load_profile(path)
+
+
+def test_http_provider_needs_a_url(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, '[reranker]\nprovider = "http"\n')
+    with pytest.raises(ProfileError, match=r"'reranker.http_url' is required"):
+        load_profile(path)
+
+
+def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, "dtype = \n")
+    with pytest.raises(ProfileError, match=rf"^{path}: not valid TOML"):
+        load_profile(path)
+
+
+def test_unknown_profile_name_lists_the_known_ones() -> None:
+    with pytest.raises(ProfileError, match=r"no such profile; allowed: .*cpu-small"):
+        load_profile("tpu-huge")
+
+
+def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
+    assert load_profile(write_profile(tmp_path, "", name="tiny-box")).name == "tiny-box"
+
+
+def test_detector_reads_bf16_flag_ram_and_cores() -> None:
+    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_BF16, meminfo=lambda: MEMINFO_16G, cores=lambda: 4,
+                                cuda=lambda: (), mps=lambda: False)
+    assert detector.detect() == HardwareInfo(cpu_cores=4, ram_gb=16.0, cpu_bf16=True)
+
+
+def test_detector_reports_no_bf16_on_an_avx2_cpu() -> None:
+    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_AVX2, meminfo=lambda: MEMINFO_16G, cores=lambda: 2,
+                                cuda=lambda: (), mps=lambda: False)
+    assert detector.detect().cpu_bf16 is False
+
+
+def test_detector_passes_through_cuda_devices_and_mps() -> None:
+    devices = (CudaDevice(0, "Fake A100", 40.0, 38.5),)
+    detector = HardwareDetector(cpuinfo=lambda: "", meminfo=lambda: "", cores=lambda: 1,
+                                cuda=lambda: devices, mps=lambda: True)
+    info = detector.detect()
+    assert (info.cuda_devices, info.mps) == (devices, True)
+
+
+@pytest.mark.parametrize(("hardware", "expected"), [
+    (SMALL_CPU, "cpu-small"),
+    (dataclasses.replace(SMALL_CPU, cpu_bf16=True), "cpu-bf16"),
+    (gpu(8.0), "gpu-small"),
+    (gpu(80.0), "gpu-large"),
+])
+def test_selection_picks_the_best_fitting_profile(hardware: HardwareInfo, expected: str) -> None:
+    assert select_profile(hardware, environ={}).name == expected
+
+
+def test_environment_override_wins(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="cogs.memory.profile"):
+        profile = select_profile(gpu(80.0), environ={"MEMORY_PROFILE": "cpu-small"})
+    assert profile.name == "cpu-small" and "MEMORY_PROFILE=cpu-small overrides detection" in caplog.text
+
+
+def test_environment_override_may_be_a_file(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, 'dtype = "float32"\n', name="mine")
+    assert select_profile(SMALL_CPU, environ={"MEMORY_PROFILE": str(path)}).name == "mine"
+
+
+def test_unknown_override_is_an_error() -> None:
+    with pytest.raises(ProfileError, match=r"MEMORY_PROFILE: .*'tpu-huge' is not a profile"):
+        select_profile(SMALL_CPU, environ={"MEMORY_PROFILE": "tpu-huge"})
+
+
+def test_selection_logs_why_better_profiles_were_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="cogs.memory.profile"):
+        select_profile(SMALL_CPU, environ={})
+    assert "cpu-bf16: needs a CPU with native bf16" in caplog.text
+
+
+def test_auto_device_prefers_cuda() -> None:
+    assert resolve_device(MemoryProfile(name="x", device="auto"), gpu(8.0)) == "cuda"
+
+
+def test_auto_device_falls_back_to_cpu() -> None:
+    assert resolve_device(MemoryProfile(name="x", device="auto"), SMALL_CPU) == "cpu"
+
+
+def test_profiles_dir_is_the_repository_folder() -> None:
+    assert PROFILES_DIR == Path(__file__).resolve().parents[3] / "profiles"
+
+
+def test_unknown_provider_names_the_allowed_ones(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, '[reranker]\nprovider = "openai"\n')
+    with pytest.raises(ProfileError, match=r"'reranker.provider' = 'openai' is invalid; allowed: local \| http \| none"):
+        load_profile(path)
+
+
+def test_zero_batch_size_is_rejected(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, "[reranker]\nbatch_size = 0\n")
+    with pytest.raises(ProfileError, match=r"'reranker.batch_size' = 0 is invalid; allowed: an integer >= 1"):
+        load_profile(path)
