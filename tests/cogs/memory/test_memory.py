@@ -1,0 +1,141 @@
+"""The Memory facade end to end: open/close, capture, search, recall, stats, restarts and profile switches."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
+from cogs.memory.memory import Memory, MemoryOpenError
+from cogs.memory.records import SearchFilters
+from tests.fixtures.core import CoreProfile, RecordFactory
+
+CANDIDATE_KEYS = {"message_id", "guild_id", "channel_id", "author_id", "author_name", "content", "created_at",
+                  "score", "sources", "rank"}
+
+
+@pytest.fixture
+async def memory(core_profile: CoreProfile, db_path: Path, index_dir: Path, embedder: object) -> AsyncIterator[Memory]:
+    # ``embedder`` only makes sure the model files were loaded once before (warm disk cache).
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    yield memory
+    await memory.close()
+
+
+async def fill(memory: Memory, make_record: RecordFactory) -> None:
+    await memory.add(make_record(1, "We should book the cabin by the lake for July", author_name="ann"))
+    await memory.add(make_record(2, "Agreed, the lake cabin was great last year", author_name="ben"))
+    await memory.add(make_record(3, "Has anyone fixed the printer on floor two?", author_name="cat", channel_id=11))
+    await memory.add(make_record(4, "Secret plans for the lake cabin in guild two", guild_id=2))
+    await memory.flush()
+
+
+async def test_search_returns_candidate_dicts(memory: Memory, make_record: RecordFactory) -> None:
+    await fill(memory, make_record)
+    results = await memory.search("lake cabin booking", SearchFilters(guild_id=1), 5)
+    assert results and CANDIDATE_KEYS <= results[0].keys()
+    assert results[0]["message_id"] in (1, 2)
+    assert [result["rank"] for result in results] == list(range(1, len(results) + 1))
+
+
+async def test_search_never_crosses_guilds(memory: Memory, make_record: RecordFactory) -> None:
+    await fill(memory, make_record)
+    results = await memory.search("secret plans lake cabin guild two", SearchFilters(guild_id=1), 10)
+    assert {result["guild_id"] for result in results} == {1}
+
+
+async def test_search_respects_allowed_channels(memory: Memory, make_record: RecordFactory) -> None:
+    await fill(memory, make_record)
+    filters = SearchFilters(guild_id=1, allowed_channel_ids=frozenset({11}))
+    results = await memory.search("lake cabin", filters, 10)
+    assert {result["channel_id"] for result in results} <= {11}
+
+
+async def test_recall_without_reranker_keeps_first_stage_order(memory: Memory, make_record: RecordFactory) -> None:
+    await fill(memory, make_record)
+    first_stage = await memory.search("printer", SearchFilters(guild_id=1), 3)
+    recalled = await memory.recall("printer", SearchFilters(guild_id=1), 3)
+    assert [r["message_id"] for r in recalled] == [r["message_id"] for r in first_stage]
+    assert all(r["rerank_score"] is None for r in recalled)
+
+
+async def test_deleted_messages_are_not_found(memory: Memory, make_record: RecordFactory) -> None:
+    await fill(memory, make_record)
+    await memory.delete([3])
+    results = await memory.search("printer floor two", SearchFilters(guild_id=1), 10)
+    assert 3 not in {result["message_id"] for result in results}
+
+
+async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_record: RecordFactory) -> None:
+    await fill(memory, make_record)
+    stats = await memory.stats(1)
+    assert (stats["messages"], stats["vectors"]) == (3, 3)
+    assert stats["index_size_bytes"] >= 3 * 384 * 4
+
+
+async def test_close_flushes_queued_messages_and_saves_indexes(
+    core_profile: CoreProfile, db_path: Path, index_dir: Path, make_record: RecordFactory,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    await memory.add(make_record(1, "remember this after a restart"))
+    await memory.close()
+    with caplog.at_level(logging.WARNING):
+        reopened = await Memory.open(core_profile, db_path, index_dir)
+    stats = await reopened.stats(1)
+    await reopened.close()
+    assert (stats["messages"], stats["vectors"]) == (1, 1)
+    assert "Rebuilding" not in caplog.text
+
+
+async def test_a_deleted_index_file_is_rebuilt_on_open(
+    core_profile: CoreProfile, db_path: Path, index_dir: Path, make_record: RecordFactory,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    await fill(memory, make_record)
+    await memory.close()
+    memory.indexes.path_for(1).unlink()
+    with caplog.at_level(logging.WARNING):
+        reopened = await Memory.open(core_profile, db_path, index_dir)
+    results = await reopened.search("lake cabin", SearchFilters(guild_id=1), 2)
+    await reopened.close()
+    assert "Rebuilding the vector index of guild 1" in caplog.text
+    assert "vector" in results[0]["sources"]
+
+
+async def test_an_unloadable_model_is_one_clear_log_line(
+    db_path: Path, index_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    profile = CoreProfile(embedding_model=str(tmp_path))  # an empty directory
+    with caplog.at_level(logging.ERROR), pytest.raises(MemoryOpenError):
+        await Memory.open(profile, db_path, index_dir)
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert "embedding_model" in errors[0].getMessage() and errors[0].exc_info is None
+
+
+async def test_switching_to_another_model_embeds_stored_messages(
+    memory: Memory, make_record: RecordFactory
+) -> None:
+    await fill(memory, make_record)
+    # The same weights under another name count as another model: every message is embedded again.
+    other = dataclasses.replace(memory.profile, name="other", embedding_model=resolve_model_path(DEFAULT_MODEL))
+    await memory.switch_profile(other)
+    stats = await memory.stats(1)
+    results = await memory.search("lake cabin", SearchFilters(guild_id=1), 2)
+    assert stats["embedding_model"] == other.embedding_model
+    assert (stats["messages"], stats["vectors"]) == (3, 3)
+    assert "vector" in results[0]["sources"]
+
+
+async def test_switching_batch_sizes_keeps_the_model(memory: Memory, make_record: RecordFactory) -> None:
+    embedder = memory.embedder
+    await memory.switch_profile(dataclasses.replace(memory.profile, embedding_batch_size=4, ingest_batch_size=2))
+    await fill(memory, make_record)
+    assert memory.embedder is embedder and embedder.batch_size == 4
+    assert (await memory.stats(1))["vectors"] == 3
