@@ -1,0 +1,141 @@
+"""Memory from a terminal: import DiscordChatExporter JSON, and search what the bot would recall.
+
+    python -m cogs.memory import EXPORT.json...
+    python -m cogs.memory search QUERY [--guild G] [--channel C] [--no-rerank]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ._exporter import ExportError, read_export
+from .records import SearchFilters
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # the bot's own files, wherever this runs from
+PROGRESS_EVERY = 200
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m cogs.memory", description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, default=DATA_DIR / "memory.sqlite3", help="SQLite file (default: %(default)s)")
+    parser.add_argument("--index-dir", type=Path, default=DATA_DIR / "indexes", help="FAISS index folder")
+    parser.add_argument("--profile", help="profile name or .toml path (default: the bot's saved choice or the hardware's)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    importer = commands.add_parser("import", help="ingest DiscordChatExporter JSON exports (idempotent)")
+    importer.add_argument("exports", nargs="+", type=Path, metavar="EXPORT.json")
+    search = commands.add_parser("search", help="search memory as the bot would recall it")
+    search.add_argument("query")
+    search.add_argument("--guild", type=int, help="guild id (default: the only guild in memory)")
+    search.add_argument("--channel", type=int, action="append", help="only this channel id (repeatable)")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--no-rerank", action="store_true", help="first stage only (vector + keyword fusion)")
+    return parser.parse_args(argv)
+
+
+def load_profile_for(args: argparse.Namespace):
+    from ._profile_choice import saved_or_selected_profile
+    from .profile import PROFILES_DIR, load_profile
+
+    if args.profile:
+        return load_profile(args.profile)
+    return saved_or_selected_profile(args.db.parent / "profile.txt", PROFILES_DIR)
+
+
+class Progress:
+    """A one-line progress bar on stderr: messages done of the export's total, and the rate."""
+
+    def __init__(self, label: str, total: int, out: TextIO) -> None:
+        self.label, self.total, self.out = label, total, out
+        self.started = time.perf_counter()
+
+    def show(self, done: int) -> None:
+        width = 30
+        filled = width * done // max(self.total, 1)
+        rate = done / max(time.perf_counter() - self.started, 1e-9)
+        self.out.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {rate:.0f} msg/s")
+        self.out.flush()
+
+    def finish(self, done: int) -> None:
+        self.show(done)
+        self.out.write("\n")
+
+
+async def import_exports(memory, paths: Sequence[Path], out: TextIO, err: TextIO) -> int:
+    """Ingests every export; messages already stored are skipped by the core, so re-running is harmless."""
+    total = 0
+    for path in paths:
+        try:
+            channel, records = await asyncio.to_thread(read_export, path)
+            records = await asyncio.to_thread(list, records)
+        except (OSError, ExportError) as error:
+            print(f"error: {error}", file=err)
+            return 1
+        progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(records), err)
+        for done, record in enumerate(records, start=1):
+            await memory.add(record)
+            if done % PROGRESS_EVERY == 0:
+                progress.show(done)
+        await memory.flush()
+        progress.finish(len(records))
+        total += len(records)
+        print(f"{path}: {len(records)} messages from #{channel.channel_name} (guild {channel.guild_id})", file=out)
+    print(f"imported {total} messages", file=out)
+    return 0
+
+
+def format_hit(rank: int, hit: dict) -> str:
+    rerank = hit.get("rerank_score")
+    rerank_text = "-" if rerank is None else f"{rerank:.4f}"
+    text = " ".join(hit["content"].split())
+    return (
+        f"{rank:>2}. score={hit['score']:.4f} rerank_score={rerank_text} "
+        f"#{hit['channel_id']} {hit['author_name']} {hit['created_at'][:16]}\n    {text[:300]}"
+    )
+
+
+async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    guild_id = args.guild
+    if guild_id is None:
+        guilds = await memory.store.guild_ids()
+        if len(guilds) != 1:
+            known = ", ".join(map(str, guilds)) or "none yet"
+            print(f"error: pass --guild (guilds in memory: {known})", file=err)
+            return 2
+        guild_id = guilds[0]
+    filters = SearchFilters(guild_id=guild_id, channel_ids=frozenset(args.channel) if args.channel else None)
+    hits = await memory.recall(args.query, filters, args.limit, rerank=not args.no_rerank)
+    if not hits:
+        print("no results", file=out)
+    for rank, hit in enumerate(hits, start=1):
+        print(format_hit(rank, hit), file=out)
+    return 0
+
+
+async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    from .memory import Memory
+
+    profile = await asyncio.to_thread(load_profile_for, args)
+    memory = await Memory.open(profile, args.db, args.index_dir)
+    try:
+        if args.command == "import":
+            return await import_exports(memory, args.exports, out, err)
+        return await search(memory, args, out, err)
+    finally:
+        await memory.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

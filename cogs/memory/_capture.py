@@ -1,0 +1,57 @@
+"""What the memory keeps of a Discord message: the ``MessageRecord`` built from it, and which messages count."""
+
+from __future__ import annotations
+
+import re
+
+import discord
+
+from .records import MessageRecord
+
+__all__ = ("CHAT_MESSAGE_TYPES", "is_chat_message", "record_from_message", "parse_message_link")
+
+CHAT_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+_MESSAGE_LINK = re.compile(
+    r"https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/channels/(?P<guild>\d+)/(?P<channel>\d+)/(?P<message>\d+)"
+)
+
+
+def is_chat_message(message: discord.Message) -> bool:
+    """Guild chat messages; joins, pins and other system notices are not worth remembering."""
+    return message.guild is not None and message.type in CHAT_MESSAGE_TYPES
+
+
+def _stand_ins(message: discord.Message) -> tuple[str, ...]:
+    names = [attachment.filename for attachment in message.attachments]
+    names += [embed.title for embed in message.embeds if embed.title]
+    names += [sticker.name for sticker in message.stickers]
+    return tuple(names)
+
+
+def record_from_message(message: discord.Message) -> MessageRecord:
+    assert message.guild is not None
+    channel = message.channel
+    parent_id = channel.parent_id if isinstance(channel, discord.Thread) else None
+    reference = message.reference
+    return MessageRecord(
+        message_id=message.id,
+        guild_id=message.guild.id,
+        channel_id=channel.id,
+        parent_channel_id=parent_id,
+        author_id=message.author.id,
+        author_name=message.author.display_name,
+        content=message.content,
+        created_at=message.created_at,
+        edited_at=message.edited_at,
+        reply_to_id=reference.message_id if reference is not None else None,
+        author_is_bot=message.author.bot,
+        attachments=_stand_ins(message),
+    )
+
+
+def parse_message_link(link: str) -> tuple[int, int, int] | None:
+    """(guild_id, channel_id, message_id) from a "Copy Message Link" URL, or None."""
+    match = _MESSAGE_LINK.fullmatch(link.strip())
+    if match is None:
+        return None
+    return int(match["guild"]), int(match["channel"]), int(match["message"])

@@ -1,0 +1,251 @@
+"""The memory cog's gateway side: capture every chat message, mirror edits and deletions, and answer on mention."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections import deque
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord.ext import commands, tasks
+
+from ._capture import is_chat_message, record_from_message
+from ._llm import ChatClient, LLMConfig, LLMError
+from ._permissions import readable_channel_ids
+from ._recall import NO_MEMORIES_REPLY, build_chat_messages, build_query, format_memories, strip_mentions
+from ._settings import GuildSettings
+from .records import SearchFilters
+
+if TYPE_CHECKING:
+    from bot import MemoryBot
+
+    from .memory import Memory
+
+log = logging.getLogger(__name__)
+
+# Turns just above the asker's message: read as context and never recalled back (everyone can already see them).
+RECENT_TURNS = 6
+RECALL_LIMIT = 5
+RECALL_FAILED_REPLY = "Sorry, I couldn't search my memory just now. Please try again in a moment."
+
+
+class MemoryListeners(commands.Cog):
+    """Feeds the memory core from the gateway and runs automatic recall."""
+
+    def __init__(self, bot: MemoryBot) -> None:
+        self.bot = bot
+        self.llm: ChatClient | None = None
+        self.user_cooldown = commands.CooldownMapping.from_cooldown(1, 10.0, commands.BucketType.user)
+        self.channel_cooldown = commands.CooldownMapping.from_cooldown(4, 30.0, commands.BucketType.channel)
+        self.recall_ms: deque[float] = deque(maxlen=500)
+        self._settings: dict[int, GuildSettings] = {}
+        self._opt_outs: set[tuple[int, int]] | None = None
+
+    async def cog_load(self) -> None:
+        config = LLMConfig.from_env()
+        if config is not None:
+            self.llm = ChatClient(config)
+            log.info("Recall answers through the LLM at %s (model %s)", config.base_url, config.model)
+        self.retention.start()
+
+    async def cog_unload(self) -> None:
+        self.retention.cancel()
+        if self.llm is not None:
+            await self.llm.close()
+
+    @tasks.loop(hours=6)
+    async def retention(self) -> None:
+        """Forgets messages older than each guild's ``retention_days``."""
+        memory = await self.memory()
+        if memory is None:
+            return
+        for guild_id in await memory.store.guild_ids():
+            days = (await self.settings(memory, guild_id)).retention_days
+            if days:
+                count = await self.forget_older_than(memory, guild_id, discord.utils.utcnow() - timedelta(days=days))
+                log.info("Retention: forgot %d messages older than %d days in guild %d", count, days, guild_id)
+
+    @retention.error
+    async def retention_error(self, error: BaseException) -> None:
+        log.exception("Retention sweep failed; it runs again in 6 hours", exc_info=error)
+
+    async def forget_older_than(self, memory: Memory, guild_id: int, cutoff: datetime) -> int:
+        expired: list[int] = []
+        for channel_id in await memory.store.channel_ids(guild_id):
+            async with contextlib.aclosing(memory.store.iter_channel(guild_id, channel_id)) as messages:
+                async for message in messages:
+                    if message.created_at >= cutoff.timestamp():
+                        break  # a channel is read oldest first
+                    expired.append(message.message_id)
+        return await memory.delete(expired) if expired else 0
+
+    # -- shared state the commands cog also uses ----------------------------------------------------------
+
+    async def memory(self) -> Memory | None:
+        """The memory core once it has loaded; capture waits for it so nothing said meanwhile is lost."""
+        await self.bot.memory_ready.wait()
+        return self.bot.memory
+
+    async def settings(self, memory: Memory, guild_id: int) -> GuildSettings:
+        try:
+            return self._settings[guild_id]
+        except KeyError:
+            settings = GuildSettings.from_json(await memory.store.guild_settings(guild_id))
+            self._settings[guild_id] = settings
+            return settings
+
+    async def save_settings(self, memory: Memory, guild_id: int, settings: GuildSettings) -> None:
+        for key, value in settings.to_json().items():
+            await memory.store.set_guild_setting(guild_id, key, value)
+        self._settings[guild_id] = settings
+
+    async def is_opted_out(self, memory: Memory, guild_id: int, user_id: int) -> bool:
+        if self._opt_outs is None:
+            self._opt_outs = await memory.store.opt_outs()
+        return (guild_id, user_id) in self._opt_outs
+
+    async def set_opt_out(self, memory: Memory, guild_id: int, user_id: int, opted_out: bool) -> None:
+        await memory.store.set_opt_out(guild_id, user_id, opted_out)
+        if self._opt_outs is None:
+            self._opt_outs = await memory.store.opt_outs()
+        (self._opt_outs.add if opted_out else self._opt_outs.discard)((guild_id, user_id))
+
+    # -- capture -------------------------------------------------------------------------------------------
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        if not is_chat_message(message):
+            return  # DMs and system notices are not stored
+        memory = await self.memory()
+        if memory is None:
+            return
+        guild_id = message.guild.id
+        settings = await self.settings(memory, guild_id)
+        if message.channel.id not in settings.capture_disabled_channel_ids and not await self.is_opted_out(
+            memory, guild_id, message.author.id
+        ):
+            await memory.add(record_from_message(message))
+        if await self._wants_recall(message, settings):
+            await self.recall_and_reply(message)
+
+    @commands.Cog.listener()
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        if payload.guild_id is None or "content" not in payload.data:
+            return  # embeds resolving also arrive as edits; only a content change matters
+        memory = await self.memory()
+        if memory is None:
+            return
+        edited_at = discord.utils.parse_time(payload.data.get("edited_timestamp")) or discord.utils.utcnow()
+        await memory.edit(payload.message_id, payload.data["content"], edited_at)
+
+    @commands.Cog.listener()
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        if payload.guild_id is not None and (memory := await self.memory()) is not None:
+            await memory.delete([payload.message_id])
+
+    @commands.Cog.listener()
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        if payload.guild_id is not None and (memory := await self.memory()) is not None:
+            await memory.delete(sorted(payload.message_ids))
+
+    @commands.Cog.listener()
+    async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
+        if (memory := await self.memory()) is not None:
+            await memory.delete_channel(channel.guild.id, channel.id)
+
+    @commands.Cog.listener()
+    async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
+        if (memory := await self.memory()) is not None:
+            await memory.delete_channel(payload.guild_id, payload.thread_id)
+
+    @commands.Cog.listener()
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        if (memory := await self.memory()) is not None:
+            log.info("Removed from guild %d; forgetting its memory", guild.id)
+            await memory.delete_guild(guild.id)
+            self._settings.pop(guild.id, None)
+
+    @commands.Cog.listener()
+    async def on_raw_member_remove(self, payload: discord.RawMemberRemoveEvent) -> None:
+        if (memory := await self.memory()) is None:
+            return
+        if (await self.settings(memory, payload.guild_id)).forget_on_leave:
+            count = await memory.delete_author(payload.guild_id, payload.user.id)
+            log.info("Member %d left guild %d; forgot %d messages", payload.user.id, payload.guild_id, count)
+
+    # -- automatic recall ----------------------------------------------------------------------------------
+
+    async def _wants_recall(self, message: discord.Message, settings: GuildSettings) -> bool:
+        if message.author.bot or self.bot.user is None:
+            return False  # bots' messages are remembered but never trigger recall
+        me = self.bot.user
+        reference = message.reference
+        replied_to_me = (
+            reference is not None
+            and isinstance(reference.resolved, discord.Message)
+            and reference.resolved.author.id == me.id
+        )
+        in_auto_channel = settings.auto_recall and message.channel.id in settings.recall_channel_ids
+        if not (me in message.mentions or replied_to_me or in_auto_channel):
+            return False
+        if (await self.bot.get_context(message)).valid:
+            return False  # "@bot sync" is a command, not a question
+        retry_after = self.user_cooldown.update_rate_limit(message) or self.channel_cooldown.update_rate_limit(message)
+        if retry_after:
+            # Silence rather than a "slow down" reply: answering a flood with notices is a flood too.
+            log.debug("Recall cooldown for %d in channel %d: %.1fs left", message.author.id, message.channel.id,
+                      retry_after)
+            return False
+        return True
+
+    async def _context_turns(self, message: discord.Message) -> tuple[list[str], frozenset[int]]:
+        """The replied-to message and the recent turns (newest first), and the ids of everything already visible."""
+        turns: list[str] = []
+        seen = {message.id}
+        reference = message.reference
+        if reference is not None and isinstance(reference.resolved, discord.Message):
+            turns.append(reference.resolved.content)
+            seen.add(reference.resolved.id)
+        async for earlier in message.channel.history(limit=RECENT_TURNS, before=message):
+            turns.append(earlier.content)
+            seen.add(earlier.id)
+        return turns, frozenset(seen)
+
+    async def recall_and_reply(self, message: discord.Message) -> None:
+        try:
+            async with message.channel.typing():
+                reply = await self._answer(message)
+        except Exception:  # noqa: BLE001 - the member gets a generic reply, the log gets the traceback
+            log.exception("Recall failed for message %d in channel %d", message.id, message.channel.id)
+            reply = RECALL_FAILED_REPLY
+        await message.reply(reply, mention_author=False)
+
+    async def _answer(self, message: discord.Message) -> str:
+        memory = self.bot.memory
+        author = message.author
+        if memory is None or not isinstance(author, discord.Member):
+            return NO_MEMORIES_REPLY
+        turns, visible = await self._context_turns(message)
+        query = build_query(message.content, turns)
+        filters = SearchFilters(
+            guild_id=message.guild.id, allowed_channel_ids=readable_channel_ids(author), exclude_message_ids=visible
+        )
+        started = time.perf_counter()
+        results = await memory.recall(query, filters, RECALL_LIMIT)
+        self.recall_ms.append((time.perf_counter() - started) * 1000)
+        log.debug("Recall for %d: %r -> %d results", message.id, query, len(results))
+        if not results or self.llm is None:
+            return format_memories(results)
+        return await self._llm_answer(author.display_name, strip_mentions(message.content), results)
+
+    async def _llm_answer(self, asker: str, question: str, results: list[dict[str, Any]]) -> str:
+        assert self.llm is not None
+        try:
+            text = await self.llm.complete(build_chat_messages(asker, question, results))
+        except LLMError as error:
+            log.warning("LLM answer failed, replying with the memories instead: %s", error)
+            return format_memories(results)
+        return text[:2000]

@@ -1,0 +1,32 @@
+"""Which profile this process runs with: an admin's saved choice first, else ``MEMORY_PROFILE`` or the hardware."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from .profile import MemoryProfile, load_profile, select_profile
+
+__all__ = ("saved_or_selected_profile", "save_profile_choice")
+
+log = logging.getLogger(__name__)
+
+
+def saved_or_selected_profile(choice_path: Path, profiles_dir: Path) -> MemoryProfile:
+    """Blocking (reads files, probes hardware): call it off the event loop."""
+    try:
+        saved = choice_path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        saved = ""
+    if saved:
+        log.info("Using profile %r saved by /memory profile set (%s)", saved, choice_path)
+        return load_profile(saved, profiles_dir)
+    return select_profile(profiles_dir=profiles_dir)
+
+
+def save_profile_choice(choice_path: Path, name: str) -> None:
+    """Atomically records the chosen profile name so the next start uses it (blocking)."""
+    choice_path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = choice_path.with_suffix(".tmp")
+    temporary.write_text(name + "\n", encoding="utf-8")
+    temporary.replace(choice_path)
