@@ -12,14 +12,15 @@ import pytest
 from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
-from tests.fixtures.core import CoreProfile, RecordFactory
+from cogs.memory.profile import MemoryProfile
+from tests.fixtures.core import RecordFactory, core_profile_for
 
 CANDIDATE_KEYS = {"message_id", "guild_id", "channel_id", "author_id", "author_name", "content", "created_at",
                   "score", "sources", "rank"}
 
 
 @pytest.fixture
-async def memory(core_profile: CoreProfile, db_path: Path, index_dir: Path, embedder: object) -> AsyncIterator[Memory]:
+async def memory(core_profile: MemoryProfile, db_path: Path, index_dir: Path, embedder: object) -> AsyncIterator[Memory]:
     # ``embedder`` only makes sure the model files were loaded once before (warm disk cache).
     memory = await Memory.open(core_profile, db_path, index_dir)
     yield memory
@@ -78,7 +79,7 @@ async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_
 
 
 async def test_close_flushes_queued_messages_and_saves_indexes(
-    core_profile: CoreProfile, db_path: Path, index_dir: Path, make_record: RecordFactory,
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, make_record: RecordFactory,
     caplog: pytest.LogCaptureFixture
 ) -> None:
     memory = await Memory.open(core_profile, db_path, index_dir)
@@ -93,7 +94,7 @@ async def test_close_flushes_queued_messages_and_saves_indexes(
 
 
 async def test_a_deleted_index_file_is_rebuilt_on_open(
-    core_profile: CoreProfile, db_path: Path, index_dir: Path, make_record: RecordFactory,
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, make_record: RecordFactory,
     caplog: pytest.LogCaptureFixture
 ) -> None:
     memory = await Memory.open(core_profile, db_path, index_dir)
@@ -111,7 +112,7 @@ async def test_a_deleted_index_file_is_rebuilt_on_open(
 async def test_an_unloadable_model_is_one_clear_log_line(
     db_path: Path, index_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    profile = CoreProfile(embedding_model=str(tmp_path))  # an empty directory
+    profile = core_profile_for(embedding_model=str(tmp_path))  # an empty directory
     with caplog.at_level(logging.ERROR), pytest.raises(MemoryOpenError):
         await Memory.open(profile, db_path, index_dir)
     errors = [record for record in caplog.records if record.levelno >= logging.ERROR]

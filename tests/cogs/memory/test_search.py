@@ -13,7 +13,8 @@ from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine, fuse, spread_to_neighbours
 from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
-from tests.fixtures.core import T0, CoreProfile, RecordFactory
+from cogs.memory.profile import MemoryProfile
+from tests.fixtures.core import T0, RecordFactory
 
 GUILD = 1
 OTHER_GUILD = 2
@@ -36,7 +37,7 @@ CONVERSATION = [
 
 @pytest.fixture
 async def engine(store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
-                 make_record: RecordFactory, core_profile: CoreProfile) -> SearchEngine:
+                 make_record: RecordFactory, core_profile: MemoryProfile) -> SearchEngine:
     for message_id, channel, author_id, author_name, content in CONVERSATION:
         await ingest.add(make_record(message_id, content, guild_id=GUILD, channel_id=channel, author_id=author_id,
                                      author_name=author_name))
