@@ -93,6 +93,7 @@ class MemoryBot(commands.Bot):
         bot_admin_ids: frozenset[int] = frozenset(),
         dev_guild_id: int | None = None,
         sync_on_start: bool = False,
+        store_dms: bool = False,
         open_memory: bool = True,
         intents: discord.Intents | None = None,
     ) -> None:
@@ -108,6 +109,7 @@ class MemoryBot(commands.Bot):
         self.bot_admin_ids = bot_admin_ids
         self.dev_guild_id = dev_guild_id
         self.sync_on_start = sync_on_start
+        self.store_dms = store_dms
         self.open_memory = open_memory
         self.memory: Memory | None = None
         self.memory_ready = asyncio.Event()
@@ -234,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         bot_admin_ids=parse_admin_ids(os.environ.get("BOT_ADMIN_IDS")),
         dev_guild_id=int(dev_guild) if dev_guild else None,
         sync_on_start=args.sync,
+        store_dms=os.environ.get("MEMORY_STORE_DMS", "").strip().lower() in {"1", "true", "yes", "on"},
     )
     try:
         asyncio.run(run_bot(token, bot))

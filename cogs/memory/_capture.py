@@ -8,7 +8,7 @@ import discord
 
 from .records import MessageRecord
 
-__all__ = ("CHAT_MESSAGE_TYPES", "is_chat_message", "record_from_message", "parse_message_link")
+__all__ = ("CHAT_MESSAGE_TYPES", "is_chat_message", "memory_space_id", "record_from_message", "parse_message_link")
 
 CHAT_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _MESSAGE_LINK = re.compile(
@@ -16,9 +16,16 @@ _MESSAGE_LINK = re.compile(
 )
 
 
-def is_chat_message(message: discord.Message) -> bool:
-    """Guild chat messages; joins, pins and other system notices are not worth remembering."""
-    return message.guild is not None and message.type in CHAT_MESSAGE_TYPES
+def is_chat_message(message: discord.Message, *, store_dms: bool = False) -> bool:
+    """Guild chat messages, and DMs where the host enabled them; joins, pins and other notices are not kept."""
+    if message.type not in CHAT_MESSAGE_TYPES:
+        return False
+    return message.guild is not None or (store_dms and isinstance(message.channel, discord.DMChannel))
+
+
+def memory_space_id(message: discord.Message) -> int:
+    """The guild's id; a DM is a memory space of its own, keyed by its channel id, so it never meets a guild's."""
+    return message.guild.id if message.guild is not None else message.channel.id
 
 
 def _stand_ins(message: discord.Message) -> tuple[str, ...]:
@@ -29,13 +36,12 @@ def _stand_ins(message: discord.Message) -> tuple[str, ...]:
 
 
 def record_from_message(message: discord.Message) -> MessageRecord:
-    assert message.guild is not None
     channel = message.channel
     parent_id = channel.parent_id if isinstance(channel, discord.Thread) else None
     reference = message.reference
     return MessageRecord(
         message_id=message.id,
-        guild_id=message.guild.id,
+        guild_id=memory_space_id(message),
         channel_id=channel.id,
         parent_channel_id=parent_id,
         author_id=message.author.id,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
-from ._capture import is_chat_message, record_from_message
+from ._capture import is_chat_message, memory_space_id, record_from_message
 from ._llm import ChatClient, LLMConfig, LLMError
 from ._permissions import readable_channel_ids
 from ._recall import NO_MEMORIES_REPLY, build_chat_messages, build_query, format_memories, strip_mentions
@@ -117,23 +117,23 @@ class MemoryListeners(commands.Cog):
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
-        if not is_chat_message(message):
-            return  # DMs and system notices are not stored
+        if not is_chat_message(message, store_dms=self.bot.store_dms):
+            return  # system notices, and DMs unless the host enabled them, are not stored
         memory = await self.memory()
         if memory is None:
             return
-        guild_id = message.guild.id
+        guild_id = memory_space_id(message)
         settings = await self.settings(memory, guild_id)
         if message.channel.id not in settings.capture_disabled_channel_ids and not await self.is_opted_out(
             memory, guild_id, message.author.id
         ):
             await memory.add(record_from_message(message))
-        if await self._wants_recall(message, settings):
+        if message.guild is not None and await self._wants_recall(message, settings):
             await self.recall_and_reply(message)
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        if payload.guild_id is None or "content" not in payload.data:
+        if "content" not in payload.data:
             return  # embeds resolving also arrive as edits; only a content change matters
         memory = await self.memory()
         if memory is None:
@@ -143,12 +143,12 @@ class MemoryListeners(commands.Cog):
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        if payload.guild_id is not None and (memory := await self.memory()) is not None:
-            await memory.delete([payload.message_id])
+        if (memory := await self.memory()) is not None:
+            await memory.delete([payload.message_id])  # DMs too, where they are stored
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        if payload.guild_id is not None and (memory := await self.memory()) is not None:
+        if (memory := await self.memory()) is not None:
             await memory.delete(sorted(payload.message_ids))
 
     @commands.Cog.listener()

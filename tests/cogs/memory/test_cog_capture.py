@@ -131,3 +131,36 @@ async def test_a_member_who_leaves_is_kept_by_default(memory_bot, guild, channel
     backend.delete_member(member)
     await dpytest.run_all_events()
     assert await remembered(memory_bot, guild) == ["the picnic moved to Saturday"]
+
+
+async def dm_from(member):
+    return await member.create_dm()
+
+
+async def dm_memory(bot, dm, query="picnic Saturday"):
+    await bot.memory.flush()
+    return [hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=dm.id), 10)]
+
+
+async def test_a_dm_is_not_remembered_by_default(memory_bot, member):
+    dm = await dm_from(member)
+    await say("the picnic moved to Saturday", member, dm)
+    assert await dm_memory(memory_bot, dm) == []
+
+
+async def test_a_dm_is_remembered_in_its_own_space_when_enabled(memory_bot, guild, member):
+    memory_bot.store_dms = True
+    dm = await dm_from(member)
+    await say("the picnic moved to Saturday", member, dm)
+    assert (await dm_memory(memory_bot, dm), await remembered(memory_bot, guild)) == (
+        ["the picnic moved to Saturday"], [])
+
+
+async def test_a_deleted_dm_is_forgotten(memory_bot, member):
+    memory_bot.store_dms = True
+    dm = await dm_from(member)
+    message = await say("the picnic moved to Saturday", member, dm)
+    await memory_bot.memory.flush()
+    backend.delete_message(message)
+    await dpytest.run_all_events()
+    assert await dm_memory(memory_bot, dm) == []
