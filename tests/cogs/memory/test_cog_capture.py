@@ -13,16 +13,6 @@ def guild(memory_bot):
     return dpytest.get_config().guilds[0]
 
 
-@pytest.fixture
-def channel(guild):
-    return guild.text_channels[0]
-
-
-@pytest.fixture
-def member(guild):
-    return next(m for m in guild.members if not m.bot)
-
-
 async def remembered(bot, guild, query="picnic Saturday"):
     await bot.memory.flush()
     return [hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 10)]

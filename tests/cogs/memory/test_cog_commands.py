@@ -1,6 +1,5 @@
 """/memory slash commands through the real command tree, asserting what the member sees."""
 
-import asyncio
 import re
 
 import discord
@@ -10,7 +9,7 @@ from discord.ext.test import backend
 
 from cogs.memory import _replies as replies
 from cogs.memory.records import SearchFilters
-from tests.fixtures.discord import bot_replies, say
+from tests.fixtures.discord import say
 
 SECRET = "the staff bonus budget is 4000 euros"
 
@@ -18,21 +17,6 @@ SECRET = "the staff bonus budget is 4000 euros"
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def channel(guild):
-    return guild.text_channels[0]
-
-
-@pytest.fixture
-def members(guild):
-    return [m for m in guild.members if not m.bot]
-
-
-@pytest.fixture
-def member(members):
-    return members[0]
 
 
 @pytest.fixture

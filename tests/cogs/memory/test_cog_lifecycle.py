@@ -14,16 +14,6 @@ def guild(discord_bot):
     return dpytest.get_config().guilds[0]
 
 
-@pytest.fixture
-def channel(guild):
-    return guild.text_channels[0]
-
-
-@pytest.fixture
-def member(guild):
-    return next(m for m in guild.members if not m.bot)
-
-
 async def test_commands_answer_while_memory_loads(discord_bot, slash, channel, member):
     http = await slash.run("memory stats", member, channel)
     assert [(s.kind, s.content, s.ephemeral) for s in http.sent] == [("response", replies.MEMORY_LOADING, True)]

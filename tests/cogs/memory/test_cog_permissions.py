@@ -5,18 +5,12 @@ import discord.ext.test as dpytest
 import pytest
 from discord.ext.test import backend
 
-from cogs.memory import _replies as replies
 from cogs.memory._permissions import can_read, readable_channel_ids
 
 
 @pytest.fixture
 def guild(discord_bot):
     return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def member(guild):
-    return next(m for m in guild.members if not m.bot)
 
 
 def deny_everyone(guild, **overwrite):

@@ -1,7 +1,6 @@
 """Automatic recall through the gateway: mention or reply to the bot, get what the asker may read."""
 
 import asyncio
-import json
 import re
 
 import discord
@@ -20,16 +19,6 @@ SECRET = "the staff bonus budget is 4000 euros"
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def channel(guild):
-    return guild.text_channels[0]
-
-
-@pytest.fixture
-def members(guild):
-    return [m for m in guild.members if not m.bot]
 
 
 @pytest.fixture
