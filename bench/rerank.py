@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> None:
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
-        args.json.write_text(text + "\n")
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
