@@ -6,6 +6,7 @@ import pytest
 from aiohttp import web
 
 from cogs.memory._llm import ChatClient, LLMConfig, LLMError
+from tests.fixtures.discord import chat_completions_server
 
 
 @pytest.fixture
@@ -18,22 +19,14 @@ async def chat_server():
         status, body = server.reply
         return web.Response(status=status, text=body, content_type="application/json")
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", completions)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-
     class Server:
-        url = f"http://127.0.0.1:{port}/v1"
         reply = (200, json.dumps({"choices": [{"message": {"role": "assistant", "content": " Alice said Tuesday. "}}]}))
 
     server = Server()
     server.requests = requests
-    yield server
-    await runner.cleanup()
+    async with chat_completions_server(completions) as url:
+        server.url = url
+        yield server
 
 
 @pytest.fixture

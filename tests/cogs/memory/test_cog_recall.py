@@ -11,7 +11,7 @@ from discord.ext.test import backend
 
 from cogs.memory._llm import ChatClient, LLMConfig
 from cogs.memory._recall import NO_MEMORIES_REPLY, SYSTEM_PROMPT
-from tests.fixtures.discord import bot_replies, reply_to, say
+from tests.fixtures.discord import bot_replies, chat_completions_server, reply_to, say
 
 SECRET = "the staff bonus budget is 4000 euros"
 
@@ -157,15 +157,8 @@ async def llm_server():
         requests.append(await request.json())
         return web.json_response({"choices": [{"message": {"role": "assistant", "content": "On Saturday."}}]})
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", completions)
-    app_runner = web.AppRunner(app)
-    await app_runner.setup()
-    site = web.TCPSite(app_runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}/v1", requests
-    await app_runner.cleanup()
+    async with chat_completions_server(completions) as url:
+        yield url, requests
 
 
 @pytest.fixture
