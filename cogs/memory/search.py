@@ -35,25 +35,31 @@ CONTEXT_SOURCES = 50
 # BM25 column weights (body, author). Author names are a column so "what did Ann say" can match Ann's messages.
 BODY_WEIGHT = 1.0
 AUTHOR_WEIGHT = 1.0
-# FTS5 scores every row that matches any term (measured ~5 µs a row with bm25() on this loaded 2-core box), so
-# terms are kept rarest first while their summed document counts stay under this: one very common word cannot
-# make a query score a large part of a big table. Such words have a low IDF anyway; the vector side covers them.
-KEYWORD_MAX_POSTINGS = 10_000
+# FTS5 scores every row its query matches (bm25() plus the join to messages: ~1.5 µs a row here), so the rows a
+# query may match are capped: terms are taken rarest first while their summed document counts fit. A term over
+# the cap only ranks (it adds to the score of rows the kept terms match); it cannot widen the match. Such words
+# have a low IDF anyway, and the vector side covers them.
+KEYWORD_MAX_POSTINGS = 6_000
+# A long query (a pasted message) is cut to its first terms: each one costs a capped count.
+KEYWORD_MAX_TERMS = 32
 # Filtered vector search first asks for this many times more hits and drops the ones the filters reject;
 # only if too few survive is the index searched again restricted to the matching row ids.
 VECTOR_OVERFETCH = 4
 
-CREATE_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.messages_fts_vocab USING fts5vocab(main, messages_fts, col)"
-SELECT_TERM_COUNTS = """
-SELECT term, col, doc FROM temp.messages_fts_vocab WHERE term IN (SELECT value FROM json_each(?))
-"""
+# Documents a keyword literal matches, counted only up to a cap: the count stops reading the term's postings
+# there, so a very common word costs no more than a rare one.
+COUNT_MATCHES = "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)"
 SELECT_KEYWORD = """
 SELECT messages_fts.rowid, bm25(messages_fts, ?, ?) AS rank
 FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid
 WHERE messages_fts MATCH ? AND {where}
 ORDER BY rank LIMIT ?
 """
-SELECT_PASSING = "SELECT m.id FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}"
+# Row lookups are driven by the id list (CROSS JOIN fixes the join order): left to itself, the planner reads the
+# whole guild through its guild_id index and tests each row against the list (21 ms instead of 0.2 ms at 100k).
+SELECT_PASSING = """
+SELECT m.id FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
+"""
 SELECT_NEIGHBOURS = """
 SELECT c.id,
   (SELECT p.id FROM messages AS p
@@ -64,11 +70,11 @@ SELECT c.id,
    WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
      AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
    ORDER BY n.created_at, n.message_id LIMIT 1)
-FROM messages AS c WHERE c.id IN (SELECT value FROM json_each(?))
+FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value
 """
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
-FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}
+FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
 
 
@@ -128,8 +134,8 @@ def _json_ids(ids: Sequence[int]) -> str:
 class SearchEngine:
     """Hybrid first-stage search over one MemoryStore and its per-guild vector indexes.
 
-    SQLite runs on aiosqlite's thread, FAISS on the index registry's thread and the query embedding on the
-    model's thread; the event loop only awaits them.
+    SQLite runs on the store's reader threads (each step's queries in one hop), FAISS on the index registry's
+    thread and the query embedding on the model's thread; the event loop only awaits them.
     """
 
     def __init__(self, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, profile: Any) -> None:
@@ -138,7 +144,6 @@ class SearchEngine:
         self._indexes = indexes
         self.vector_candidates: int = profile.vector_candidates
         self.keyword_candidates: int = profile.keyword_candidates
-        self._vocab_ready = False
 
     async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[dict]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, as candidate dicts, best first."""
@@ -156,22 +161,15 @@ class SearchEngine:
         for rowid, _ in keyword:
             sources_of.setdefault(rowid, []).append("keyword")
         strongest = sorted(scores, key=scores.__getitem__, reverse=True)[:CONTEXT_SOURCES]
-        scores = spread_to_neighbours(scores, await self._neighbours(strongest), floor)
-        ranked = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))
-        # Neighbours were not filtered yet; look at enough of the list that the filters can leave ``limit``.
-        rows = await self._passing_rows(ranked[: limit + 2 * CONTEXT_SOURCES], filters)
+        neighbours, rows = await self._store.read(_context_and_rows, strongest, list(scores), filters)
+        scores = spread_to_neighbours(scores, neighbours, floor)
+        ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
         results: list[dict] = []
-        for rowid in ranked:
-            row = rows.get(rowid)
-            if row is None:
-                continue
+        for rowid in ranked[:limit]:
+            row = rows[rowid]
             row.update(score=scores[rowid], sources=sources_of.get(rowid, ["context"]), rank=len(results) + 1)
             results.append(row)
-            if len(results) == limit:
-                break
         return results
-
-    # -- vector side ----------------------------------------------------------------------------------------
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embedder.embed([query])
@@ -179,7 +177,7 @@ class SearchEngine:
             return await self._index_search(filters.guild_id, vectors, k, None)
         # Most filtered searches (a permission set, a time range) leave most of a guild: over-fetch and drop.
         hits = await self._index_search(filters.guild_id, vectors, k * VECTOR_OVERFETCH, None)
-        passing = await self._passing_ids([rowid for rowid, _ in hits], filters)
+        passing = await self._store.read(_passing_ids, [rowid for rowid, _ in hits], filters)
         kept = [(rowid, score) for rowid, score in hits if rowid in passing]
         if len(kept) >= k or len(hits) < k * VECTOR_OVERFETCH:
             return kept[:k]
@@ -190,93 +188,79 @@ class SearchEngine:
         scores, ids = await self._indexes.search(guild_id, vectors, k, allowed)
         return [(int(rowid), float(score)) for rowid, score in zip(ids[0], scores[0]) if rowid >= 0]
 
-    # -- keyword side ---------------------------------------------------------------------------------------
-
     async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        expression = await self._keyword_expression(text.keyword_terms(query))
-        if expression is None:
-            return []
-        where, params = filter_clause(filters)
-        rows = await self._store.execute_fetchall(
-            SELECT_KEYWORD.format(where=where), [BODY_WEIGHT, AUTHOR_WEIGHT, expression, *params, k])
-        # bm25() is lower-is-better; flip it so every score here is higher-is-better.
-        return [(rowid, -rank) for rowid, rank in rows]
-
-    async def _keyword_expression(self, terms: list[str]) -> str | None:
-        """The MATCH string for ``terms``: over-common terms dropped, author names matched as authors."""
+        terms = text.keyword_terms(query)[:KEYWORD_MAX_TERMS]
         if not terms:
-            return None
-        counts = await self._term_counts(terms)
-        budget = KEYWORD_MAX_POSTINGS
-        kept: list[text.Term] = []
-        for term in sorted(terms, key=lambda t: sum(counts.get(text.index_term(t), {}).values())):
-            by_column = counts.get(text.index_term(term), {})
-            postings = sum(by_column.values())
-            if postings > budget:
-                log.debug("Keyword term dropped as too common: %d postings", postings)
-                continue
-            budget -= postings
-            # A word used more as a display name than in messages means a person: match their messages.
-            as_author = by_column.get("author", 0) > 0 and by_column.get("author", 0) >= by_column.get("body", 0)
-            kept.append(text.Term(term, column="author" if as_author else None))
-        order = {term: position for position, term in enumerate(terms)}
-        kept.sort(key=lambda t: order[t.text])
-        return text.match_expression(kept)
+            return []
+        return await self._store.read(_keyword_hits, terms, filters, k)
 
-    async def _term_counts(self, terms: list[str]) -> dict[str, dict[str, int]]:
-        """Documents per column for each term, as the index stores it (stemmed)."""
-        keys = _json_strings(sorted({text.index_term(term) for term in terms}))
-        try:
-            if not self._vocab_ready:
-                # A temp table on the store's connection: it holds no data, it reads messages_fts's index.
-                await self._store.execute_fetchall(CREATE_VOCAB)
-                self._vocab_ready = True
-            rows = await self._store.execute_fetchall(SELECT_TERM_COUNTS, [keys])
-        except sqlite3.OperationalError:
-            # Created inside a writer's transaction that was rolled back: make it again next time.
-            log.warning("Keyword term statistics unavailable; searching every term this time", exc_info=True)
-            self._vocab_ready = False
-            return {}
-        counts: dict[str, dict[str, int]] = {}
-        for term, column, docs in rows:
-            counts.setdefault(term, {})[column] = docs
-        return counts
 
-    # -- rows -----------------------------------------------------------------------------------------------
+# -- on a reader thread: each function is one hop's queries ----------------------------------------------------
 
-    async def _neighbours(self, rowids: list[int]) -> dict[int, tuple[int | None, int | None]]:
-        if not rowids:
-            return {}
-        rows = await self._store.execute_fetchall(SELECT_NEIGHBOURS, [_json_ids(rowids)])
-        return {rowid: (previous, following) for rowid, previous, following in rows}
 
-    async def _passing_ids(self, rowids: list[int], filters: SearchFilters) -> set[int]:
-        if not rowids:
-            return set()
-        where, params = filter_clause(filters)
-        rows = await self._store.execute_fetchall(SELECT_PASSING.format(where=where), [_json_ids(rowids), *params])
-        return {row[0] for row in rows}
+def _keyword_hits(connection: sqlite3.Connection, terms: list[str], filters: SearchFilters, k: int) -> Hits:
+    expression = _keyword_expression(connection, terms)
+    if expression is None:
+        return []
+    where, params = filter_clause(filters)
+    rows = connection.execute(SELECT_KEYWORD.format(where=where),
+                              [BODY_WEIGHT, AUTHOR_WEIGHT, expression, *params, k]).fetchall()
+    # bm25() is lower-is-better; flip it so every score here is higher-is-better.
+    return [(rowid, -rank) for rowid, rank in rows]
 
-    async def _passing_rows(self, rowids: list[int], filters: SearchFilters) -> dict[int, dict]:
-        where, params = filter_clause(filters)
-        rows = await self._store.execute_fetchall(SELECT_CANDIDATES.format(where=where), [_json_ids(rowids), *params])
-        return {
-            row[0]: {
-                "message_id": row[1],
-                "guild_id": row[2],
-                "channel_id": row[3],
-                "author_id": row[4],
-                "author_name": row[5],
-                "content": row[6],
-                "created_at": from_timestamp(row[7]).isoformat(),
-            }
-            for row in rows
+
+def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str | None:
+    """The MATCH string for ``terms``: common terms only rank, author names match their authors' messages."""
+    budget = KEYWORD_MAX_POSTINGS
+
+    def documents(term: text.Term) -> int:
+        return connection.execute(COUNT_MATCHES, [text.match_expression([term]), budget + 1]).fetchone()[0]
+
+    postings = {term: documents(text.Term(term)) for term in terms}
+    matching: list[text.Term] = []
+    ranking: list[text.Term] = []
+    for term in sorted(terms, key=postings.__getitem__):
+        if postings[term] > budget:
+            ranking.append(text.Term(term))
+            continue
+        budget -= postings[term]
+        # A word found at least as often in display names as in messages means a person: match their messages.
+        as_author = 2 * documents(text.Term(term, column="author")) >= postings[term] > 0
+        matching.append(text.Term(term, column="author" if as_author else None))
+    order = {term: position for position, term in enumerate(terms)}
+    matching.sort(key=lambda t: order[t.text])
+    ranking.sort(key=lambda t: order[t.text])
+    return text.match_expression(matching, ranking_only=ranking)
+
+
+def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candidates: list[int],
+                      filters: SearchFilters) -> tuple[dict[int, tuple[int | None, int | None]], dict[int, dict]]:
+    """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
+    neighbours = {rowid: (previous, following) for rowid, previous, following
+                  in connection.execute(SELECT_NEIGHBOURS, [_json_ids(sources)])}
+    wanted = set(candidates).union(*neighbours.values()) - {None}
+    where, params = filter_clause(filters)
+    rows = connection.execute(SELECT_CANDIDATES.format(where=where), [_json_ids(sorted(wanted)), *params])
+    return neighbours, {
+        row[0]: {
+            "message_id": row[1],
+            "guild_id": row[2],
+            "channel_id": row[3],
+            "author_id": row[4],
+            "author_name": row[5],
+            "content": row[6],
+            "created_at": from_timestamp(row[7]).isoformat(),
         }
+        for row in rows
+    }
+
+
+def _passing_ids(connection: sqlite3.Connection, rowids: list[int], filters: SearchFilters) -> set[int]:
+    if not rowids:
+        return set()
+    where, params = filter_clause(filters)
+    return {row[0] for row in connection.execute(SELECT_PASSING.format(where=where), [_json_ids(rowids), *params])}
 
 
 async def _none() -> Hits:
     return []
-
-
-def _json_strings(values: Sequence[str]) -> str:
-    return json.dumps(list(values), ensure_ascii=False)

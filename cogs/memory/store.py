@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable, Sequence
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import numpy as np
 
 from .migrations import apply_migrations
+from .readers import ReaderPool
 from .records import MessageRecord, SearchFilters
 
 __all__ = ("ChannelMessage", "MemoryStore", "NewRow", "RowRef", "WriteBatch", "id_checksum", "to_timestamp")
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -173,12 +177,16 @@ def _vector_blob(vector: np.ndarray) -> bytes:
 
 
 class MemoryStore:
-    """One long-lived aiosqlite connection; every write goes through one transaction per call."""
+    """One long-lived aiosqlite connection; every write goes through one transaction per call.
+
+    Searches read through ``read`` on a pool of read-only connections, so they never wait for a write.
+    """
 
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
         self._next_rowid = 1
+        self._readers = ReaderPool(path)
 
     @classmethod
     async def open(cls, path: Path) -> MemoryStore:
@@ -199,7 +207,12 @@ class MemoryStore:
         return store
 
     async def close(self) -> None:
+        await self._readers.close()
         await self._conn.close()
+
+    async def read(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(connection, *args)`` on a reader thread: several queries, one hop off the event loop."""
+        return await self._readers.run(function, *args)
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
         rows = await self._conn.execute_fetchall(sql, params)
@@ -363,9 +376,7 @@ class MemoryStore:
 
     async def rowids_matching(self, filters: SearchFilters) -> np.ndarray:
         """Row ids of the guild's messages that pass ``filters`` (for restricting a vector search)."""
-        where, params = filter_clause(filters)
-        rows = await self._conn.execute_fetchall(f"SELECT id FROM messages AS m WHERE {where}", params)
-        return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        return await self.read(_rowids_matching, filters)
 
     # -- guild settings and opt-outs ------------------------------------------------------------------------
 
@@ -436,6 +447,12 @@ def filter_clause(filters: SearchFilters, alias: str = "m") -> tuple[str, list[A
     if filters.exclude_message_ids:
         ids_in("message_id", filters.exclude_message_ids, negate=True)
     return " AND ".join(clauses), params
+
+
+def _rowids_matching(connection: sqlite3.Connection, filters: SearchFilters) -> np.ndarray:
+    where, params = filter_clause(filters)
+    rows = connection.execute(f"SELECT id FROM messages AS m WHERE {where}", params).fetchall()
+    return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
 
 def _message_params(row: NewRow) -> tuple[Any, ...]:

@@ -122,8 +122,16 @@ def _literal(term: Term) -> str:
     return f"{term.column} : {literal}" if term.column else literal
 
 
-def match_expression(terms: list[Term] | list[str]) -> str | None:
-    """An FTS5 MATCH string that ORs the terms as literals, or None when there is nothing to search."""
+def match_expression(terms: list[Term] | list[str], ranking_only: list[Term] | list[str] = ()) -> str | None:
+    """An FTS5 MATCH string that ORs the terms as literals, or None when there is nothing to search.
+
+    ``ranking_only`` terms match nothing on their own: they are ANDed with the others, so bm25() counts them in
+    the rows those match (FTS5 scores every phrase of the query) without adding rows to score.
+    """
     if not terms:
         return None
-    return " OR ".join(_literal(term if isinstance(term, Term) else Term(term)) for term in terms)
+    matching = " OR ".join(_literal(term if isinstance(term, Term) else Term(term)) for term in terms)
+    if not ranking_only:
+        return matching
+    ranking = " OR ".join(_literal(term if isinstance(term, Term) else Term(term)) for term in ranking_only)
+    return f"{matching} OR (({ranking}) AND ({matching}))"

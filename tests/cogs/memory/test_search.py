@@ -11,7 +11,7 @@ from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine, fuse, spread_to_neighbours
-from cogs.memory.store import MemoryStore
+from cogs.memory.store import MemoryStore, filter_clause
 from cogs.memory.vector_index import IndexRegistry
 from cogs.memory.profile import MemoryProfile
 from tests.fixtures.core import T0, RecordFactory
@@ -157,12 +157,25 @@ async def test_a_display_name_in_the_query_matches_that_authors_messages(engine:
     assert ids(results)[0] == 1
 
 
-async def test_an_over_common_term_is_dropped_and_the_rare_one_kept(
+async def test_an_over_common_term_does_not_widen_the_match(
         engine: SearchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
-    # "the" is no stop word here if it were; "marathon" (1 message) fits the budget, "pizza" (3 documents) not.
+    # "marathon" (1 message) fits the budget, "pizza" (3 documents) does not: only the marathon message matches.
     monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
     results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
     assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [4]
+
+
+async def test_an_over_common_term_still_ranks_what_the_rare_ones_match(
+        engine: SearchEngine, ingest: IngestQueue, make_record: RecordFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Longer than message 4, so on "marathon" alone it would rank below it; "pizza" lifts it.
+    await ingest.add(make_record(20, "the marathon route passes right by that pizza place on the corner near the "
+                                     "old train station", guild_id=GUILD, channel_id=RANDOM, author_id=BOB,
+                                 author_name="bob"))
+    await ingest.flush()
+    monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
+    results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
+    assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [20, 4]
 
 
 async def test_a_hit_lends_context_to_the_reply_after_it(engine: SearchEngine) -> None:
@@ -203,3 +216,13 @@ async def test_a_narrow_filter_falls_back_to_a_restricted_vector_search(
     filters = SearchFilters(guild_id=GUILD, channel_ids=frozenset({SECRET}))
     results = await engine.search("pizza tonight", filters, 1, mode="vector")
     assert ids(results) == [6]
+
+
+@pytest.mark.parametrize("sql", [search_module.SELECT_CANDIDATES, search_module.SELECT_PASSING])
+async def test_rows_are_looked_up_by_row_id_not_by_reading_the_guild(store: MemoryStore, sql: str) -> None:
+    # A guild_id index scan here reads every message of the guild for each search.
+    where, params = filter_clause(SearchFilters(guild_id=GUILD, after=T0))
+    plan = [row[3] for row in await store.execute_fetchall(f"EXPLAIN QUERY PLAN {sql.format(where=where)}",
+                                                             ["[1, 2]", *params])]
+    assert any("INTEGER PRIMARY KEY" in step for step in plan)
+    assert not any("messages_guild" in step for step in plan)

@@ -202,3 +202,30 @@ async def test_naive_datetimes_are_refused(store: MemoryStore, make_record: Reco
     naive = dataclasses.replace(make_record(1, "x"), created_at=T0.replace(tzinfo=None))
     with pytest.raises(ValueError, match="timezone-aware"):
         await insert(store, naive)
+
+
+async def test_reads_see_each_committed_write(store: MemoryStore, make_record: RecordFactory) -> None:
+    def count(connection: sqlite3.Connection) -> int:
+        return connection.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+
+    assert await store.read(count) == 0
+    await insert(store, make_record(1, "hello"))
+    assert await store.read(count) == 1
+
+
+async def test_reads_do_not_wait_for_an_open_write(store: MemoryStore, db_path: Path) -> None:
+    # Another connection holds the write lock mid-transaction; a search must still answer, from the last commit.
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO guild_settings (guild_id, settings) VALUES (1, '{}')")
+    try:
+        rows = await store.read(lambda connection: connection.execute("SELECT * FROM guild_settings").fetchall())
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert rows == []
+
+
+async def test_reads_cannot_write(store: MemoryStore) -> None:
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        await store.read(lambda connection: connection.execute("DELETE FROM messages"))

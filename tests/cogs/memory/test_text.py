@@ -145,3 +145,16 @@ def test_japanese_words_inside_a_sentence_are_found(fts: sqlite3.Connection) -> 
 def test_one_cjk_character_finds_it_anywhere_in_a_run(fts: sqlite3.Connection) -> None:
     assert sorted(search(fts, "鸭")) == [3]
     assert sorted(search(fts, "猫")) == [6]
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_fts5_syntax_in_ranking_only_terms_never_raises(fts: sqlite3.Connection, query: str) -> None:
+    expression = match_expression(["pizza"], ranking_only=keyword_terms(query) or ["pasta"])
+    fts.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (expression,)).fetchall()
+
+
+def test_ranking_only_terms_add_no_rows(fts: sqlite3.Connection) -> None:
+    # "park" alone would match message 5; ranking only, it may only score rows "pizza" matches.
+    expression = match_expression(["pizza"], ranking_only=["park"])
+    rows = fts.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (expression,)).fetchall()
+    assert rows == [(1,)]
