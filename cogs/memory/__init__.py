@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
+
+# Idle OpenMP threads (torch's, under the embedder and the reranker) sleep instead of spinning: on a small box a
+# spinning thread holds the core the event loop and SQLite need. Read once, when torch is first imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 if TYPE_CHECKING:
     from bot import MemoryBot

@@ -25,6 +25,10 @@ _DTYPES = ("float32", "bfloat16", "float16")
 # one batch at most, not for a whole ingest batch. Calls with this few texts count as queries by default.
 QUERY_PRIORITY, BULK_PRIORITY, _STOP_PRIORITY = 0, 1, 2
 INTERACTIVE_MAX_TEXTS = 8
+# A query is a few dozen tokens: a second intra-op thread saves ~10% on a quiet machine, but when the other core
+# is busy (ingest, SQLite, the event loop) every parallel region waits for it: measured here, one query p50/p95
+# 16/18 ms on one thread against 40/163 ms on two. Bulk batches keep torch's thread count (1.8x on two cores).
+QUERY_THREADS = 1
 
 
 class EmbeddingModelError(RuntimeError):
@@ -140,9 +144,10 @@ class EmbeddingService:
         texts = list(texts)
         if interactive is None:
             interactive = len(texts) <= INTERACTIVE_MAX_TEXTS
-        if interactive or len(texts) <= self.batch_size:
-            priority = QUERY_PRIORITY if interactive else BULK_PRIORITY
-            return await asyncio.wrap_future(self._worker.submit(priority, self.embed_sync, texts))
+        if interactive:
+            return await asyncio.wrap_future(self._worker.submit(QUERY_PRIORITY, self._embed_query, texts))
+        if len(texts) <= self.batch_size:
+            return await asyncio.wrap_future(self._worker.submit(BULK_PRIORITY, self.embed_sync, texts))
         # Longest first, as encode() would sort them, cut into batches that are each one job.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
@@ -175,6 +180,17 @@ class EmbeddingService:
         # Normalised again in float32: at bf16/fp16 the model's own normalisation is only good to ~1e-3.
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return vectors
+
+    def _embed_query(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        # The count is per thread (OpenMP), so this changes only the worker's own next regions.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(min(threads, QUERY_THREADS))
+        try:
+            return self.embed_sync(texts)
+        finally:
+            torch.set_num_threads(threads)
 
     async def close(self) -> None:
         # In another thread: the worker finishes what is queued instead of dying mid-batch.
