@@ -98,6 +98,7 @@ async def build_bot(workdir: Path):
     await bot.setup_hook()
     await bot.attach_memory(await Memory.open(profile, bot.db_path, bot.index_dir))
     freeze_startup_objects()  # as `python bot.py` does once memory has loaded
+    bot.collect_garbage.start()
     return bot
 
 
@@ -164,6 +165,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         try:
             return await drive(bot, lines, questions, args.recalls)
         finally:
+            bot.collect_garbage.cancel()
             await dpytest.empty_queue()
             await bot.memory.close()
 
@@ -176,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with messages.jsonl and queries.jsonl")
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import cogs.memory  # noqa: F401 - its OpenMP settings must be in place before the reranker's torch loads
     logging.basicConfig(level=logging.WARNING)
     from bot import tune_interpreter
 
