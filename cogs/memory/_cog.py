@@ -416,5 +416,10 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         """``@bot sync``: push slash commands to Discord (bot admins only)."""
         if not await self.bot.is_bot_admin(ctx.author):
             return
-        synced = await self.bot.sync_commands()
+        try:
+            synced = await self.bot.sync_commands()
+        except discord.HTTPException as exc:
+            log.warning("Slash command sync failed: %s", exc)
+            await ctx.reply(replies.SYNC_FAILED.format(status=exc.status, error=exc.text or exc.response.reason))
+            return
         await ctx.reply(replies.SYNCED.format(count=len(synced)))

@@ -44,6 +44,8 @@ SETTINGS_CAPTURE_PAIR = "Use `capture_channel` and `capture` together, e.g. capt
 UNKNOWN_PROFILE = "There is no profile called `{name}`. See /memory profile list."
 PROFILE_SWITCH_FAILED = "Could not switch to `{name}`; still using the old profile. Reason: {error}"
 SYNCED = "Synced {count} slash commands."
+SYNC_FAILED = ("Discord refused the command sync ({status}: {error}). For a dev guild, check DEV_GUILD_ID and that "
+               "the bot was invited there with the `applications.commands` scope.")
 
 # The profile fields worth reporting when they change, flattened as "reranker.model".
 PROFILE_DIFF_SKIP = frozenset({"name", "description", "reranker.instruction"})

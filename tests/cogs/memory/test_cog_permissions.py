@@ -6,6 +6,7 @@ import pytest
 from discord.ext.test import backend
 
 from cogs.memory._permissions import can_read, readable_channel_ids
+from tests.fixtures.discord import make_thread
 
 
 @pytest.fixture
@@ -23,24 +24,6 @@ def overwrites_payload(overwrites):
         allow, deny = overwrite.pair()
         data.append({"id": target_id, "type": 0, "allow": str(allow.value), "deny": str(deny.value)})
     return data
-
-
-def make_thread(guild, parent, *, private=False, members=()):
-    state = backend.get_state()
-    data = {
-        "id": str(backend.facts.make_id()), "guild_id": str(guild.id), "parent_id": str(parent.id),
-        "owner_id": "1", "name": "thread", "type": 12 if private else 11, "message_count": 0,
-        "member_count": len(members), "rate_limit_per_user": 0,
-        "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
-                            "archive_timestamp": discord.utils.utcnow().isoformat(), "locked": False},
-    }
-    thread = discord.Thread(guild=guild, state=state, data=data)
-    joined = data["thread_metadata"]["archive_timestamp"]
-    for member in members:
-        member_data = {"id": str(thread.id), "user_id": str(member.id), "join_timestamp": joined, "flags": 0}
-        thread._add_member(discord.ThreadMember(parent=thread, data=member_data))
-    guild._add_thread(thread)
-    return thread
 
 
 def test_a_member_reads_the_open_channels(guild, member):

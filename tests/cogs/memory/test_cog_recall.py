@@ -3,7 +3,6 @@
 import asyncio
 import re
 
-import discord
 import discord.ext.test as dpytest
 import pytest
 from aiohttp import web
@@ -11,7 +10,15 @@ from discord.ext.test import backend
 
 from cogs.memory._llm import ChatClient, LLMConfig
 from cogs.memory._recall import NO_MEMORIES_REPLY, SYSTEM_PROMPT
-from tests.fixtures.discord import bot_replies, chat_completions_server, reply_to, say
+from tests.fixtures.discord import (
+    bot_replies,
+    chat_completions_server,
+    hidden_channel,
+    memory_line,
+    remember,
+    reply_to,
+    say,
+)
 
 SECRET = "the staff bonus budget is 4000 euros"
 
@@ -29,30 +36,6 @@ def asker(members):
 @pytest.fixture
 def speaker(members):
     return members[1]
-
-
-def memory_line(message: discord.Message) -> re.Pattern[str]:
-    when = discord.utils.format_dt(message.created_at, "R")
-    link = message.jump_url.replace("https://discord.com", "")
-    return re.compile(
-        rf"- \*\*{re.escape(message.author.display_name)}\*\* {re.escape(when)}: {re.escape(message.content)} "
-        rf"\(rerank_score \d\.\d\d\) https://discord\.com{re.escape(link)}"
-    )
-
-
-async def remember(bot, content, member, channel):
-    """A message said elsewhere earlier: not on the asker's screen, so recall may bring it back."""
-    message = await say(content, member, channel)
-    await bot.memory.flush()
-    bot_replies()
-    return message
-
-
-def hidden_channel(guild):
-    overwrite = discord.PermissionOverwrite(view_channel=False)
-    allow, deny = overwrite.pair()
-    return backend.make_text_channel("staff", guild, permission_overwrites=[
-        {"id": str(guild.default_role.id), "type": 0, "allow": str(allow.value), "deny": str(deny.value)}])
 
 
 async def test_a_mention_answers_with_the_remembered_message_and_its_rerank_score(memory_bot, channel, asker, speaker):
