@@ -11,6 +11,9 @@ from .records import MessageRecord
 __all__ = ("CHAT_MESSAGE_TYPES", "is_chat_message", "memory_space_id", "record_from_message", "parse_message_link")
 
 CHAT_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+# Threads anyone who reads the parent channel may read (forum and media posts are public threads too). Any other
+# kind of thread, a future one included, is stored as private, so it is never read through its parent.
+PUBLIC_THREAD_TYPES = frozenset({discord.ChannelType.public_thread, discord.ChannelType.news_thread})
 _MESSAGE_LINK = re.compile(
     r"https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/channels/(?P<guild>\d+)/(?P<channel>\d+)/(?P<message>\d+)"
 )
@@ -37,7 +40,8 @@ def _stand_ins(message: discord.Message) -> tuple[str, ...]:
 
 def record_from_message(message: discord.Message) -> MessageRecord:
     channel = message.channel
-    parent_id = channel.parent_id if isinstance(channel, discord.Thread) else None
+    is_thread = isinstance(channel, discord.Thread)
+    parent_id = channel.parent_id if is_thread else None
     reference = message.reference
     return MessageRecord(
         message_id=message.id,
@@ -52,6 +56,7 @@ def record_from_message(message: discord.Message) -> MessageRecord:
         reply_to_id=reference.message_id if reference is not None else None,
         author_is_bot=message.author.bot,
         attachments=_stand_ins(message),
+        private_thread=is_thread and channel.type not in PUBLIC_THREAD_TYPES,
     )
 
 

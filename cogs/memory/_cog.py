@@ -22,6 +22,7 @@ from ._permissions import (
     guild_admin_only,
     is_guild_admin,
     readable_channel_ids,
+    readable_thread_parent_ids,
 )
 from ._recall import format_memory_line
 from ._views import ConfirmView, Paginator
@@ -139,6 +140,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             after=after,
             before=before,
             allowed_channel_ids=allowed,
+            public_thread_parent_ids=readable_thread_parent_ids(interaction.user),
         )
         started = time.perf_counter()
         results = await memory.recall(query, filters, limit)

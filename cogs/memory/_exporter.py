@@ -16,6 +16,8 @@ __all__ = ("ExportError", "ExportedChannel", "read_export")
 # Chat messages; joins, pins, boosts and calls are system notices with nothing worth recalling.
 CHAT_MESSAGE_TYPES = frozenset({"Default", "Reply"})
 THREAD_TYPES = frozenset({"GuildPublicThread", "GuildPrivateThread", "GuildNewsThread"})
+# Read through their parent channel; every other thread kind is stored as private, so it never leaks.
+PUBLIC_THREAD_TYPES = frozenset({"GuildPublicThread", "GuildNewsThread"})
 
 
 class ExportError(ValueError):
@@ -30,6 +32,7 @@ class ExportedChannel:
     channel_name: str
     parent_channel_id: int | None
     message_count: int
+    private_thread: bool = False
 
 
 def _timestamp(raw: str | None) -> datetime | None:
@@ -51,7 +54,8 @@ def _channel(data: dict[str, Any], path: Path) -> ExportedChannel:
     try:
         guild, channel = data["guild"], data["channel"]
         # DiscordChatExporter writes a thread's parent channel into categoryId.
-        parent = int(channel["categoryId"]) if channel.get("type") in THREAD_TYPES and channel.get("categoryId") else None
+        kind = channel.get("type")
+        parent = int(channel["categoryId"]) if kind in THREAD_TYPES and channel.get("categoryId") else None
         return ExportedChannel(
             guild_id=int(guild["id"]),
             guild_name=guild.get("name", ""),
@@ -59,6 +63,7 @@ def _channel(data: dict[str, Any], path: Path) -> ExportedChannel:
             channel_name=channel.get("name", ""),
             parent_channel_id=parent,
             message_count=len(data["messages"]),
+            private_thread=parent is not None and kind not in PUBLIC_THREAD_TYPES,
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ExportError(f"{path}: not a DiscordChatExporter JSON export (missing or bad {error})") from error
@@ -83,6 +88,7 @@ def _record(message: dict[str, Any], channel: ExportedChannel) -> MessageRecord 
         reply_to_id=int(reply_to) if reply_to else None,
         author_is_bot=bool(author.get("isBot", False)),
         attachments=_attachments(message),
+        private_thread=channel.private_thread,
     )
 
 

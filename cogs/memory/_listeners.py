@@ -14,7 +14,7 @@ from discord.ext import commands, tasks
 
 from ._capture import is_chat_message, memory_space_id, record_from_message
 from ._llm import ChatClient, LLMConfig, LLMError
-from ._permissions import readable_channel_ids
+from ._permissions import readable_channel_ids, readable_thread_parent_ids
 from ._recall import NO_MEMORIES_REPLY, build_chat_messages, build_query, format_memories, strip_mentions
 from ._settings import GuildSettings
 from .records import SearchFilters
@@ -231,7 +231,10 @@ class MemoryListeners(commands.Cog):
         turns, visible = await self._context_turns(message)
         query = build_query(message.content, turns)
         filters = SearchFilters(
-            guild_id=message.guild.id, allowed_channel_ids=readable_channel_ids(author), exclude_message_ids=visible
+            guild_id=message.guild.id,
+            allowed_channel_ids=readable_channel_ids(author),
+            public_thread_parent_ids=readable_thread_parent_ids(author),
+            exclude_message_ids=visible,
         )
         started = time.perf_counter()
         results = await memory.recall(query, filters, RECALL_LIMIT)

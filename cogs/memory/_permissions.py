@@ -10,12 +10,15 @@ __all__ = (
     "NotBotAdmin",
     "can_read",
     "readable_channel_ids",
+    "readable_thread_parent_ids",
     "is_guild_admin",
     "guild_admin_only",
     "bot_admin_only",
 )
 
 ReadableChannel = discord.abc.GuildChannel | discord.Thread
+# Channels that hold threads: text and news channels, forum and media channels (discord.py's ForumChannel).
+ThreadParent = discord.TextChannel | discord.ForumChannel
 
 
 class NotGuildAdmin(app_commands.CheckFailure):
@@ -51,6 +54,16 @@ def readable_channel_ids(member: discord.Member) -> frozenset[int]:
     guild = member.guild
     channels: list[ReadableChannel] = [*guild.channels, *guild.threads]
     return frozenset(channel.id for channel in channels if can_read(channel, member))
+
+
+def readable_thread_parent_ids(member: discord.Member) -> frozenset[int]:
+    """Channels whose public threads the member may read, cached or archived: the ``public_thread_parent_ids`` filter.
+
+    A public thread has no permissions of its own (``Thread.permissions_for`` is its parent's), so reading the
+    parent is reading the thread. Private threads are never granted through here.
+    """
+    parents = (channel for channel in member.guild.channels if isinstance(channel, ThreadParent))
+    return frozenset(channel.id for channel in parents if can_read(channel, member))
 
 
 def is_guild_admin(member: discord.Member | discord.User) -> bool:

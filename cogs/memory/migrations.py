@@ -91,6 +91,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX messages_channel_order ON messages (guild_id, channel_id, created_at, message_id)",
         ),
     ),
+    Migration(
+        # A public thread's messages are readable through its parent channel, so they stay recallable after
+        # Discord archives the thread and it leaves the cache; a private thread's never are.
+        "0003_private_threads",
+        (
+            "ALTER TABLE messages ADD COLUMN private_thread INTEGER NOT NULL DEFAULT 0",
+            # Older rows did not record which kind of thread they came from: count each as private, so none leaks.
+            "UPDATE messages SET private_thread = 1 WHERE parent_channel_id IS NOT NULL",
+            # The permission filter's "or a public thread under a readable parent" branch reads this index (a
+            # MULTI-INDEX OR, a time range included) instead of every message of the guild. Partial: it holds
+            # only public threads' rows, so channel messages cost no extra write.
+            """
+            CREATE INDEX messages_public_thread_parent ON messages (guild_id, parent_channel_id, created_at)
+            WHERE parent_channel_id IS NOT NULL AND private_thread = 0
+            """,
+        ),
+    ),
 )
 
 

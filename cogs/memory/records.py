@@ -25,6 +25,8 @@ class MessageRecord:
     author_is_bot: bool = False
     # Short text stand-ins for attachments and embeds (file names, embed titles); appended to the indexed text.
     attachments: tuple[str, ...] = ()
+    # Only for a thread's message: a private thread stays limited to its members even once it leaves the cache.
+    private_thread: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,4 +40,7 @@ class SearchFilters:
     before: datetime | None = None
     # Channels (and thread ids) the caller may read; the cog fills this from permissions, the CLI leaves it None.
     allowed_channel_ids: frozenset[int] | None = None
+    # Widens ``allowed_channel_ids``: public threads under these parents are readable too, cached or not, because
+    # Discord drops archived threads from the cache while anyone who reads the parent may still read them.
+    public_thread_parent_ids: frozenset[int] | None = None
     exclude_message_ids: frozenset[int] = field(default_factory=frozenset)

@@ -101,9 +101,9 @@ PRAGMAS = (
 )
 SELECT_MAX_ROWID = "SELECT COALESCE(MAX(id), 0) FROM messages"
 INSERT_MESSAGE = """
-INSERT INTO messages (id, message_id, guild_id, channel_id, parent_channel_id, author_id, author_name,
-                      author_is_bot, content, created_at, edited_at, reply_to_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO messages (id, message_id, guild_id, channel_id, parent_channel_id, private_thread, author_id,
+                      author_name, author_is_bot, content, created_at, edited_at, reply_to_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 INSERT_FTS = "INSERT INTO messages_fts (rowid, body, author) VALUES (?, ?, ?)"
 UPSERT_VECTOR = "INSERT OR REPLACE INTO embeddings (message_rowid, model, vector) VALUES (?, ?, ?)"
@@ -424,8 +424,7 @@ class MemoryStore:
 
 def filter_clause(filters: SearchFilters, alias: str = "m") -> tuple[str, list[Any]]:
     """A parameterised WHERE clause over ``messages AS {alias}`` for ``filters``."""
-    clauses = [f"{alias}.guild_id = ?"]
-    params: list[Any] = [filters.guild_id]
+    clauses, params = _guild_clause(filters, alias)
 
     def ids_in(column: str, ids: frozenset[int], negate: bool = False) -> None:
         # A JSON array keeps the statement's parameter count fixed however many ids there are.
@@ -434,8 +433,6 @@ def filter_clause(filters: SearchFilters, alias: str = "m") -> tuple[str, list[A
 
     if filters.channel_ids is not None:
         ids_in("channel_id", filters.channel_ids)
-    if filters.allowed_channel_ids is not None:
-        ids_in("channel_id", filters.allowed_channel_ids)
     if filters.author_ids is not None:
         ids_in("author_id", filters.author_ids)
     if filters.after is not None:
@@ -447,6 +444,25 @@ def filter_clause(filters: SearchFilters, alias: str = "m") -> tuple[str, list[A
     if filters.exclude_message_ids:
         ids_in("message_id", filters.exclude_message_ids, negate=True)
     return " AND ".join(clauses), params
+
+
+def _guild_clause(filters: SearchFilters, alias: str) -> tuple[list[str], list[Any]]:
+    """The guild and, where set, the channels and threads the caller may read."""
+    in_guild = f"{alias}.guild_id = ?"
+    if filters.allowed_channel_ids is None:
+        return [in_guild], [filters.guild_id]
+    in_allowed = f"{alias}.channel_id IN (SELECT value FROM json_each(?))"
+    allowed = json.dumps(sorted(filters.allowed_channel_ids))
+    if not filters.public_thread_parent_ids:
+        return [in_guild, in_allowed], [filters.guild_id, allowed]
+    # An archived thread has left Discord's cache, so its id is not in allowed_channel_ids; a public one is still
+    # readable through its parent. A private thread passes only by its own (cached) id. The guild test sits in each
+    # branch, not beside the OR: then SQLite reads each branch through its own index (a MULTI-INDEX OR) instead of
+    # every row of the guild.
+    in_public_thread = f"{alias}.parent_channel_id IN (SELECT value FROM json_each(?)) AND {alias}.private_thread = 0"
+    parents = json.dumps(sorted(filters.public_thread_parent_ids))
+    clause = f"(({in_guild} AND {in_allowed}) OR ({in_guild} AND {in_public_thread}))"
+    return [clause], [filters.guild_id, allowed, filters.guild_id, parents]
 
 
 def _rowids_matching(connection: sqlite3.Connection, filters: SearchFilters) -> np.ndarray:
@@ -463,6 +479,7 @@ def _message_params(row: NewRow) -> tuple[Any, ...]:
         record.guild_id,
         record.channel_id,
         record.parent_channel_id,
+        int(record.private_thread),
         record.author_id,
         record.author_name,
         int(record.author_is_bot),

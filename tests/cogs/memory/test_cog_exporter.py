@@ -90,3 +90,15 @@ def test_a_file_that_is_not_json_is_rejected(tmp_path):
     path.write_text("hello", encoding="utf-8")
     with pytest.raises(ExportError, match="not JSON"):
         read_export(path)
+
+
+def test_a_private_thread_export_stores_private_records(write):
+    data = export([message(30, "the staff bonus budget")], channel_type="GuildPrivateThread", category_id="19")
+    channel, records = read_export(write(data))
+    assert channel.private_thread and next(records).private_thread
+
+
+@pytest.mark.parametrize("channel_type", ["GuildPublicThread", "GuildNewsThread", "GuildTextChat"])
+def test_public_threads_and_channels_export_public_records(write, channel_type):
+    _, records = read_export(write(export([message(30, "picnic")], channel_type=channel_type, category_id="19")))
+    assert not next(records).private_thread
