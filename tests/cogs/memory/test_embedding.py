@@ -35,19 +35,27 @@ async def test_a_vector_does_not_depend_on_its_batch(embedder: EmbeddingService)
     np.testing.assert_allclose(alone[0], batched[1], atol=1e-5)
 
 
+@pytest.mark.parametrize("interactive", [True, False])
 async def test_embedding_runs_on_the_worker_thread(
-    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch
+    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch, interactive: bool
 ) -> None:
     threads: list[str] = []
-    original = embedder.embed_sync
+    model = embedder._model
+    original = model.forward
 
-    def recording(texts: list[str]) -> np.ndarray:
+    def recording(*args, **kwargs):
         threads.append(threading.current_thread().name)
-        return original(texts)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(embedder, "embed_sync", recording)
-    await embedder.embed(["x"])
-    assert threads[0].startswith("embedding") and threads[0] != threading.main_thread().name
+    monkeypatch.setattr(model, "forward", recording)
+    await embedder.embed(["x"], interactive=interactive)
+    assert threads and all(name.startswith("embedding") for name in threads)
+
+
+async def test_a_query_gets_the_same_vectors_as_a_bulk_batch(embedder: EmbeddingService) -> None:
+    texts = ["when is the picnic?", "a much longer question about who brought the lemonade to the picnic"]
+    queries = await embedder.embed(texts, interactive=True)
+    np.testing.assert_allclose(queries, embedder.embed_sync(texts), atol=1e-5)
 
 
 def test_default_name_resolves_to_the_packaged_model() -> None:
