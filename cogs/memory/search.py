@@ -39,7 +39,7 @@ AUTHOR_WEIGHT = 1.0
 # query may match are capped: terms are taken rarest first while their summed document counts fit. A term over
 # the cap only ranks (it adds to the score of rows the kept terms match); it cannot widen the match. Such words
 # have a low IDF anyway, and the vector side covers them.
-KEYWORD_MAX_POSTINGS = 6_000
+KEYWORD_MAX_POSTINGS = 4_000
 # A long query (a pasted message) is cut to its first terms: each one costs a capped count.
 KEYWORD_MAX_TERMS = 32
 # Filtered vector search first asks for this many times more hits and drops the ones the filters reject;
