@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ._loading import MODEL_LOADING
+
 log = logging.getLogger(__name__)
 
 SYSTEM_PREFIX = (
@@ -58,8 +60,9 @@ class LocalScorer:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.model_name, self.device, self.dtype, self.max_length = model_name, device, dtype, max_length
-        self.tokenizer = AutoTokenizer.from_pretrained(model_name)
-        model = AutoModelForCausalLM.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
+        with MODEL_LOADING:
+            self.tokenizer = AutoTokenizer.from_pretrained(model_name)
+            model = AutoModelForCausalLM.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
         self.model = model.to(device).eval()
         self.max_pack_tokens = MAX_PACK_TOKENS["cpu" if device == "cpu" else "accelerator"]
         self.yes_id = self._single_token_id(YES_TOKEN)

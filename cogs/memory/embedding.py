@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ._loading import MODEL_LOADING
 __all__ = ("DEFAULT_MODEL", "EmbeddingModelError", "EmbeddingService", "resolve_model_path")
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,8 @@ class EmbeddingService:
             source = str(local)
         try:
             # A local directory never needs the hub; an id may (unless HF_HUB_OFFLINE is set).
-            model = SentenceTransformer(source, device=device, local_files_only=local.is_dir())
+            with MODEL_LOADING:
+                model = SentenceTransformer(source, device=device, local_files_only=local.is_dir())
         except Exception as exc:  # any loader failure means the same thing to the operator
             raise EmbeddingModelError(
                 f"cannot load embedding model {self.model_name!r} from {source!r} on {device}: "
