@@ -39,3 +39,45 @@ async def test_a_listed_bot_admin_is_a_bot_admin(discord_bot):
 async def test_a_member_who_is_not_listed_is_not_a_bot_admin(discord_bot):
     assert not await discord_bot.is_bot_admin(discord.Object(78))
 
+
+
+def test_after_the_startup_freeze_full_collections_never_start_on_their_own(monkeypatch):
+    calls = []
+    monkeypatch.setattr(bot.gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(bot.gc, "set_threshold", lambda *thresholds: calls.append(thresholds))
+    bot.freeze_startup_objects()
+    assert calls == ["freeze", bot.GC_THRESHOLDS]
+    assert bot.GC_THRESHOLDS[2] >= 100_000  # gen1 collections before a full one: never, in practice
+
+
+@pytest.fixture
+def collections(monkeypatch) -> list[int]:
+    made: list[int] = []
+    monkeypatch.setattr(bot.gc, "collect", lambda generation=2: made.append(generation) or 0)
+    return made
+
+
+@pytest.fixture
+def ingest_backlog(memory_bot, monkeypatch):
+    def set_backlog(count: int) -> None:
+        monkeypatch.setattr(type(memory_bot.memory.ingest), "queued", property(lambda self: count))
+    return set_backlog
+
+
+async def test_a_full_collection_runs_when_ingest_is_idle(memory_bot, collections, ingest_backlog):
+    ingest_backlog(0)
+    await memory_bot.collect_garbage()
+    assert collections == [2]
+
+
+async def test_no_full_collection_while_messages_wait_for_ingest(memory_bot, collections, ingest_backlog):
+    ingest_backlog(500)
+    await memory_bot.collect_garbage()
+    assert collections == []
+
+
+async def test_an_overdue_full_collection_runs_even_under_load(memory_bot, collections, ingest_backlog, monkeypatch):
+    ingest_backlog(500)
+    monkeypatch.setattr(memory_bot, "_last_full_collection", bot.time.monotonic() - bot.GC_MAX_INTERVAL_S - 1)
+    await memory_bot.collect_garbage()
+    assert collections == [2]
