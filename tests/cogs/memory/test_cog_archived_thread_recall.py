@@ -29,16 +29,6 @@ def guild(memory_bot):
     return dpytest.get_config().guilds[0]
 
 
-@pytest.fixture
-def asker(members):
-    return members[0]
-
-
-@pytest.fixture
-def speaker(members):
-    return members[1]
-
-
 async def archive(thread: discord.Thread) -> None:
     """Discord archives an idle thread: a THREAD_UPDATE, after which discord.py no longer caches it."""
     guild = thread.guild

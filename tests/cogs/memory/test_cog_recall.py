@@ -28,16 +28,6 @@ def guild(memory_bot):
     return dpytest.get_config().guilds[0]
 
 
-@pytest.fixture
-def asker(members):
-    return members[0]
-
-
-@pytest.fixture
-def speaker(members):
-    return members[1]
-
-
 async def test_a_mention_answers_with_the_remembered_message_and_its_rerank_score(memory_bot, channel, asker, speaker):
     memory = await remember(memory_bot, "the picnic moved to Saturday", speaker, channel.guild.text_channels[1])
     await say(f"{memory_bot.user.mention} when is the picnic?", asker, channel)

@@ -17,16 +17,6 @@ def guild(memory_bot):
 
 
 @pytest.fixture
-def asker(members):
-    return members[0]
-
-
-@pytest.fixture
-def speaker(members):
-    return members[1]
-
-
-@pytest.fixture
 def thread(guild, channel, speaker):
     """A public thread in ``channel``, where the asker asks."""
     return make_thread(guild, channel, owner=speaker)
