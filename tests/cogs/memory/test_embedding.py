@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cogs.memory._query_trace import QueryTrace
 from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingModelError, EmbeddingService, resolve_model_path
 
 
@@ -35,24 +36,24 @@ async def test_a_vector_does_not_depend_on_its_batch(embedder: EmbeddingService)
     np.testing.assert_allclose(alone[0], batched[1], atol=1e-5)
 
 
-@pytest.mark.parametrize("interactive", [True, False])
+@pytest.mark.parametrize(("interactive", "method"), [(True, "_embed_query"), (False, "embed_sync")])
 async def test_embedding_runs_on_the_worker_thread(
-    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch, interactive: bool
+    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch, interactive: bool, method: str
 ) -> None:
     threads: list[str] = []
-    model = embedder._model
-    original = model.forward
+    original = getattr(embedder, method)
 
-    def recording(*args, **kwargs):
+    def recording(texts: list[str]) -> np.ndarray:
         threads.append(threading.current_thread().name)
-        return original(*args, **kwargs)
+        return original(texts)
 
-    monkeypatch.setattr(model, "forward", recording)
+    monkeypatch.setattr(embedder, method, recording)
     await embedder.embed(["x"], interactive=interactive)
     assert threads and all(name.startswith("embedding") for name in threads)
 
 
 async def test_a_query_gets_the_same_vectors_as_a_bulk_batch(embedder: EmbeddingService) -> None:
+    assert embedder._query_trace is not None  # MiniLM on a CPU: queries go through the traced transformer
     texts = ["when is the picnic?", "a much longer question about who brought the lemonade to the picnic"]
     queries = await embedder.embed(texts, interactive=True)
     np.testing.assert_allclose(queries, embedder.embed_sync(texts), atol=1e-5)
@@ -103,3 +104,8 @@ async def test_a_query_runs_before_queued_bulk_batches(embedder: EmbeddingServic
     await tagged("query", ["a question"])
     await bulk
     assert finished == ["query", "bulk"]
+
+
+def test_a_model_without_a_transformer_module_is_not_traced(embedder: EmbeddingService) -> None:
+    # Only the pooling and normalisation modules: nothing to trace, so queries run eagerly.
+    assert QueryTrace.build(list(embedder._model)[1:]) is None
