@@ -7,6 +7,7 @@ inference-optimised trace measured 14.9 ms against 19.3 ms per MiniLM query here
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from typing import Any
 
@@ -19,6 +20,10 @@ log = logging.getLogger(__name__)
 # Texts of different lengths: the trace must reproduce the eager model on each before it is used.
 PROBES = ("hi", "when is the picnic?", "what did we decide about the trip to the mountains next month, and who drives?")
 MAX_ABS_DIFF = 1e-4
+# TorchScript keeps what it compiled (frozen weights included) for the life of the process, so each model is traced
+# once and its trace shared by every service that loads the same weights (a profile switch back and forth).
+_TRACES: dict[str, QueryTrace | None] = {}
+_TRACES_LOCK = threading.Lock()
 
 
 class QueryTrace:
@@ -27,6 +32,14 @@ class QueryTrace:
     def __init__(self, model: Any, traced: torch.jit.ScriptModule) -> None:
         self._model = model
         self._traced = traced
+
+    @classmethod
+    def shared(cls, source: str, model: Any) -> QueryTrace | None:
+        """The process's one trace of the weights at ``source`` (built from ``model`` the first time)."""
+        with _TRACES_LOCK:
+            if source not in _TRACES:
+                _TRACES[source] = cls.build(model)
+            return _TRACES[source]
 
     @classmethod
     def build(cls, model: Any) -> QueryTrace | None:

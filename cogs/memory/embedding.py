@@ -148,7 +148,7 @@ class EmbeddingService:
         from ._query_trace import QueryTrace
 
         # Queries on a CPU in float32 run through a checked TorchScript trace when the model allows one.
-        self._query_trace = QueryTrace.build(model) if device == "cpu" and self.dtype == "float32" else None
+        self._query_trace = QueryTrace.shared(source, model) if device == "cpu" and self.dtype == "float32" else None
         self._model = model
         self.device = device
         log.info("Embedding model %s loaded on %s (%s, dimension %d)", self.model_name, device, self.dtype,
@@ -230,3 +230,4 @@ class EmbeddingService:
     def shutdown(self) -> None:
         self._worker.stop()
         self._model = None
+        self._query_trace = None  # it holds the model too
