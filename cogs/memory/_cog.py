@@ -140,7 +140,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             after=after,
             before=before,
             allowed_channel_ids=allowed,
-            public_thread_parent_ids=readable_thread_parent_ids(interaction.user),
+            public_thread_parent_ids=readable_thread_parent_ids(interaction.user, allowed),
         )
         started = time.perf_counter()
         results = await memory.recall(query, filters, limit)

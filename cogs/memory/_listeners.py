@@ -230,10 +230,11 @@ class MemoryListeners(commands.Cog):
             return NO_MEMORIES_REPLY
         turns, visible = await self._context_turns(message)
         query = build_query(message.content, turns)
+        readable = readable_channel_ids(author)
         filters = SearchFilters(
             guild_id=message.guild.id,
-            allowed_channel_ids=readable_channel_ids(author),
-            public_thread_parent_ids=readable_thread_parent_ids(author),
+            allowed_channel_ids=readable,
+            public_thread_parent_ids=readable_thread_parent_ids(author, readable),
             exclude_message_ids=visible,
         )
         started = time.perf_counter()

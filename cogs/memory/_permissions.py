@@ -56,14 +56,15 @@ def readable_channel_ids(member: discord.Member) -> frozenset[int]:
     return frozenset(channel.id for channel in channels if can_read(channel, member))
 
 
-def readable_thread_parent_ids(member: discord.Member) -> frozenset[int]:
+def readable_thread_parent_ids(member: discord.Member, readable: frozenset[int]) -> frozenset[int]:
     """Channels whose public threads the member may read, cached or archived: the ``public_thread_parent_ids`` filter.
 
-    A public thread has no permissions of its own (``Thread.permissions_for`` is its parent's), so reading the
-    parent is reading the thread. Private threads are never granted through here.
+    ``readable`` is ``readable_channel_ids(member)``, so permissions are worked out once per search. A public thread
+    has no permissions of its own (``Thread.permissions_for`` is its parent's), so reading the parent is reading
+    the thread. Private threads are never granted through here.
     """
-    parents = (channel for channel in member.guild.channels if isinstance(channel, ThreadParent))
-    return frozenset(channel.id for channel in parents if can_read(channel, member))
+    return frozenset(channel.id for channel in member.guild.channels
+                     if isinstance(channel, ThreadParent) and channel.id in readable)
 
 
 def is_guild_admin(member: discord.Member | discord.User) -> bool:

@@ -219,7 +219,7 @@ class MemoryStore:
         return rows[0] if rows else None
 
     async def execute_fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Read-only queries for the search side (e.g. its FTS5 MATCH); writes go through ``write``."""
+        """A query on the writer's connection, for checks that must see its own state; searches use ``read``."""
         return list(await self._conn.execute_fetchall(sql, params))
 
     # -- writes ---------------------------------------------------------------------------------------------
