@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ._loading import MODEL_LOADING
+from ._rerank_prefix import ConstantPrefixCache
 
 log = logging.getLogger(__name__)
 
@@ -53,23 +54,32 @@ def _common_prefix_length(a: list[int], b: list[int]) -> int:
 class LocalScorer:
     """A Qwen3-Reranker (or any Qwen3ForCausalLM with yes/no tokens) loaded with `from_pretrained`.
 
-    Owned by one thread (the service's worker); nothing here is thread-safe on purpose.
+    Owned by one thread (the service's worker); nothing here is thread-safe on purpose. The model runs in two
+    places a subclass can replace (the ONNX Runtime backend does): `_extend_kv` and `forward_tails`.
     """
+
+    backend = "torch"
 
     def __init__(self, model_name: str, device: str, dtype: str, max_length: int) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.model_name, self.device, self.dtype, self.max_length = model_name, device, dtype, max_length
         with MODEL_LOADING:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_name)
+            tokenizer = AutoTokenizer.from_pretrained(model_name)
             model = AutoModelForCausalLM.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
+        self._init_prompts(model_name, tokenizer, device, dtype, max_length)
         self.model = model.to(device).eval()
-        self.max_pack_tokens = MAX_PACK_TOKENS["cpu" if device == "cpu" else "accelerator"]
-        self.yes_id = self._single_token_id(YES_TOKEN)
-        self.no_id = self._single_token_id(NO_TOKEN)
         # Only these two rows of the 151k-word head are ever needed: [no, yes] so log_softmax[:, 1] = log P(yes).
         head = self.model.get_output_embeddings().weight
         self.head_rows = head[[self.no_id, self.yes_id]].detach().clone()
+
+    def _init_prompts(self, model_name: str, tokenizer: object, device: str, dtype: str, max_length: int) -> None:
+        """Everything but the model: tokenizer, prompt constants, the yes/no ids and the constant-prefix cache."""
+        self.model_name, self.device, self.dtype, self.max_length = model_name, device, dtype, max_length
+        self.tokenizer = tokenizer
+        self.max_pack_tokens = MAX_PACK_TOKENS["cpu" if device == "cpu" else "accelerator"]
+        self.yes_id = self._single_token_id(YES_TOKEN)
+        self.no_id = self._single_token_id(NO_TOKEN)
+        self.constant_prefixes = ConstantPrefixCache()
         self.prefix_ids = self.tokenizer.encode(SYSTEM_PREFIX, add_special_tokens=False)
         self.suffix_ids = self.tokenizer.encode(ASSISTANT_SUFFIX, add_special_tokens=False)
         self.body_budget = max_length - len(self.prefix_ids) - len(self.suffix_ids)
@@ -99,14 +109,33 @@ class LocalScorer:
         shared = min(shared, min(len(ids) for ids in prompts) - 1)  # every tail keeps its last (scored) token
         return PairTokens(prompts[0][:shared], [ids[shared:] for ids in prompts])
 
+    def constant_ids(self, instruction: str) -> list[int]:
+        """The tokens every prompt with this instruction starts with: system prompt, instruction, "<Query>:"."""
+        lead = PROMPT_BODY[: PROMPT_BODY.index(" {query}")].format(instruction=instruction)
+        return self.prefix_ids + self.tokenizer.encode(lead, add_special_tokens=False)
+
+    def shared_kv(self, shared: list[int], instruction: str) -> list:
+        """The KV cache of `shared` (one query's common prompt start): the instruction's cached constant part,
+        extended by the query's tokens. Only reused where the tokens really match, so scores stay exact."""
+        constant = self.constant_ids(instruction)
+        if len(shared) < len(constant) or shared[: len(constant)] != constant:
+            return self._extend_kv([], shared)
+        entry = self.constant_prefixes.get(instruction, constant, lambda ids: self._extend_kv([], ids))
+        return self._extend_kv(entry.kv, shared[len(constant):])
+
     # --- model -------------------------------------------------------------------------------------------------
 
     @torch.inference_mode()
-    def _prefix_cache(self, shared: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        if not shared:
-            return []
-        ids = torch.tensor([shared], device=self.device)
-        out = self.model.model(input_ids=ids, use_cache=True)
+    def _extend_kv(self, past: list[tuple[torch.Tensor, torch.Tensor]],
+                   ids: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The KV cache of (the tokens behind `past`) + `ids`; `past` itself is left as it is."""
+        from transformers import DynamicCache
+
+        if not ids:
+            return past
+        cache = DynamicCache(ddp_cache_data=past) if past else None
+        out = self.model.model(input_ids=torch.tensor([ids], device=self.device), past_key_values=cache,
+                               use_cache=True)
         return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
 
     @torch.inference_mode()
@@ -150,7 +179,7 @@ class LocalScorer:
         if not docs:
             return scores
         pairs = self.split_prompts(query, docs, instruction)
-        prefix_kv = self._prefix_cache(pairs.shared)
+        prefix_kv = self.shared_kv(pairs.shared, instruction)
         window = batch_size * WINDOW_BATCHES
         for start in range(0, len(docs), window):
             order = sorted(range(start, min(start + window, len(docs))), key=lambda i: len(pairs.tails[i]))
@@ -189,5 +218,6 @@ class LocalScorer:
             torch.cuda.empty_cache()
 
     def close(self) -> None:
+        self.constant_prefixes.clear()
         del self.model, self.head_rows
         self._release_cached_memory()
