@@ -19,6 +19,8 @@ PROFILE_ENV_VAR = "MEMORY_PROFILE"
 DEVICES = ("cpu", "cuda", "mps", "auto")
 DTYPES = ("float32", "bfloat16", "float16")
 PROVIDERS = ("local", "http", "none")
+# Who runs a local reranker: "auto" = ONNX Runtime for float32 on a CPU when it is installed, torch otherwise.
+BACKENDS = ("auto", "onnx", "torch")
 # /proc/cpuinfo flags that give native bf16 matmuls (without them bf16 is emulated and slower than fp32).
 CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 
@@ -33,6 +35,8 @@ class RerankerSettings:
     provider: str = "local"
     model: str = "Qwen/Qwen3-Reranker-0.6B"
     http_url: str | None = None
+    backend: str = "auto"
+    int8: bool = False  # ONNX Runtime only: int8 weights (dynamic, per channel); faster, not exact
     batch_size: int = 8
     max_length: int = 512
     candidates: int = 20
@@ -91,7 +95,8 @@ class HardwareInfo:
 
 # --- loading ---------------------------------------------------------------------------------------------------
 
-_CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "provider": PROVIDERS}
+_CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "provider": PROVIDERS,
+                                         "backend": BACKENDS}
 _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_size", "ingest_queue_size",
                        "batch_size", "max_length", "top_k", "min_cores"})
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",

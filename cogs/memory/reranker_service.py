@@ -10,16 +10,20 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
+from cogs.memory._rerank_backends import LocalBackend, build_local_scorer
 from cogs.memory._rerank_http import HttpRerankError, HttpScorer
-from cogs.memory._rerank_local import DEFAULT_INSTRUCTION, LocalScorer
+from cogs.memory._rerank_local import DEFAULT_INSTRUCTION
 from cogs.memory.profile import HardwareDetector, MemoryProfile, resolve_device
 
 log = logging.getLogger(__name__)
 
 DEFAULT_QUEUE_SIZE = 16
-Backend = LocalScorer | HttpScorer
+# Where local rerankers are exported to ONNX (once per model, revision and dtype): the bot's data folder.
+DEFAULT_EXPORT_DIR = Path(__file__).resolve().parents[2] / "data" / "onnx"
+Backend = LocalBackend | HttpScorer
 
 
 class ScoreCache:
@@ -110,8 +114,10 @@ class RerankerService:
         *,
         queue_size: int = DEFAULT_QUEUE_SIZE,
         detector: HardwareDetector | None = None,
+        export_dir: Path = DEFAULT_EXPORT_DIR,
     ) -> None:
         self._profile = profile
+        self._export_dir = export_dir
         self._model_name = reranker_model or profile.reranker.model
         self._detector = detector or HardwareDetector()
         self._backend: Backend | None = None
@@ -164,7 +170,8 @@ class RerankerService:
             "provider": settings.provider if settings.enabled else "none",
             "model": self._model_name,
             "device": self._device,
-            "dtype": self._profile.dtype,
+            "backend": getattr(self._backend, "backend", None),
+            "dtype": getattr(self._backend, "dtype", self._profile.dtype),
             "loaded": self._backend is not None,
             "available": self._load_error is None,
             "reason": self._load_error,
@@ -314,7 +321,9 @@ class RerankerService:
             return HttpScorer(settings.http_url or "", model_name), None
         device = resolve_device(profile, self._detector.detect())
         started = time.perf_counter()
-        scorer = LocalScorer(model_name, device, profile.dtype, settings.max_length)
-        log.info("reranker %s loaded on %s (%s) in %.1f s", model_name, device, profile.dtype,
+        scorer = build_local_scorer(model_name, backend=settings.backend, device=device, dtype=profile.dtype,
+                                    max_length=settings.max_length, export_root=self._export_dir,
+                                    int8=settings.int8)
+        log.info("reranker %s loaded on %s (%s, %s) in %.1f s", model_name, device, scorer.backend, scorer.dtype,
                  time.perf_counter() - started)
         return scorer, device

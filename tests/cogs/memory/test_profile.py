@@ -67,7 +67,7 @@ def test_wrong_type_in_nested_table_names_the_qualified_field(tmp_path: Path) ->
 
 def test_unknown_field_lists_the_allowed_ones(tmp_path: Path) -> None:
     path = write_profile(tmp_path, "[reranker]\nbatchsize = 8\n")
-    with pytest.raises(ProfileError, match=r"unknown field 'reranker.batchsize'; allowed: batch_size, "):
+    with pytest.raises(ProfileError, match=r"unknown field 'reranker.batchsize'; allowed: backend, batch_size, "):
         load_profile(path)
 
 
@@ -172,3 +172,15 @@ def test_zero_batch_size_is_rejected(tmp_path: Path) -> None:
     path = write_profile(tmp_path, "[reranker]\nbatch_size = 0\n")
     with pytest.raises(ProfileError, match=r"'reranker.batch_size' = 0 is invalid; allowed: an integer >= 1"):
         load_profile(path)
+
+
+def test_unknown_reranker_backend_names_the_allowed_ones(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, '[reranker]\nbackend = "tensorrt"\n')
+    with pytest.raises(ProfileError,
+                       match=r"'reranker.backend' = 'tensorrt' is invalid; allowed: auto \| onnx \| torch"):
+        load_profile(path)
+
+
+def test_reranker_backend_is_auto_and_int8_off_unless_set(tmp_path: Path) -> None:
+    settings = load_profile(write_profile(tmp_path, "")).reranker
+    assert (settings.backend, settings.int8) == ("auto", False)

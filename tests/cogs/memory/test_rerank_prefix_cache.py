@@ -1,5 +1,5 @@
 """The constant prompt prefix (system prompt + instruction) is computed once per instruction and reused across
-queries, without changing a score."""
+queries, on both local backends, without changing a score."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ from pathlib import Path
 import pytest
 
 from cogs.memory._rerank_local import LocalScorer
+from cogs.memory._rerank_onnx import OnnxScorer
 from tests.cogs.memory.test_reranker_service import DOCS, INSTRUCTION, QUERY, official_scores
 
 OTHER_QUERY = "What did Melanie paint last year?"
 
 
-@pytest.fixture
-def scorer(tiny_reranker_dir: Path) -> LocalScorer:
-    return LocalScorer(str(tiny_reranker_dir), "cpu", "float32", max_length=512)
+@pytest.fixture(params=["torch", "onnx"])
+def scorer(request: pytest.FixtureRequest, tiny_reranker_dir: Path, onnx_export_root: Path) -> LocalScorer:
+    if request.param == "torch":
+        return LocalScorer(str(tiny_reranker_dir), "cpu", "float32", max_length=512)
+    return OnnxScorer(str(tiny_reranker_dir), 512, onnx_export_root)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cogs.memory import _rerank_local, reranker_service
+from cogs.memory import _rerank_backends, _rerank_local, reranker_service
 from cogs.memory._rerank_local import LocalScorer
 from cogs.memory.profile import MemoryProfile
 from cogs.memory.reranker_service import RerankerService
@@ -252,7 +252,7 @@ def test_failed_load_is_not_retried_until_asked(
         attempts.append(model_name)
         raise OSError("no network")
 
-    monkeypatch.setattr(reranker_service, "LocalScorer", failing_scorer)
+    monkeypatch.setattr(_rerank_backends, "LocalScorer", failing_scorer)
     service = RerankerService(tiny_reranker_profile)
     try:
         service.rerank_results(QUERY, candidates())
@@ -265,11 +265,11 @@ def test_failed_load_is_not_retried_until_asked(
 async def test_reload_retries_a_failed_load(
     tiny_reranker_profile: MemoryProfile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reranker_service, "LocalScorer", _raise_os_error)
+    monkeypatch.setattr(_rerank_backends, "LocalScorer", _raise_os_error)
     service = RerankerService(tiny_reranker_profile)
     try:
         await service.arerank_results(QUERY, candidates())
-        monkeypatch.setattr(reranker_service, "LocalScorer", LocalScorer)
+        monkeypatch.setattr(_rerank_backends, "LocalScorer", LocalScorer)
         assert await service.reload() is True
         assert service.status()["available"] is True
     finally:
