@@ -1,4 +1,5 @@
-"""Which local scorer runs a reranker model: its backend (ONNX Runtime on a CPU, torch otherwise)."""
+"""Which local scorer runs a reranker model: its family (a yes/no LM like Qwen3-Reranker, or a classic
+cross-encoder) read from the model's config, and its backend (ONNX Runtime on a CPU, torch otherwise)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,30 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from ._rerank_cross_encoder import CrossEncoderScorer
 from ._rerank_local import LocalScorer
 from ._rerank_onnx import OnnxScorer
 from .profile import BACKENDS
 
 log = logging.getLogger(__name__)
 
-YES_NO_LM = "yes-no-lm"
+YES_NO_LM, CROSS_ENCODER = "yes-no-lm", "cross-encoder"
 # Model types the ONNX graph is written for; other yes/no LMs run on torch.
 ONNX_MODEL_TYPES = frozenset({"qwen3"})
-LocalBackend = LocalScorer
+LocalBackend = LocalScorer | CrossEncoderScorer
 
 
 def model_family(config: Any) -> str:
-    """YES_NO_LM for a causal LM (scored by its "yes"/"no" logits)."""
+    """YES_NO_LM for a causal LM (scored by its "yes"/"no" logits), CROSS_ENCODER for a sequence classifier."""
     architectures = list(getattr(config, "architectures", None) or [])
+    if any(name.endswith("ForSequenceClassification") for name in architectures):
+        if config.num_labels not in (1, 2):
+            raise ValueError(f"a cross-encoder needs 1 or 2 labels, this model has {config.num_labels}")
+        return CROSS_ENCODER
     if any(name.endswith("ForCausalLM") for name in architectures):
         return YES_NO_LM
-    raise ValueError(f"architectures {architectures} are not a causal LM (Qwen3-Reranker style)")
+    raise ValueError(f"architectures {architectures} are neither a causal LM (Qwen3-Reranker style) nor a "
+                     "sequence classifier (cross-encoder)")
 
 
 def onnx_runtime_error() -> str | None:
@@ -58,13 +65,15 @@ def choose_backend(requested: str, family: str, config: Any, device: str, dtype:
 
 def build_local_scorer(model_name: str, *, backend: str, device: str, dtype: str, max_length: int,
                        export_root: Path, int8: bool = False) -> LocalBackend:
-    """The scorer for `model_name`: backend from `choose_backend`. When the ONNX side
+    """The scorer for `model_name`: family from its config, backend from `choose_backend`. When the ONNX side
     fails to export or load, torch runs the model instead (the reason is logged)."""
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(model_name)
     family = model_family(config)
     chosen = choose_backend(backend, family, config, device, dtype)
+    if family == CROSS_ENCODER:
+        return CrossEncoderScorer(model_name, device, dtype, max_length)
     if chosen == "onnx":
         try:
             return OnnxScorer(model_name, max_length, export_root, int8=int8)
