@@ -1,4 +1,5 @@
-"""Scoring through any `/v1/rerank` server (Cohere/Jina request and response shape; vLLM serves it)."""
+"""Scoring through a rerank server: the Cohere/Jina `/v1/rerank` shape (vLLM serves it) or text-embeddings-inference's
+`/rerank` shape."""
 
 from __future__ import annotations
 
@@ -8,17 +9,17 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-RERANK_PATH = "/v1/rerank"
+RERANK_PATHS = {"cohere": "/v1/rerank", "tei": "/rerank"}
 
 
 class HttpRerankError(RuntimeError):
     """The server failed, timed out or answered something that is not a rerank response."""
 
 
-def rerank_url(base: str) -> str:
+def rerank_url(base: str, api: str = "cohere") -> str:
     """Accept either the full endpoint or the server's base URL."""
     path = urllib.parse.urlsplit(base).path
-    return base if path.rstrip("/").endswith("/rerank") else base.rstrip("/") + RERANK_PATH
+    return base if path.rstrip("/").endswith("/rerank") else base.rstrip("/") + RERANK_PATHS[api]
 
 
 def _as_probability(value: float) -> float:
@@ -27,13 +28,15 @@ def _as_probability(value: float) -> float:
 
 
 def parse_response(payload: bytes, n_documents: int) -> list[float | None]:
-    """`{"results": [{"index": i, "relevance_score": s}, ...]}` -> a score per document (None if not returned)."""
+    """`{"results": [{"index": i, "relevance_score": s}, ...]}` (Cohere/Jina/vLLM) or `[{"index": i, "score": s}, ...]`
+    (text-embeddings-inference) -> a score per document (None if not returned)."""
     try:
         data = json.loads(payload)
-        results = data["results"]
+        tei = isinstance(data, list)
+        results = data if tei else data["results"]
         scores: list[float | None] = [None] * n_documents
         for item in results:
-            index, value = int(item["index"]), float(item["relevance_score"])
+            index, value = int(item["index"]), float(item["score" if tei else "relevance_score"])
             if not 0 <= index < n_documents or math.isnan(value):
                 raise ValueError(f"bad result {item!r}")
             scores[index] = _as_probability(value)
@@ -42,14 +45,23 @@ def parse_response(payload: bytes, n_documents: int) -> list[float | None]:
     return scores
 
 
-class HttpScorer:
-    """Posts `{model, query, documents, top_n}`; the server applies its own prompt template and instruction."""
+def request_body(api: str, model_name: str, query: str, docs: list[str]) -> dict:
+    if api == "tei":  # the server has one model; truncate rather than refuse a long pair
+        return {"query": query, "texts": docs, "truncate": True}
+    return {"model": model_name, "query": query, "documents": docs, "top_n": len(docs)}
 
-    def __init__(self, url: str, model_name: str) -> None:
-        self.url, self.model_name = rerank_url(url), model_name
+
+class HttpScorer:
+    """Posts `{model, query, documents, top_n}` (api "cohere") or `{query, texts}` (api "tei"); the server applies
+    its own prompt template and instruction."""
+
+    backend = "http"
+
+    def __init__(self, url: str, model_name: str, api: str = "cohere") -> None:
+        self.url, self.model_name, self.api = rerank_url(url, api), model_name, api
 
     def score(self, query: str, docs: list[str], timeout_s: float) -> list[float | None]:
-        body = json.dumps({"model": self.model_name, "query": query, "documents": docs, "top_n": len(docs)})
+        body = json.dumps(request_body(self.api, self.model_name, query, docs))
         request = urllib.request.Request(
             self.url, data=body.encode(), headers={"Content-Type": "application/json"}, method="POST"
         )

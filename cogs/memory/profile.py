@@ -21,6 +21,8 @@ DTYPES = ("float32", "bfloat16", "float16")
 PROVIDERS = ("local", "http", "none")
 # Who runs a local reranker: "auto" = ONNX Runtime for float32 on a CPU when it is installed, torch otherwise.
 BACKENDS = ("auto", "onnx", "torch")
+# Request/response shapes of the http provider: Cohere/Jina/vLLM `/v1/rerank`, text-embeddings-inference `/rerank`.
+HTTP_APIS = ("cohere", "tei")
 # /proc/cpuinfo flags that give native bf16 matmuls (without them bf16 is emulated and slower than fp32).
 CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 
@@ -35,6 +37,7 @@ class RerankerSettings:
     provider: str = "local"
     model: str = "Qwen/Qwen3-Reranker-0.6B"
     http_url: str | None = None
+    http_api: str = "cohere"
     backend: str = "auto"
     int8: bool = False  # ONNX Runtime only: int8 weights (dynamic, per channel); faster, not exact
     batch_size: int = 8
@@ -96,7 +99,7 @@ class HardwareInfo:
 # --- loading ---------------------------------------------------------------------------------------------------
 
 _CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "provider": PROVIDERS,
-                                         "backend": BACKENDS}
+                                         "backend": BACKENDS, "http_api": HTTP_APIS}
 _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_size", "ingest_queue_size",
                        "batch_size", "max_length", "top_k", "min_cores"})
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",

@@ -318,7 +318,7 @@ class RerankerService:
     def _build_backend(self, profile: MemoryProfile, model_name: str) -> tuple[Backend, str | None]:
         settings = profile.reranker
         if settings.provider == "http":
-            return HttpScorer(settings.http_url or "", model_name), None
+            return HttpScorer(settings.http_url or "", model_name, settings.http_api), None
         device = resolve_device(profile, self._detector.detect())
         started = time.perf_counter()
         scorer = build_local_scorer(model_name, backend=settings.backend, device=device, dtype=profile.dtype,

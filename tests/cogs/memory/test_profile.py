@@ -184,3 +184,9 @@ def test_unknown_reranker_backend_names_the_allowed_ones(tmp_path: Path) -> None
 def test_reranker_backend_is_auto_and_int8_off_unless_set(tmp_path: Path) -> None:
     settings = load_profile(write_profile(tmp_path, "")).reranker
     assert (settings.backend, settings.int8) == ("auto", False)
+
+
+def test_unknown_http_api_names_the_allowed_ones(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, '[reranker]\nhttp_api = "openai"\n')
+    with pytest.raises(ProfileError, match=r"'reranker.http_api' = 'openai' is invalid; allowed: cohere \| tei"):
+        load_profile(path)

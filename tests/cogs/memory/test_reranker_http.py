@@ -1,4 +1,5 @@
-"""RerankerService with the http provider against a local `/v1/rerank` server on 127.0.0.1."""
+"""RerankerService with the http provider against a local rerank server on 127.0.0.1 (Cohere/Jina `/v1/rerank` or
+text-embeddings-inference `/rerank` shape)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.server.mode == "malformed":
             payload = b'{"results": [{"index": 0, "relevance'
+        elif "texts" in body:  # text-embeddings-inference: a bare list, best first
+            results = [{"index": i, "score": (i + 1) / 10} for i in range(len(body["texts"]))]
+            payload = json.dumps(results[::-1]).encode()
         else:  # scores rise with the document index, returned best first like Cohere/Jina
             results = [{"index": i, "relevance_score": (i + 1) / 10} for i in range(len(body["documents"]))]
             payload = json.dumps({"results": results[::-1]}).encode()
@@ -63,10 +67,10 @@ def server() -> Iterator[FakeRerankServer]:
     httpd.server_close()
 
 
-def http_service(server: FakeRerankServer, budget_ms: int = 5000) -> RerankerService:
+def http_service(server: FakeRerankServer, budget_ms: int = 5000, api: str = "cohere") -> RerankerService:
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    settings = RerankerSettings(provider="http", http_url=url, model="Qwen/Qwen3-Reranker-0.6B", top_k=10,
-                                time_budget_ms=budget_ms)
+    settings = RerankerSettings(provider="http", http_url=url, http_api=api, model="Qwen/Qwen3-Reranker-0.6B",
+                                top_k=10, time_budget_ms=budget_ms)
     return RerankerService(MemoryProfile(name="test-http", reranker=settings))
 
 
@@ -74,8 +78,8 @@ def candidates() -> list[dict]:
     return [{"message_id": i, "content": doc} for i, doc in enumerate(DOCS)]
 
 
-def rerank(server: FakeRerankServer, budget_ms: int = 5000) -> list[dict]:
-    service = http_service(server, budget_ms)
+def rerank(server: FakeRerankServer, budget_ms: int = 5000, api: str = "cohere") -> list[dict]:
+    service = http_service(server, budget_ms, api)
     try:
         return service.rerank_results("when did the group meet?", candidates())
     finally:
@@ -122,3 +126,18 @@ def test_base_url_gets_the_rerank_path() -> None:
 
 def test_full_endpoint_url_is_kept() -> None:
     assert rerank_url("http://gpu-box:8000/v1/rerank") == "http://gpu-box:8000/v1/rerank"
+
+
+def test_tei_request_is_query_and_texts_on_its_rerank_path(server: FakeRerankServer) -> None:
+    rerank(server, api="tei")
+    assert server.requests == [{"path": "/rerank", "query": "when did the group meet?", "texts": DOCS,
+                                "truncate": True}]
+
+
+def test_tei_answer_orders_by_score(server: FakeRerankServer) -> None:
+    results = rerank(server, api="tei")
+    assert [(r["message_id"], r["rerank_score"]) for r in results] == [(2, 0.3), (1, 0.2), (0, 0.1)]
+
+
+def test_tei_base_url_gets_the_tei_path() -> None:
+    assert rerank_url("http://gpu-box:8080", "tei") == "http://gpu-box:8080/rerank"
