@@ -48,8 +48,9 @@ class Memory:
     """
 
     def __init__(self, profile: Any, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry,
-                 ingest: IngestQueue, reranker: Any | None) -> None:
+                 ingest: IngestQueue, reranker: Any | None, onnx_dir: Path | None = None) -> None:
         self.profile = profile
+        self.onnx_dir = onnx_dir  # where a local reranker's ONNX export goes (None: the service's default)
         self.store = store
         self.embedder = embedder
         self.indexes = indexes
@@ -81,7 +82,8 @@ class Memory:
         ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                              queue_size=profile.ingest_queue_size)
         ingest.start()
-        memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile))
+        onnx_dir = db_path.parent / "onnx"
+        memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile, onnx_dir), onnx_dir)
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
                  len(await store.guild_ids()))
@@ -206,7 +208,7 @@ class Memory:
             await self.reranker.aclose()
             self.reranker = None
         elif self.reranker is None:
-            self.reranker = _build_reranker(profile)
+            self.reranker = _build_reranker(profile, self.onnx_dir)
         log.info("Memory switched to profile %s", profile.name)
 
     async def _backfill(self, embedder: EmbeddingService) -> None:
@@ -237,7 +239,7 @@ class Memory:
         return count
 
 
-def _build_reranker(profile: Any) -> Any | None:
+def _build_reranker(profile: Any, onnx_dir: Path | None) -> Any | None:
     if not _wants_reranker(profile):
         return None
     try:
@@ -245,4 +247,4 @@ def _build_reranker(profile: Any) -> Any | None:
     except ImportError:
         log.warning("Reranking is enabled in profile %s but reranker_service is not available", profile.name)
         return None
-    return RerankerService(profile)
+    return RerankerService(profile) if onnx_dir is None else RerankerService(profile, export_dir=onnx_dir)

@@ -140,3 +140,20 @@ async def test_switching_batch_sizes_keeps_the_model(memory: Memory, make_record
     await fill(memory, make_record)
     assert memory.embedder is embedder and embedder.batch_size == 4
     assert (await memory.stats(1))["vectors"] == 3
+
+
+async def test_a_local_reranker_is_exported_beside_the_database(
+    tiny_reranker_profile: MemoryProfile, db_path: Path, index_dir: Path, make_record: RecordFactory
+) -> None:
+    profile = dataclasses.replace(tiny_reranker_profile,
+                                  reranker=dataclasses.replace(tiny_reranker_profile.reranker, backend="onnx"))
+    memory = await Memory.open(profile, db_path, index_dir)
+    try:
+        await memory.add(make_record(1, "We should book the cabin by the lake for July"))
+        await memory.flush()
+        results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
+        backend = memory.reranker.status()["backend"]
+    finally:
+        await memory.close()
+    assert backend == "onnx" and results[0]["rerank_score"] is not None
+    assert [p.name.endswith("-fp32") for p in (db_path.parent / "onnx").iterdir()] == [True]
