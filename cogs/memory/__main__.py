@@ -100,6 +100,17 @@ def format_hit(rank: int, hit: dict) -> str:
     )
 
 
+def format_rerank(status: dict) -> str:
+    """The reranker's part of this query, as /memory stats reports it per hour."""
+    last = status["last_query"]
+    runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded"
+    if last is None:
+        return f"rerank: {runs_on}, nothing scored ({status['reason'] or status['last_error'] or 'no candidates'})"
+    return (f"rerank: {runs_on}, {last['scored']} of {last['offered']} candidates scored in {last['ms']:,.0f} ms "
+            f"({last['cached']} from the score cache; prompt prefix cache hits so far: "
+            f"{status['prefix_cache_hits'] if status['prefix_cache_hits'] is not None else '-'})")
+
+
 async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     guild_id = args.guild
     if guild_id is None:
@@ -115,6 +126,8 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
         print("no results", file=out)
     for rank, hit in enumerate(hits, start=1):
         print(format_hit(rank, hit), file=out)
+    if memory.reranker is not None and not args.no_rerank:
+        print(format_rerank(memory.reranker.status()), file=err)
     return 0
 
 

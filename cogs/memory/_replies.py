@@ -121,6 +121,18 @@ def _reranker(status: dict[str, Any] | None) -> str:
     return f"{status['model']} ({status['provider']}, {state})"
 
 
+def reranking_summary(status: dict[str, Any]) -> str:
+    """How the reranker ran over the last hour: backend and dtype, ms per query, candidates scored, cache hits."""
+    runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded yet"
+    if not status["queries_last_hour"]:
+        return f"{runs_on} · no queries in the last hour"
+    prefix, queries = status["prefix_cache_hits"], status["queries_last_hour"]
+    return (f"{runs_on} · p50 {status['p50_ms']:,.0f} ms · p95 {status['p95_ms']:,.0f} ms per query "
+            f"({queries} {'query' if queries == 1 else 'queries'}) · {status['scored_per_recall']:.1f} of "
+            f"{status['offered_per_recall']:.1f} candidates scored per recall · cache hits: "
+            f"{status['cache_hits']:,} scores" + ("" if prefix is None else f", {prefix:,} prompt prefixes"))
+
+
 def stats_embed(guild_name: str, stats: dict[str, Any], profile: str, reranker: dict[str, Any] | None,
                 latencies: dict[str, Sequence[float]]) -> discord.Embed:
     embed = discord.Embed(title=f"Memory of {guild_name}")
@@ -130,6 +142,8 @@ def stats_embed(guild_name: str, stats: dict[str, Any], profile: str, reranker: 
                                              f"{_mib(stats['index_file_bytes'])} on disk")
     embed.add_field(name="Profile", value=f"{profile} (embeddings: {stats['embedding_model']})", inline=False)
     embed.add_field(name="Reranker", value=_reranker(reranker), inline=False)
+    if reranker is not None and reranker["provider"] != "none":
+        embed.add_field(name="Reranking (last hour)", value=reranking_summary(reranker), inline=False)
     embed.add_field(name="Search latency", value=_latency(latencies["search"]), inline=False)
     embed.add_field(name="Recall latency (search + rerank)", value=_latency(latencies["recall"]), inline=False)
     if stats.get("queued"):

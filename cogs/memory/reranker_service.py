@@ -16,6 +16,7 @@ from typing import Any
 from cogs.memory._rerank_backends import LocalBackend, build_local_scorer
 from cogs.memory._rerank_http import HttpRerankError, HttpScorer
 from cogs.memory._rerank_local import DEFAULT_INSTRUCTION
+from cogs.memory._rerank_stats import RerankStats
 from cogs.memory.profile import HardwareDetector, MemoryProfile, resolve_device
 
 log = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ class RerankerService:
         self._last_error: str | None = None
         self._last_switch_error: str | None = None
         self._cache = ScoreCache(profile.reranker.cache_size)
+        self._stats = RerankStats()
         self._worker = _Worker(f"reranker-{profile.name}", queue_size)
         self._closed = False
         if self._wants_backend(profile) and profile.reranker.preload:
@@ -181,6 +183,8 @@ class RerankerService:
             "cache_entries": len(self._cache),
             "cache_hits": self._cache.hits,
             "cache_misses": self._cache.misses,
+            "prefix_cache_hits": getattr(getattr(self._backend, "constant_prefixes", None), "hits", None),
+            **self._stats.summary(),
         }
 
     async def reload(self) -> bool:
@@ -211,6 +215,7 @@ class RerankerService:
             self._profile, self._model_name, self._backend, self._device = profile, model_name, backend, device
             self._load_error = self._last_switch_error = None
             self._cache = ScoreCache(profile.reranker.cache_size)
+            self._stats = RerankStats()
             if old is not None:
                 old.close()
 
@@ -265,6 +270,14 @@ class RerankerService:
     def _score(self, query: str, docs: list[str], instruction: str, deadline: float | None) -> list[float | None]:
         if not self._ensure_loaded():
             return [None] * len(docs)
+        started, hits = time.perf_counter(), self._cache.hits
+        scores = self._score_loaded(query, docs, instruction, deadline)
+        self._stats.record(1000 * (time.perf_counter() - started), len(docs),
+                           sum(score is not None for score in scores), self._cache.hits - hits)
+        return scores
+
+    def _score_loaded(self, query: str, docs: list[str], instruction: str,
+                      deadline: float | None) -> list[float | None]:
         keys = [(self._model_name, instruction, query, doc) for doc in docs]
         scores = [self._cache.get(key) for key in keys]
         missing = [i for i, score in enumerate(scores) if score is None]

@@ -91,3 +91,10 @@ async def test_a_bad_export_is_an_error_not_a_traceback(cli, tmp_path):
     path.write_text("{}", encoding="utf-8")
     code, _, err = await cli("import", str(path))
     assert (code, err) == (1, f"error: {path}: not a DiscordChatExporter JSON export (missing or bad 'guild')\n")
+
+
+async def test_search_reports_the_rerankers_part_of_the_query_on_stderr(cli, export_file):
+    await cli("import", str(export_file))
+    _, _, err = await cli("search", "when is the picnic", "--limit", "1")
+    assert re.fullmatch(r"rerank: torch float32, 2 of 2 candidates scored in [\d,]+ ms \(0 from the score cache; "
+                        r"prompt prefix cache hits so far: 0\)\n", err)

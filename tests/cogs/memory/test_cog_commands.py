@@ -358,3 +358,14 @@ async def test_a_profile_whose_reranker_cannot_load_keeps_the_old_profile(memory
         "Could not switch to `broken`; still using the old profile. Reason: the reranker of profile 'broken' "
         "did not load: ")
     assert memory_bot.memory.profile.name == "test-tiny"
+
+
+async def test_stats_reports_how_the_reranker_ran_in_the_last_hour(memory_bot, slash, channel, member):
+    await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    await slash.run("memory search", member, channel, query="picnic")
+    http = await slash.run("memory stats", member, channel)
+    fields = {field.name: field.value for field in http.last.embeds[0].fields}
+    assert re.fullmatch(r"torch float32 · p50 [\d,]+ ms · p95 [\d,]+ ms per query \(1 query\) · 1\.0 of 1\.0 "
+                        r"candidates scored per recall · cache hits: 0 scores, 0 prompt prefixes",
+                        fields["Reranking (last hour)"])
