@@ -25,6 +25,8 @@ BACKENDS = ("auto", "onnx", "torch")
 HTTP_APIS = ("cohere", "tei")
 # /proc/cpuinfo flags that give native bf16 matmuls (without them bf16 is emulated and slower than fp32).
 CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+# Instruction sets reported with the hardware: they decide which matmuls run natively (bf16, int8 dot products).
+CPU_FEATURE_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
 
 
 class ProfileError(ValueError):
@@ -94,6 +96,7 @@ class HardwareInfo:
     cpu_bf16: bool
     cuda_devices: tuple[CudaDevice, ...] = ()
     mps: bool = False
+    cpu_features: tuple[str, ...] = field(default=(), compare=False)  # of CPU_FEATURE_FLAGS, for the log
 
 
 # --- loading ---------------------------------------------------------------------------------------------------
@@ -255,6 +258,7 @@ class HardwareDetector:
             cpu_bf16=bool(flags & CPU_BF16_FLAGS),
             cuda_devices=self._cuda(),
             mps=self._mps(),
+            cpu_features=tuple(flag for flag in CPU_FEATURE_FLAGS if flag in flags),
         )
 
 
@@ -293,7 +297,8 @@ def choose_profile(
     skipped = "; ".join(f"{p.name}: {_misfit(p, hardware)}" for p in profiles
                         if p.requirements.rank > best.requirements.rank and _misfit(p, hardware))
     reason = (f"best fit for {hardware.cpu_cores} cores, {hardware.ram_gb:.1f} GiB RAM, "
-              f"cpu_bf16={hardware.cpu_bf16}, cuda={[d.name for d in hardware.cuda_devices]}, mps={hardware.mps}")
+              f"cpu_bf16={hardware.cpu_bf16}, cpu_features={','.join(hardware.cpu_features) or 'none listed'}, "
+              f"cuda={[d.name for d in hardware.cuda_devices]}, mps={hardware.mps}")
     return best, reason + (f" (skipped {skipped})" if skipped else "")
 
 

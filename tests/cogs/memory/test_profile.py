@@ -190,3 +190,28 @@ def test_unknown_http_api_names_the_allowed_ones(tmp_path: Path) -> None:
     path = write_profile(tmp_path, '[reranker]\nhttp_api = "openai"\n')
     with pytest.raises(ProfileError, match=r"'reranker.http_api' = 'openai' is invalid; allowed: cohere \| tei"):
         load_profile(path)
+
+
+def test_detector_reports_the_cpus_vector_and_matrix_extensions() -> None:
+    cpuinfo = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8\n"
+    detector = HardwareDetector(cpuinfo=lambda: cpuinfo, meminfo=lambda: MEMINFO_16G, cores=lambda: 4,
+                                cuda=lambda: (), mps=lambda: False)
+    assert detector.detect().cpu_features == ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
+                                              "amx_bf16", "amx_int8")
+
+
+def test_vnni_without_bf16_is_not_a_bf16_cpu() -> None:
+    cpuinfo = "processor\t: 0\nflags\t\t: fpu avx2 avx_vnni\n"
+    detector = HardwareDetector(cpuinfo=lambda: cpuinfo, meminfo=lambda: MEMINFO_16G, cores=lambda: 4,
+                                cuda=lambda: (), mps=lambda: False)
+    hardware = detector.detect()
+    assert (hardware.cpu_features, hardware.cpu_bf16) == (("avx2", "avx_vnni"), False)
+    assert select_profile(hardware, environ={}).name == "cpu-small"
+
+
+def test_the_chosen_profile_is_logged_with_the_cpu_features(caplog: pytest.LogCaptureFixture) -> None:
+    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_AVX2, meminfo=lambda: MEMINFO_16G, cores=lambda: 2,
+                                cuda=lambda: (), mps=lambda: False)
+    with caplog.at_level("INFO", logger="cogs.memory.profile"):
+        select_profile(detector.detect(), environ={})
+    assert "cpu_features=avx2," in caplog.text
