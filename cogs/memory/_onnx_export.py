@@ -11,7 +11,8 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +119,20 @@ def _export_fp32(model_name: str, spec: ExportSpec, target: Path) -> None:
     log.info("ONNX export of %s done in %.1f s (%.0f MB)", model_name, time.perf_counter() - started, size_mb)
 
 
+@contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """ONNX Runtime's quantizer logs a few lines per tensor through the root logger at INFO; keep its warnings."""
+    def keep(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING
+
+    root = logging.getLogger()
+    root.addFilter(keep)
+    try:
+        yield
+    finally:
+        root.removeFilter(keep)
+
+
 def _quantize_int8(source: Path, target: Path) -> None:
     """Dynamic int8, one scale per output channel of each weight matrix; attention products and the two-row
     yes/no head stay fp32.
@@ -129,13 +144,12 @@ def _quantize_int8(source: Path, target: Path) -> None:
 
     started = time.perf_counter()
     log.info("quantizing ONNX reranker %s to int8 (per-channel, dynamic)", source.name)
-    quantize_dynamic(source / GRAPH_FILE, target / GRAPH_FILE, per_channel=True, reduce_range=True,
-                     weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], nodes_to_exclude=[HEAD_NODE],
-                     use_external_data_format=True, extra_options={"MatMulConstBOnly": True})
-    # quantize_dynamic names the data file after the graph; give it the fixed name the manifest lists.
-    data = [p for p in target.iterdir() if p.name != GRAPH_FILE]
-    log.info("int8 quantization done in %.1f s (%s)", time.perf_counter() - started,
-             ", ".join(p.name for p in data))
+    with _quiet_root_logger():
+        quantize_dynamic(source / GRAPH_FILE, target / GRAPH_FILE, per_channel=True, reduce_range=True,
+                         weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], nodes_to_exclude=[HEAD_NODE],
+                         use_external_data_format=True, extra_options={"MatMulConstBOnly": True})
+    size_mb = sum(p.stat().st_size for p in target.iterdir()) / 2**20
+    log.info("int8 quantization done in %.1f s (%.0f MB)", time.perf_counter() - started, size_mb)
 
 
 def ensure_export(root: Path, model_name: str, yes_id: int, no_id: int, *, int8: bool = False) -> Path:

@@ -101,7 +101,7 @@ def _numpy(tensor: Any) -> np.ndarray:
 
 def _rms_norm(w: _Writer, x: str, weight: str, eps: str) -> str:
     # The pattern ONNX Runtime fuses into SimplifiedLayerNormalization: x / sqrt(mean(x^2) + eps) * weight.
-    squared = w.node("Mul", [x, x])
+    squared = w.node("Pow", [x, w.const("two", [2.0], np.float32)])
     mean = w.node("ReduceMean", [squared], axes=[-1], keepdims=1)
     root = w.node("Sqrt", [w.node("Add", [mean, eps])])
     return w.node("Mul", [w.node("Div", [x, root]), weight])
@@ -126,11 +126,11 @@ def _rope(w: _Writer, x: str, cos: str, sin: str, half: int) -> str:
     return w.node("Add", [w.node("Mul", [x, cos]), w.node("Mul", [rotated, sin])])
 
 
-def _attention(w: _Writer, layer: Any, i: int, x: str, rope: tuple[str, str, str], shapes: dict[str, int],
+def _attention(w: _Writer, layer: Any, i: int, x: str, tables: tuple[str, str, str], shapes: dict[str, int],
                eps: str) -> str:
-    """Self-attention over past + these tokens; `rope` is (cos, sin, the mask tiled for grouped query heads)."""
+    """Self-attention over past + these tokens; `tables` is (cos, sin, the mask tiled for grouped query heads)."""
     heads, kv_heads, head_dim = shapes["heads"], shapes["kv_heads"], shapes["head_dim"]
-    cos, sin, bias = rope
+    cos, sin, bias = tables
     attn, p = layer.self_attn, f"layers.{i}.self_attn"
     q, k, v = _linear(w, x, [attn.q_proj, attn.k_proj, attn.v_proj], f"{p}.qkv_proj")
     q = _rms_norm(w, w.node("Reshape", [q, w.const("q_shape", [0, heads, head_dim])]),

@@ -3,6 +3,7 @@ and the fallback to torch."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -172,3 +173,13 @@ def test_falls_back_to_torch_when_onnx_runtime_cannot_be_imported(
         service.close()
     assert status["backend"] == "torch" and backend is LocalScorer
     assert all(r["rerank_score"] is not None for r in results) and list(tmp_path.iterdir()) == []
+
+
+def test_int8_quantization_logs_a_start_and_an_end_line_only(
+    tiny_reranker_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152)
+    with caplog.at_level(logging.INFO):
+        ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152, int8=True)
+    assert [r.getMessage().split(" ")[:2] for r in caplog.records if r.levelno < logging.WARNING] == [
+        ["quantizing", "ONNX"], ["int8", "quantization"]]
