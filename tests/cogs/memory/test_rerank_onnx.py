@@ -77,9 +77,17 @@ def test_export_folder_is_keyed_by_model_revision_and_dtype(
 ) -> None:
     revision = _onnx_export.model_revision(str(tiny_reranker_dir))
     fp32 = ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152)
-    int8 = ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152, int8=True)
+    int8 = ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152, int8=True, cpu_features=("avx2",))
     assert fp32.name.endswith(f"--{tiny_reranker_dir.name}-{revision[:12]}-fp32")
-    assert int8.name == fp32.name.removesuffix("fp32") + "int8"
+    assert int8.name == fp32.name.removesuffix("fp32") + "int8-w7"
+
+
+def test_int8_has_8_bit_weights_only_where_the_cpu_has_vnni(tiny_reranker_dir: Path, onnx_export_root: Path,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="cogs.memory._onnx_export"):
+        vnni = ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152, int8=True,
+                             cpu_features=("avx2", "avx_vnni"))
+    assert vnni.name.endswith("-int8") and "dynamic, 8-bit weights" in caplog.text
 
 
 def test_changed_weights_mean_a_new_export_folder(tmp_path: Path) -> None:
