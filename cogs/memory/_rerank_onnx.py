@@ -12,8 +12,8 @@ import torch
 
 from ._loading import MODEL_LOADING
 from ._onnx_export import ensure_export
-from ._onnx_qwen3 import ATTENTION_BIAS, GRAPH_FILE, INPUT_IDS, LAST_INDEX, LOGITS, POSITION_IDS, past_names, \
-    present_names
+from ._onnx_qwen3 import (ATTENTION_BIAS, GRAPH_FILE, INPUT_IDS, LAST_INDEX, LOGITS, POSITION_IDS, past_names,
+                          present_names)
 from ._rerank_local import LocalScorer
 
 log = logging.getLogger(__name__)
