@@ -167,12 +167,12 @@ class MemoryBot(commands.Bot):
         return await Memory.open(profile, self.db_path, self.index_dir)
 
     def choose_profile(self) -> MemoryProfile:
-        from cogs.memory._profile_choice import saved_or_selected_profile
+        from cogs.memory.profile_choice import saved_or_selected_profile
 
         return saved_or_selected_profile(self.profile_choice_path, self.profiles_dir)
 
     async def save_profile_choice(self, name: str) -> None:
-        from cogs.memory._profile_choice import save_profile_choice
+        from cogs.memory.profile_choice import save_profile_choice
 
         await asyncio.to_thread(save_profile_choice, self.profile_choice_path, name)
 

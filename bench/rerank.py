@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from cogs.memory._rerank_local import ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, PROMPT_BODY, SYSTEM_PREFIX, LocalScorer
+from cogs.memory.rerank.local import ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, PROMPT_BODY, SYSTEM_PREFIX, LocalScorer
 from cogs.memory.profile import HardwareDetector
 
 DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp32": ("float32", torch.float32)}

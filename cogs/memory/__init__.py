@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 
 async def setup(bot: MemoryBot) -> None:
-    from ._cog import MemoryCommands
-    from ._listeners import MemoryListeners
+    from .cog.commands import MemoryCommands
+    from .cog.listeners import MemoryListeners
 
     listeners = MemoryListeners(bot)
     await bot.add_cog(listeners)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ._exporter import ExportError, read_export
+from .exporter import ExportError, read_export
 from .records import SearchFilters
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # the bot's own files, wherever this runs from
@@ -40,7 +40,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def load_profile_for(args: argparse.Namespace):
-    from ._profile_choice import saved_or_selected_profile
+    from .profile_choice import saved_or_selected_profile
     from .profile import PROFILES_DIR, load_profile
 
     if args.profile:

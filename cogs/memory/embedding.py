@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._loading import MODEL_LOADING
+from .workers import MODEL_LOADING
 
 if TYPE_CHECKING:
-    from ._query_trace import QueryTrace
+    from .query_trace import QueryTrace
 __all__ = ("DEFAULT_MODEL", "EmbeddingModelError", "EmbeddingService", "resolve_model_path")
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ class EmbeddingService:
         model.eval()
         dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self._dimension = int(dimension())
-        from ._query_trace import QueryTrace
+        from .query_trace import QueryTrace
 
         # Queries on a CPU in float32 run through a checked TorchScript trace when the model allows one.
         self._query_trace = QueryTrace.shared(source, model) if device == "cpu" and self.dtype == "float32" else None

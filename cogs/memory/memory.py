@@ -241,7 +241,7 @@ def _build_reranker(profile: Any) -> Any | None:
     if not _wants_reranker(profile):
         return None
     try:
-        from .reranker_service import RerankerService
+        from .rerank.service import RerankerService
     except ImportError:
         log.warning("Reranking is enabled in profile %s but reranker_service is not available", profile.name)
         return None

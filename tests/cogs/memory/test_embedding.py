@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory._query_trace import QueryTrace
+from cogs.memory.query_trace import QueryTrace
 from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingModelError, EmbeddingService, resolve_model_path
 
 

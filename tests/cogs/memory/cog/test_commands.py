@@ -7,7 +7,7 @@ import discord.ext.test as dpytest
 import pytest
 from discord.ext.test import backend
 
-from cogs.memory import _replies as replies
+from cogs.memory.cog import replies
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import say
 

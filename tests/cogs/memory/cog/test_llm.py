@@ -5,7 +5,7 @@ import json
 import pytest
 from aiohttp import web
 
-from cogs.memory._llm import ChatClient, LLMConfig, LLMError
+from cogs.memory.cog.llm import ChatClient, LLMConfig, LLMError
 from tests.fixtures.discord import chat_completions_server
 
 

@@ -3,8 +3,8 @@
 import discord.ext.test as dpytest
 import pytest
 
-from cogs.memory._listeners import RECENT_TURNS
-from cogs.memory._recall import NO_MEMORIES_REPLY
+from cogs.memory.cog.listeners import RECENT_TURNS
+from cogs.memory.cog.recall import NO_MEMORIES_REPLY
 from tests.fixtures.discord import bot_replies, hidden_channel, make_thread, memory_line, remember, say
 
 PICNIC = "the picnic moved to Saturday"

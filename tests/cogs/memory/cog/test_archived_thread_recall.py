@@ -8,8 +8,8 @@ import discord.ext.test as dpytest
 import pytest
 from discord.ext.test import backend
 
-from cogs.memory import _replies as replies
-from cogs.memory._recall import NO_MEMORIES_REPLY
+from cogs.memory.cog import replies
+from cogs.memory.cog.recall import NO_MEMORIES_REPLY
 from tests.fixtures.discord import (
     bot_replies,
     hidden_channel,

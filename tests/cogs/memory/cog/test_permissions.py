@@ -5,7 +5,7 @@ import discord.ext.test as dpytest
 import pytest
 from discord.ext.test import backend
 
-from cogs.memory._permissions import can_read, readable_channel_ids
+from cogs.memory.cog.permissions import can_read, readable_channel_ids
 from tests.fixtures.discord import make_thread
 
 

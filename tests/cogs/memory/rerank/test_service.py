@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from cogs.memory import _rerank_local, reranker_service
-from cogs.memory._rerank_local import LocalScorer
+from cogs.memory.rerank import local as _rerank_local, service as reranker_service
+from cogs.memory.rerank.local import LocalScorer
 from cogs.memory.profile import MemoryProfile
-from cogs.memory.reranker_service import RerankerService
+from cogs.memory.rerank.service import RerankerService
 from tests.fixtures.reranker import with_reranker
 
 # The official Qwen3-Reranker method, written out independently of the product code.

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ._loading import MODEL_LOADING
+from ..workers import MODEL_LOADING
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 from discord.ext.test import backend
 
-from cogs.memory._llm import ChatClient, LLMConfig
-from cogs.memory._recall import NO_MEMORIES_REPLY, SYSTEM_PROMPT
+from cogs.memory.cog.llm import ChatClient, LLMConfig
+from cogs.memory.cog.recall import NO_MEMORIES_REPLY, SYSTEM_PROMPT
 from tests.fixtures.discord import (
     bot_replies,
     chat_completions_server,

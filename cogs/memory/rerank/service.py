@@ -12,9 +12,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from cogs.memory._rerank_http import HttpRerankError, HttpScorer
-from cogs.memory._rerank_local import DEFAULT_INSTRUCTION, LocalScorer
-from cogs.memory.profile import HardwareDetector, MemoryProfile, resolve_device
+from .http import HttpRerankError, HttpScorer
+from .local import DEFAULT_INSTRUCTION, LocalScorer
+from ..profile import HardwareDetector, MemoryProfile, resolve_device
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ import discord.ext.test as dpytest
 import pytest
 from discord.ext.test import backend
 
-from cogs.memory._permissions import readable_channel_ids, readable_thread_parent_ids
+from cogs.memory.cog.permissions import readable_channel_ids, readable_thread_parent_ids
 from tests.fixtures.discord import hidden_channel, make_forum_channel, make_thread
 
 

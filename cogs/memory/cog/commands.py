@@ -13,9 +13,9 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from . import _replies as replies
-from ._capture import is_chat_message, parse_message_link, record_from_message
-from ._permissions import (
+from . import replies
+from .capture import is_chat_message, parse_message_link, record_from_message
+from .permissions import (
     NotBotAdmin,
     NotGuildAdmin,
     bot_admin_only,
@@ -24,16 +24,16 @@ from ._permissions import (
     readable_channel_ids,
     readable_thread_parent_ids,
 )
-from ._recall import format_memory_line
-from ._views import ConfirmView, Paginator
-from .records import SearchFilters
+from .recall import format_memory_line
+from .views import ConfirmView, Paginator
+from ..records import SearchFilters
 
 if TYPE_CHECKING:
     from bot import MemoryBot
 
-    from ._listeners import MemoryListeners
-    from .memory import Memory
-    from .profile import MemoryProfile
+    from .listeners import MemoryListeners
+    from ..memory import Memory
+    from ..profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
@@ -371,7 +371,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         await interaction.response.send_message(replies.profile_summary(memory.profile), ephemeral=True)
 
     async def _profiles(self) -> dict[str, MemoryProfile]:
-        from .profile import list_profiles
+        from ..profile import list_profiles
 
         profiles = await asyncio.to_thread(list_profiles, self.bot.profiles_dir)
         return {profile.name: profile for profile in profiles}
@@ -386,8 +386,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @app_commands.describe(name="The profile to switch to")
     @bot_admin_only()
     async def profile_set(self, interaction: discord.Interaction, name: str) -> None:
-        from .embedding import EmbeddingModelError
-        from .profile import ProfileError
+        from ..embedding import EmbeddingModelError
+        from ..profile import ProfileError
 
         memory = self.memory()
         new = (await self._profiles()).get(name)

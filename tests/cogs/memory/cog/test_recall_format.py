@@ -1,6 +1,6 @@
 """Query building and the text of recall answers (embedded default and LLM prompt)."""
 
-from cogs.memory._recall import (
+from cogs.memory.cog.recall import (
     NO_MEMORIES_REPLY,
     SYSTEM_PROMPT,
     build_chat_messages,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 if TYPE_CHECKING:
-    from ._settings import GuildSettings
-    from .profile import MemoryProfile
+    from ..settings import GuildSettings
+    from ..profile import MemoryProfile
 
 MEMORY_LOADING = "Memory is still loading its models (this takes a minute after the bot starts). Try again shortly."
 MEMORY_FAILED = "Memory could not be opened; the bot's owner has been told in the logs."

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
-from ._capture import is_chat_message, memory_space_id, record_from_message
-from ._llm import ChatClient, LLMConfig, LLMError
-from ._permissions import readable_channel_ids, readable_thread_parent_ids
-from ._recall import NO_MEMORIES_REPLY, build_chat_messages, build_query, format_memories, strip_mentions
-from ._settings import GuildSettings
-from .records import SearchFilters
+from .capture import is_chat_message, memory_space_id, record_from_message
+from .llm import ChatClient, LLMConfig, LLMError
+from .permissions import readable_channel_ids, readable_thread_parent_ids
+from .recall import NO_MEMORIES_REPLY, build_chat_messages, build_query, format_memories, strip_mentions
+from ..settings import GuildSettings
+from ..records import SearchFilters
 
 if TYPE_CHECKING:
     from bot import MemoryBot
 
-    from .memory import Memory
+    from ..memory import Memory
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import re
 
 import discord
 
-from .records import MessageRecord
+from ..records import MessageRecord
 
 __all__ = ("CHAT_MESSAGE_TYPES", "is_chat_message", "memory_space_id", "record_from_message", "parse_message_link")
 

@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from cogs.memory._rerank_http import rerank_url
+from cogs.memory.rerank.http import rerank_url
 from cogs.memory.profile import MemoryProfile, RerankerSettings
-from cogs.memory.reranker_service import RerankerService
+from cogs.memory.rerank.service import RerankerService
 
 DOCS = ["the sky is blue", "cats sleep a lot", "the support group met on Sunday"]
 
@@ -112,7 +112,7 @@ def test_malformed_json_keeps_first_stage_order(server: FakeRerankServer) -> Non
 def test_failure_is_one_log_line(server: FakeRerankServer, caplog: pytest.LogCaptureFixture) -> None:
     server.mode = "error"
     rerank(server)
-    lines = [r.getMessage() for r in caplog.records if r.name == "cogs.memory.reranker_service"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "cogs.memory.rerank.service"]
     assert len(lines) == 1 and "HTTP 500" in lines[0]
 
 
