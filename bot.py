@@ -29,7 +29,7 @@ DB_PATH = DATA_DIR / "memory.sqlite3"
 INDEX_DIR = DATA_DIR / "indexes"
 # The admin's `/memory profile set` choice, kept beside the database so it survives restarts.
 PROFILE_CHOICE_PATH = DATA_DIR / "profile.txt"
-EXTENSIONS = ("cogs.memory",)
+EXTENSIONS = ("cogs.memory.cog",)
 PROFILES_DIR = ROOT / "profiles"
 
 NO_TOKEN_HELP = """\

@@ -8,7 +8,6 @@ import pytest
 from aiohttp import web
 from discord.ext.test import backend
 
-from cogs.memory.cog.llm import ChatClient, LLMConfig
 from cogs.memory.cog.recall import NO_MEMORIES_REPLY, SYSTEM_PROMPT
 from tests.fixtures.discord import (
     bot_replies,
@@ -134,10 +133,18 @@ async def llm_server():
         yield url, requests
 
 
+def chat_client(base_url):
+    # Imported from the extension as loaded now: each test loads it afresh, and the listeners catch only their own
+    # copy's LLMError.
+    from cogs.memory.cog.llm import ChatClient, LLMConfig
+
+    return ChatClient(LLMConfig(base_url=base_url, model="llama3"))
+
+
 @pytest.fixture
 async def with_llm(memory_bot, llm_server):
     cog = memory_bot.get_cog("MemoryListeners")
-    cog.llm = ChatClient(LLMConfig(base_url=llm_server[0], model="llama3"))
+    cog.llm = chat_client(llm_server[0])
     yield llm_server[1]
     await cog.llm.close()
 
@@ -166,7 +173,7 @@ async def test_the_llm_gets_the_memories_as_quoted_chat_with_rerank_scores(memor
 
 async def test_when_the_llm_fails_the_memories_are_the_answer(memory_bot, channel, asker, speaker):
     cog = memory_bot.get_cog("MemoryListeners")
-    cog.llm = ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="llama3"))
+    cog.llm = chat_client("http://127.0.0.1:9/v1")
     memory = await remember(memory_bot, "the picnic moved to Saturday", speaker, channel.guild.text_channels[1])
     await say(f"{memory_bot.user.mention} when is the picnic?", asker, channel)
     await cog.llm.close()
