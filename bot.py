@@ -195,7 +195,7 @@ class MemoryBot(commands.Bot):
     @tasks.loop(seconds=GC_IDLE_CHECK_S)
     async def collect_garbage(self) -> None:
         """A full collection when ingest is idle (few live objects, a short pause), or when one is overdue."""
-        busy = self.memory is not None and self.memory.ingest.queued > 0
+        busy = self.memory is not None and self.memory.queued > 0
         if busy and time.monotonic() - self._last_full_collection < GC_MAX_INTERVAL_S:
             return
         started = time.perf_counter()

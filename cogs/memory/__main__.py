@@ -103,7 +103,7 @@ def format_hit(rank: int, hit: dict) -> str:
 async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     guild_id = args.guild
     if guild_id is None:
-        guilds = await memory.store.guild_ids()
+        guilds = await memory.guild_ids()
         if len(guilds) != 1:
             known = ", ".join(map(str, guilds)) or "none yet"
             print(f"error: pass --guild (guilds in memory: {known})", file=err)

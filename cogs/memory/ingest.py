@@ -314,18 +314,29 @@ class IngestQueue:
             await self._indexes.drop(guild_id)
             return count
 
-    async def delete_author(self, guild_id: int | None, author_id: int) -> int:
-        """Forget every message of a user (in one guild, or everywhere with ``guild_id=None``)."""
+    async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+        """Forget every message of a user (in one guild, or everywhere with ``guild_id=None``; or one channel)."""
         await self.flush()
         async with self.write_lock:
-            return await self._delete_refs(await self._store.refs_for_author(guild_id, author_id), relink=True)
+            refs = await self._store.refs_for_author(guild_id, author_id)
+            if channel_id is not None:
+                refs = [ref for ref in refs if ref.channel_id == channel_id]
+            return await self._delete_refs(refs, relink=True)
 
-    async def _delete_refs(self, refs: list[RowRef], relink: bool) -> int:
+    async def delete_older_than(self, guild_id: int, cutoff: datetime) -> int:
+        """Forget a guild's messages written before ``cutoff`` (retention), in one DELETE."""
+        await self.flush()
+        async with self.write_lock:
+            older_than = (guild_id, to_timestamp(cutoff))
+            refs = await self._store.refs_older_than(*older_than)
+            return await self._delete_refs(refs, relink=True, older_than=older_than)
+
+    async def _delete_refs(self, refs: list[RowRef], relink: bool, older_than: tuple[int, float] | None = None) -> int:
         if not refs:
             return 0
-        batch = WriteBatch(self._embedder.model_name, deletes=[ref.rowid for ref in refs],
-                           guild_ids={ref.guild_id for ref in refs}, replace_all_models=True)
-        guilds = await self._reembed(batch, await self._successors(refs)) if relink else {}
+        batch = WriteBatch(self._embedder.model_name, deletes=[] if older_than else [ref.rowid for ref in refs],
+                           older_than=older_than, guild_ids={ref.guild_id for ref in refs}, replace_all_models=True)
+        guilds = await self._reembed(batch, await self._successors(refs, older_than)) if relink else {}
         await self._store.write(batch)
         removed: dict[int, list[int]] = {}
         for ref in refs:
@@ -335,8 +346,14 @@ class IngestQueue:
         log.info("Forgot %d messages in %d guild(s)", len(refs), len(removed))
         return len(refs)
 
-    async def _successors(self, refs: list[RowRef]) -> list[tuple[ChannelMessage, ChannelMessage | None]]:
+    async def _successors(self, refs: list[RowRef], older_than: tuple[int, float] | None = None
+                          ) -> list[tuple[ChannelMessage, ChannelMessage | None]]:
         """Messages that follow a deleted one and survive, each with its new predecessor."""
+        if older_than is not None:  # everything before the cutoff goes: each channel's first survivor has none
+            guild_id, cutoff = older_than
+            firsts = [await self._store.next_in_channel(guild_id, channel_id, cutoff, -1)
+                      for channel_id in sorted({ref.channel_id for ref in refs})]
+            return [(message, None) for message in firsts if message is not None]
         deleted = {ref.rowid for ref in refs}
         found: dict[int, tuple[ChannelMessage, ChannelMessage | None]] = {}
         for ref in refs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from .ingest import IngestQueue
 from .profile import ProfileError
 from .records import MessageRecord, SearchFilters
 from .search import SearchEngine
+from .settings import GuildPolicy, GuildSettings
 from .store import MemoryStore, WriteBatch
 from .text import embedding_input
 from .vector_index import IndexRegistry
@@ -56,6 +57,7 @@ class Memory:
         self.ingest = ingest
         self.reranker = reranker
         self.search_engine = SearchEngine(store, embedder, indexes, profile)
+        self._policy = GuildPolicy(store, ingest)
         self._autosave: asyncio.Task[None] | None = None
 
     @classmethod
@@ -132,10 +134,42 @@ class Memory:
         return await self.ingest.delete_channel(guild_id, channel_id)
 
     async def delete_guild(self, guild_id: int) -> int:
-        return await self.ingest.delete_guild(guild_id)
+        count = await self.ingest.delete_guild(guild_id)
+        self._policy.forget_guild(guild_id)
+        return count
 
-    async def delete_author(self, guild_id: int | None, author_id: int) -> int:
-        return await self.ingest.delete_author(guild_id, author_id)
+    async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+        return await self.ingest.delete_author(guild_id, author_id, channel_id)
+
+    @property
+    def queued(self) -> int:
+        """Messages waiting for ingest."""
+        return self.ingest.queued
+
+    async def has_message(self, message_id: int) -> bool:
+        return await self.store.message(message_id) is not None
+
+    async def guild_ids(self) -> list[int]:
+        """Every guild (or DM) memory holds messages of."""
+        return await self.store.guild_ids()
+
+    # -- guild policy ---------------------------------------------------------------------------------------
+
+    async def settings(self, guild_id: int) -> GuildSettings:
+        return await self._policy.settings(guild_id)
+
+    async def save_settings(self, guild_id: int, settings: GuildSettings) -> None:
+        await self._policy.save_settings(guild_id, settings)
+
+    async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
+        return await self._policy.is_opted_out(guild_id, user_id)
+
+    async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
+        await self._policy.set_opt_out(guild_id, user_id, opted_out)
+
+    async def apply_retention(self, now: datetime | None = None) -> int:
+        """Forget what each guild's ``retention_days`` no longer keeps; returns how many messages went."""
+        return await self._policy.apply_retention(now or datetime.now(UTC))
 
     # -- retrieval ------------------------------------------------------------------------------------------
 

@@ -1,11 +1,20 @@
-"""The memory cog's per-guild settings: a frozen record over the JSON object the store keeps per guild."""
+"""Guild policy: each guild's settings (a frozen record over the JSON the store keeps), its members' opt-outs,
+and retention."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-__all__ = ("GuildSettings",)
+if TYPE_CHECKING:
+    from .ingest import IngestQueue
+    from .store import MemoryStore
+
+__all__ = ("GuildPolicy", "GuildSettings")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +51,56 @@ class GuildSettings:
 
     def with_changes(self, **changes: Any) -> GuildSettings:
         return replace(self, **changes)
+
+
+class GuildPolicy:
+    """Settings and opt-outs cached in front of the store (the source of truth), and the retention sweep.
+
+    Every change goes through here, so the caches never go stale; forgetting goes through the ingest queue, so
+    SQLite, FTS5 and FAISS stay in step.
+    """
+
+    def __init__(self, store: MemoryStore, ingest: IngestQueue) -> None:
+        self._store = store
+        self._ingest = ingest
+        self._settings: dict[int, GuildSettings] = {}
+        self._opt_outs: set[tuple[int, int]] | None = None
+
+    async def settings(self, guild_id: int) -> GuildSettings:
+        try:
+            return self._settings[guild_id]
+        except KeyError:
+            settings = GuildSettings.from_json(await self._store.guild_settings(guild_id))
+            self._settings[guild_id] = settings
+            return settings
+
+    async def save_settings(self, guild_id: int, settings: GuildSettings) -> None:
+        for key, value in settings.to_json().items():
+            await self._store.set_guild_setting(guild_id, key, value)
+        self._settings[guild_id] = settings
+
+    def forget_guild(self, guild_id: int) -> None:
+        """Drops what is cached for a guild whose memory was deleted."""
+        self._settings.pop(guild_id, None)
+
+    async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
+        if self._opt_outs is None:
+            self._opt_outs = await self._store.opt_outs()
+        return (guild_id, user_id) in self._opt_outs
+
+    async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
+        await self._store.set_opt_out(guild_id, user_id, opted_out)
+        if self._opt_outs is None:
+            self._opt_outs = await self._store.opt_outs()
+        (self._opt_outs.add if opted_out else self._opt_outs.discard)((guild_id, user_id))
+
+    async def apply_retention(self, now: datetime) -> int:
+        """Forgets, in every guild with ``retention_days``, the messages older than that; returns how many."""
+        total = 0
+        for guild_id in await self._store.guild_ids():
+            days = (await self.settings(guild_id)).retention_days
+            if days:
+                count = await self._ingest.delete_older_than(guild_id, now - timedelta(days=days))
+                log.info("Retention: forgot %d messages older than %d days in guild %d", count, days, guild_id)
+                total += count
+        return total

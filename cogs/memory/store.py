@@ -87,6 +87,8 @@ class WriteBatch:
     edits: list[tuple[int, str, str, str, float | None]] = field(default_factory=list)
     vectors: list[tuple[int, np.ndarray]] = field(default_factory=list)
     deletes: list[int] = field(default_factory=list)
+    # (guild_id, cutoff): every message of that guild written before the cutoff goes, in one DELETE (retention).
+    older_than: tuple[int, float] | None = None
     guild_ids: set[int] = field(default_factory=set)
     # The text behind ``vectors`` changed (an edit, a new predecessor): other models' vectors for those rows
     # are stale and are dropped; a later switch to such a model embeds them again.
@@ -112,6 +114,10 @@ UPDATE_MESSAGE = "UPDATE messages SET content = ?, edited_at = ? WHERE id = ?"
 UPDATE_FTS = "UPDATE messages_fts SET body = ?, author = ? WHERE rowid = ?"
 DELETE_FTS = "DELETE FROM messages_fts WHERE rowid = ?"
 DELETE_MESSAGE = "DELETE FROM messages WHERE id = ?"
+DELETE_FTS_OLDER = """
+DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE guild_id = ? AND created_at < ?)
+"""
+DELETE_MESSAGES_OLDER = "DELETE FROM messages WHERE guild_id = ? AND created_at < ?"
 BUMP_GENERATION = """
 INSERT INTO index_generations (guild_id, model, generation) VALUES (?, ?, 1)
 ON CONFLICT (guild_id, model) DO UPDATE SET generation = generation + 1
@@ -239,6 +245,9 @@ class MemoryStore:
                 params = [(rowid,) for rowid in batch.deletes]
                 await conn.executemany(DELETE_FTS, params)
                 await conn.executemany(DELETE_MESSAGE, params)
+            if batch.older_than is not None:
+                await conn.execute(DELETE_FTS_OLDER, batch.older_than)
+                await conn.execute(DELETE_MESSAGES_OLDER, batch.older_than)
             if batch.inserts:
                 await conn.executemany(INSERT_MESSAGE, [_message_params(row) for row in batch.inserts])
                 await conn.executemany(
@@ -296,6 +305,10 @@ class MemoryStore:
             sql = f"SELECT {REF_COLUMNS} FROM messages WHERE guild_id = ? AND author_id = ?"
             params = (guild_id, author_id)
         return [RowRef(*row) for row in await self._conn.execute_fetchall(sql, params)]
+
+    async def refs_older_than(self, guild_id: int, cutoff: float) -> list[RowRef]:
+        sql = f"SELECT {REF_COLUMNS} FROM messages WHERE guild_id = ? AND created_at < ?"
+        return [RowRef(*row) for row in await self._conn.execute_fetchall(sql, (guild_id, cutoff))]
 
     async def message(self, message_id: int) -> ChannelMessage | None:
         sql = f"SELECT {CHANNEL_COLUMNS} FROM messages WHERE message_id = ?"

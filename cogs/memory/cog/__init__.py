@@ -14,8 +14,9 @@ if TYPE_CHECKING:
 
 async def setup(bot: MemoryBot) -> None:
     from .commands import MemoryCommands
+    from .latency import Latencies
     from .listeners import MemoryListeners
 
-    listeners = MemoryListeners(bot)
-    await bot.add_cog(listeners)
-    await bot.add_cog(MemoryCommands(bot, listeners))
+    latencies = Latencies()
+    await bot.add_cog(MemoryListeners(bot, latencies))
+    await bot.add_cog(MemoryCommands(bot, latencies))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -15,6 +14,7 @@ from discord.ext import commands
 
 from . import replies
 from .capture import is_chat_message, parse_message_link, record_from_message
+from .latency import Latencies
 from .permissions import (
     NotBotAdmin,
     NotGuildAdmin,
@@ -31,7 +31,6 @@ from ..records import SearchFilters
 if TYPE_CHECKING:
     from bot import MemoryBot
 
-    from .listeners import MemoryListeners
     from ..memory import Memory
     from ..profile import MemoryProfile
 
@@ -79,10 +78,9 @@ def result_pages(query: str, results: list[dict[str, Any]]) -> list[discord.Embe
 class MemoryCommands(commands.GroupCog, group_name="memory", group_description="Search and manage the bot's memory"):
     profile = app_commands.Group(name="profile", description="The hardware profile that sizes the memory models")
 
-    def __init__(self, bot: MemoryBot, listeners: MemoryListeners) -> None:
+    def __init__(self, bot: MemoryBot, latencies: Latencies | None = None) -> None:
         self.bot = bot
-        self.listeners = listeners
-        self.search_ms: deque[float] = deque(maxlen=500)
+        self.latencies = latencies or Latencies()
         self._backfills: set[int] = set()
 
     def memory(self) -> Memory:
@@ -144,7 +142,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         )
         started = time.perf_counter()
         results = await memory.recall(query, filters, limit)
-        self.search_ms.append((time.perf_counter() - started) * 1000)
+        self.latencies.search_ms.append((time.perf_counter() - started) * 1000)
         if not results:
             await interaction.followup.send(replies.NO_RESULTS, ephemeral=True)
             return
@@ -158,7 +156,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         await interaction.response.defer(ephemeral=True, thinking=True)
         stats = await memory.stats(interaction.guild_id)
         reranker = memory.reranker.status() if memory.reranker is not None else None
-        latencies = {"search": self.search_ms, "recall": self.listeners.recall_ms}
+        latencies = {"search": self.latencies.search_ms, "recall": self.latencies.recall_ms}
         embed = replies.stats_embed(interaction.guild.name, stats, memory.profile.name, reranker, latencies)
         await interaction.followup.send(embed=embed, ephemeral=True)
 
@@ -209,7 +207,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
                 return "all your messages in this server", lambda: memory.delete_author(guild_id, user.id)
             return (
                 f"your messages in {channel.mention}",
-                lambda: self._forget_author_in(memory, guild_id, channel.id, user.id),
+                lambda: memory.delete_author(guild_id, user.id, channel_id=channel.id),
             )
         if what == "a message":
             return await self._forget_message_plan(interaction, memory, message_link)
@@ -230,13 +228,13 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         if parsed is None or parsed[0] != interaction.guild_id:
             raise UserInputError(replies.FORGET_BAD_LINK)
         _, channel_id, message_id = parsed
-        if await memory.store.message(message_id) is None:
+        if not await memory.has_message(message_id):
             raise UserInputError(replies.FORGET_NOT_STORED)
         if not is_guild_admin(interaction.user):
             author_id = await self._author_of(interaction.guild, channel_id, message_id)
             if author_id not in (interaction.user.id, None):
                 raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
-        return "that message", lambda: self._forget_messages(memory, [message_id])
+        return "that message", lambda: memory.delete([message_id])
 
     async def _author_of(self, guild: discord.Guild, channel_id: int, message_id: int) -> int | None:
         """The author's id from Discord; None when the message is gone there (so anyone may clear its memory)."""
@@ -248,19 +246,12 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         except discord.NotFound:
             return None
 
-    async def _forget_messages(self, memory: Memory, message_ids: list[int]) -> int:
-        return await memory.delete(message_ids)
-
-    async def _forget_author_in(self, memory: Memory, guild_id: int, channel_id: int, author_id: int) -> int:
-        refs = await memory.store.refs_for_author(guild_id, author_id)
-        return await self._forget_messages(memory, [ref.message_id for ref in refs if ref.channel_id == channel_id])
-
     @app_commands.command(name="optout", description="Stop the bot remembering your messages here, and forget them")
     @app_commands.guild_only()
     async def optout(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.listeners.set_opt_out(memory, interaction.guild_id, interaction.user.id, True)
+        await memory.set_opt_out(interaction.guild_id, interaction.user.id, True)
         count = await memory.delete_author(interaction.guild_id, interaction.user.id)
         await interaction.followup.send(replies.OPTED_OUT.format(count=count), ephemeral=True)
 
@@ -268,7 +259,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @app_commands.guild_only()
     async def optin(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
-        await self.listeners.set_opt_out(memory, interaction.guild_id, interaction.user.id, False)
+        await memory.set_opt_out(interaction.guild_id, interaction.user.id, False)
         await interaction.response.send_message(replies.OPTED_IN, ephemeral=True)
 
     # -- admin: backfill and settings ---------------------------------------------------------------------
@@ -298,14 +289,14 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     async def _backfill(self, interaction: discord.Interaction, memory: Memory, channel: Any, limit: int) -> int:
         """Reads newest first (what members most likely ask about); a rerun continues further back in time."""
         guild_id = interaction.guild_id
-        settings = await self.listeners.settings(memory, guild_id)
+        settings = await memory.settings(guild_id)
         resume = settings.backfill_progress.get(channel.id)
         read = 0
         oldest = resume
         async for message in channel.history(limit=limit, before=discord.Object(resume) if resume else None):
             oldest = message.id if oldest is None else min(oldest, message.id)
             read += 1
-            if is_chat_message(message) and not await self.listeners.is_opted_out(memory, guild_id, message.author.id):
+            if is_chat_message(message) and not await memory.is_opted_out(guild_id, message.author.id):
                 await memory.add(record_from_message(message))
             if read % BACKFILL_PROGRESS_EVERY == 0:
                 await interaction.edit_original_response(
@@ -313,9 +304,9 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
                 )
         await memory.flush()
         if oldest is not None and oldest != resume:
-            settings = await self.listeners.settings(memory, guild_id)
+            settings = await memory.settings(guild_id)
             progress = {**settings.backfill_progress, channel.id: oldest}
-            await self.listeners.save_settings(memory, guild_id, settings.with_changes(backfill_progress=progress))
+            await memory.save_settings(guild_id, settings.with_changes(backfill_progress=progress))
         return read
 
     @app_commands.command(name="settings", description="Show or change memory settings for this server (admins)")
@@ -341,7 +332,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         forget_on_leave: bool | None = None,
     ) -> None:
         memory = self.memory()
-        current = await self.listeners.settings(memory, interaction.guild_id)
+        current = await memory.settings(interaction.guild_id)
         changes: dict[str, Any] = {}
         if auto_recall is not None:
             changes["auto_recall"] = auto_recall
@@ -360,7 +351,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             changes["forget_on_leave"] = forget_on_leave
         if changes:
             current = current.with_changes(**changes)
-            await self.listeners.save_settings(memory, interaction.guild_id, current)
+            await memory.save_settings(interaction.guild_id, current)
         await interaction.response.send_message(replies.settings_summary(current), ephemeral=True)
 
     # -- the process-wide profile -------------------------------------------------------------------------

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections import deque
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import discord
 from discord.ext import commands, tasks
 
 from .capture import is_chat_message, memory_space_id, record_from_message
+from .latency import Latencies
 from .llm import ChatClient, LLMConfig, LLMError
 from .permissions import readable_channel_ids, readable_thread_parent_ids
 from .recall import NO_MEMORIES_REPLY, build_chat_messages, build_query, format_memories, strip_mentions
@@ -35,14 +33,12 @@ RECALL_FAILED_REPLY = "Sorry, I couldn't search my memory just now. Please try a
 class MemoryListeners(commands.Cog):
     """Feeds the memory core from the gateway and runs automatic recall."""
 
-    def __init__(self, bot: MemoryBot) -> None:
+    def __init__(self, bot: MemoryBot, latencies: Latencies | None = None) -> None:
         self.bot = bot
         self.llm: ChatClient | None = None
         self.user_cooldown = commands.CooldownMapping.from_cooldown(1, 10.0, commands.BucketType.user)
         self.channel_cooldown = commands.CooldownMapping.from_cooldown(4, 30.0, commands.BucketType.channel)
-        self.recall_ms: deque[float] = deque(maxlen=500)
-        self._settings: dict[int, GuildSettings] = {}
-        self._opt_outs: set[tuple[int, int]] | None = None
+        self.latencies = latencies or Latencies()
 
     async def cog_load(self) -> None:
         config = LLMConfig.from_env()
@@ -60,58 +56,17 @@ class MemoryListeners(commands.Cog):
     async def retention(self) -> None:
         """Forgets messages older than each guild's ``retention_days``."""
         memory = await self.memory()
-        if memory is None:
-            return
-        for guild_id in await memory.store.guild_ids():
-            days = (await self.settings(memory, guild_id)).retention_days
-            if days:
-                count = await self.forget_older_than(memory, guild_id, discord.utils.utcnow() - timedelta(days=days))
-                log.info("Retention: forgot %d messages older than %d days in guild %d", count, days, guild_id)
+        if memory is not None:
+            await memory.apply_retention()
 
     @retention.error
     async def retention_error(self, error: BaseException) -> None:
         log.exception("Retention sweep failed; it runs again in 6 hours", exc_info=error)
 
-    async def forget_older_than(self, memory: Memory, guild_id: int, cutoff: datetime) -> int:
-        expired: list[int] = []
-        for channel_id in await memory.store.channel_ids(guild_id):
-            async with contextlib.aclosing(memory.store.iter_channel(guild_id, channel_id)) as messages:
-                async for message in messages:
-                    if message.created_at >= cutoff.timestamp():
-                        break  # a channel is read oldest first
-                    expired.append(message.message_id)
-        return await memory.delete(expired) if expired else 0
-
-    # -- shared state the commands cog also uses ----------------------------------------------------------
-
     async def memory(self) -> Memory | None:
         """The memory core once it has loaded; capture waits for it so nothing said meanwhile is lost."""
         await self.bot.memory_ready.wait()
         return self.bot.memory
-
-    async def settings(self, memory: Memory, guild_id: int) -> GuildSettings:
-        try:
-            return self._settings[guild_id]
-        except KeyError:
-            settings = GuildSettings.from_json(await memory.store.guild_settings(guild_id))
-            self._settings[guild_id] = settings
-            return settings
-
-    async def save_settings(self, memory: Memory, guild_id: int, settings: GuildSettings) -> None:
-        for key, value in settings.to_json().items():
-            await memory.store.set_guild_setting(guild_id, key, value)
-        self._settings[guild_id] = settings
-
-    async def is_opted_out(self, memory: Memory, guild_id: int, user_id: int) -> bool:
-        if self._opt_outs is None:
-            self._opt_outs = await memory.store.opt_outs()
-        return (guild_id, user_id) in self._opt_outs
-
-    async def set_opt_out(self, memory: Memory, guild_id: int, user_id: int, opted_out: bool) -> None:
-        await memory.store.set_opt_out(guild_id, user_id, opted_out)
-        if self._opt_outs is None:
-            self._opt_outs = await memory.store.opt_outs()
-        (self._opt_outs.add if opted_out else self._opt_outs.discard)((guild_id, user_id))
 
     # -- capture -------------------------------------------------------------------------------------------
 
@@ -123,9 +78,9 @@ class MemoryListeners(commands.Cog):
         if memory is None:
             return
         guild_id = memory_space_id(message)
-        settings = await self.settings(memory, guild_id)
-        if message.channel.id not in settings.capture_disabled_channel_ids and not await self.is_opted_out(
-            memory, guild_id, message.author.id
+        settings = await memory.settings(guild_id)
+        if message.channel.id not in settings.capture_disabled_channel_ids and not await memory.is_opted_out(
+            guild_id, message.author.id
         ):
             await memory.add(record_from_message(message))
         if message.guild is not None and await self._wants_recall(message, settings):
@@ -166,13 +121,12 @@ class MemoryListeners(commands.Cog):
         if (memory := await self.memory()) is not None:
             log.info("Removed from guild %d; forgetting its memory", guild.id)
             await memory.delete_guild(guild.id)
-            self._settings.pop(guild.id, None)
 
     @commands.Cog.listener()
     async def on_raw_member_remove(self, payload: discord.RawMemberRemoveEvent) -> None:
         if (memory := await self.memory()) is None:
             return
-        if (await self.settings(memory, payload.guild_id)).forget_on_leave:
+        if (await memory.settings(payload.guild_id)).forget_on_leave:
             count = await memory.delete_author(payload.guild_id, payload.user.id)
             log.info("Member %d left guild %d; forgot %d messages", payload.user.id, payload.guild_id, count)
 
@@ -239,7 +193,7 @@ class MemoryListeners(commands.Cog):
         )
         started = time.perf_counter()
         results = await memory.recall(query, filters, RECALL_LIMIT)
-        self.recall_ms.append((time.perf_counter() - started) * 1000)
+        self.latencies.recall_ms.append((time.perf_counter() - started) * 1000)
         log.debug("Recall for %d: %r -> %d results", message.id, query, len(results))
         if not results or self.llm is None:
             return format_memories(results)

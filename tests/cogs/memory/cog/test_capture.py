@@ -90,24 +90,23 @@ async def test_a_bot_message_is_remembered_and_marked(memory_bot, guild, channel
 
 
 async def test_an_opted_out_member_is_not_remembered(memory_bot, guild, channel, member):
-    await memory_bot.get_cog("MemoryListeners").set_opt_out(memory_bot.memory, guild.id, member.id, True)
+    await memory_bot.memory.set_opt_out(guild.id, member.id, True)
     await say("the picnic moved to Saturday", member, channel)
     assert await remembered(memory_bot, guild) == []
 
 
 async def test_a_channel_with_capture_off_is_not_remembered(memory_bot, guild, channel, member):
-    cog = memory_bot.get_cog("MemoryListeners")
-    settings = await cog.settings(memory_bot.memory, guild.id)
-    await cog.save_settings(memory_bot.memory, guild.id,
-                            settings.with_changes(capture_disabled_channel_ids=frozenset({channel.id})))
+    memory = memory_bot.memory
+    settings = await memory.settings(guild.id)
+    await memory.save_settings(guild.id, settings.with_changes(capture_disabled_channel_ids=frozenset({channel.id})))
     await say("the picnic moved to Saturday", member, channel)
     assert await remembered(memory_bot, guild) == []
 
 
 async def test_a_member_who_leaves_is_forgotten_when_the_guild_asks(memory_bot, guild, channel, member):
-    cog = memory_bot.get_cog("MemoryListeners")
-    settings = await cog.settings(memory_bot.memory, guild.id)
-    await cog.save_settings(memory_bot.memory, guild.id, settings.with_changes(forget_on_leave=True))
+    memory = memory_bot.memory
+    settings = await memory.settings(guild.id)
+    await memory.save_settings(guild.id, settings.with_changes(forget_on_leave=True))
     await say("the picnic moved to Saturday", member, channel)
     await memory_bot.memory.flush()
     backend.delete_member(member)

@@ -2,8 +2,10 @@
 
 import sys
 
+import discord
 import discord.ext.test as dpytest
 import pytest
+from discord.ext.test import backend
 
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import say
@@ -14,6 +16,12 @@ EXTENSION = "cogs.memory.cog"
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
+
+
+@pytest.fixture
+def admin(guild, members):
+    role = backend.make_role("admin", guild, permissions=discord.Permissions(manage_guild=True).value)
+    return backend.update_member(members[1], roles=[role])
 
 
 def core_modules() -> dict[str, object]:
@@ -62,3 +70,16 @@ async def test_a_reloaded_extension_still_catches_the_cores_errors(memory_bot, s
     memory_bot.bot_admin_ids = frozenset({member.id})
     http = await slash.run("memory profile set", member, channel, name="broken")
     assert http.last.content.startswith("Could not switch to `broken`; still using the old profile.")
+
+
+async def test_opting_out_works_without_the_listeners(memory_bot, slash, guild, channel, member):
+    await memory_bot.remove_cog("MemoryListeners")
+    http = await slash.run("memory optout", member, channel)
+    assert (http.last.content, await memory_bot.memory.is_opted_out(guild.id, member.id)) == (
+        "I will no longer remember your messages here, and I forgot the 0 I had. Use /memory optin to undo.", True)
+
+
+async def test_settings_work_without_the_listeners(memory_bot, slash, guild, channel, member, admin):
+    await memory_bot.remove_cog("MemoryListeners")
+    await slash.run("memory settings", admin, channel, retention_days=30)
+    assert (await memory_bot.memory.settings(guild.id)).retention_days == 30

@@ -52,10 +52,10 @@ async def test_a_plain_message_does_not_trigger_recall(memory_bot, channel, aske
 
 
 async def test_an_auto_recall_channel_answers_without_a_mention(memory_bot, channel, asker, speaker):
-    cog = memory_bot.get_cog("MemoryListeners")
-    settings = await cog.settings(memory_bot.memory, channel.guild.id)
-    await cog.save_settings(memory_bot.memory, channel.guild.id,
-                            settings.with_changes(auto_recall=True, recall_channel_ids=frozenset({channel.id})))
+    memory = memory_bot.memory
+    settings = await memory.settings(channel.guild.id)
+    await memory.save_settings(channel.guild.id,
+                               settings.with_changes(auto_recall=True, recall_channel_ids=frozenset({channel.id})))
     await remember(memory_bot, "the picnic moved to Saturday", speaker, channel.guild.text_channels[1])
     await say("when is the picnic?", asker, channel)
     (reply,) = bot_replies()
