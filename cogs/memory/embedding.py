@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import queue
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .workers import MODEL_LOADING
+from .workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
     from .query_trace import QueryTrace
@@ -27,7 +23,7 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _DTYPES = ("float32", "bfloat16", "float16")
 # A search's query jumps the queue: bulk (ingest) work is split into model-sized jobs, so a query waits for
 # one batch at most, not for a whole ingest batch. Calls with this few texts count as queries by default.
-QUERY_PRIORITY, BULK_PRIORITY, _STOP_PRIORITY = 0, 1, 2
+QUERY_PRIORITY, BULK_PRIORITY = 0, 1
 INTERACTIVE_MAX_TEXTS = 8
 # A query is a few dozen tokens: a second intra-op thread saves ~10% on a quiet machine, but when the other core
 # is busy (ingest, SQLite, the event loop) every parallel region waits for it: measured here, one query p50/p95
@@ -56,39 +52,6 @@ def _unit_rows(vectors: Any) -> np.ndarray:
     return rows
 
 
-class _PriorityWorker:
-    """One thread that runs submitted calls, most urgent first, then in submission order."""
-
-    def __init__(self, name: str) -> None:
-        self._jobs: queue.PriorityQueue[tuple[int, int, Future | None, Callable[..., Any] | None, tuple]] = (
-            queue.PriorityQueue())
-        self._order = itertools.count()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def submit(self, priority: int, function: Callable[..., Any], *args: Any) -> Future:
-        future: Future = Future()
-        self._jobs.put((priority, next(self._order), future, function, args))
-        return future
-
-    def stop(self) -> None:
-        """Finish the queued work, then end the thread."""
-        self._jobs.put((_STOP_PRIORITY, next(self._order), None, None, ()))
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            _, _, future, function, args = self._jobs.get()
-            if future is None or function is None:
-                return
-            if not future.set_running_or_notify_cancel():
-                continue  # its caller was cancelled while it waited
-            try:
-                future.set_result(function(*args))
-            except BaseException as exc:  # handed to the awaiting caller, which re-raises it
-                future.set_exception(exc)
-
-
 class EmbeddingService:
     """Owns one model and the single thread that runs it; the event loop only awaits results.
 
@@ -107,7 +70,7 @@ class EmbeddingService:
         self._model: Any = None
         self._query_trace: QueryTrace | None = None
         self._dimension = 0
-        self._worker = _PriorityWorker("embedding")
+        self._worker = WorkerThread("embedding")
 
     @property
     def dimension(self) -> int:
@@ -117,7 +80,7 @@ class EmbeddingService:
 
     async def start(self) -> None:
         """Load the model on the worker thread; raises EmbeddingModelError if it cannot be loaded."""
-        await asyncio.wrap_future(self._worker.submit(QUERY_PRIORITY, self.load))
+        await asyncio.wrap_future(self._worker.submit(self.load, priority=QUERY_PRIORITY))
 
     def load(self) -> None:
         """Load the model on the calling thread (the worker thread, or a benchmark's own)."""
@@ -163,13 +126,13 @@ class EmbeddingService:
         if interactive is None:
             interactive = len(texts) <= INTERACTIVE_MAX_TEXTS
         if interactive:
-            return await asyncio.wrap_future(self._worker.submit(QUERY_PRIORITY, self._embed_query, texts))
+            return await asyncio.wrap_future(self._worker.submit(self._embed_query, texts, priority=QUERY_PRIORITY))
         if len(texts) <= self.batch_size:
-            return await asyncio.wrap_future(self._worker.submit(BULK_PRIORITY, self.embed_sync, texts))
+            return await asyncio.wrap_future(self._worker.submit(self.embed_sync, texts, priority=BULK_PRIORITY))
         # Longest first, as encode() would sort them, cut into batches that are each one job.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
-        futures = [self._worker.submit(BULK_PRIORITY, self.embed_sync, [texts[i] for i in chunk])
+        futures = [self._worker.submit(self.embed_sync, [texts[i] for i in chunk], priority=BULK_PRIORITY)
                    for chunk in chunks]
         results = await asyncio.gather(*(asyncio.wrap_future(future) for future in futures))
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from typing import Any
 from .http import HttpRerankError, HttpScorer
 from .local import DEFAULT_INSTRUCTION, LocalScorer
 from ..profile import HardwareDetector, MemoryProfile, resolve_device
+from ..workers import WorkerThread
 
 log = logging.getLogger(__name__)
 
@@ -54,35 +54,6 @@ class ScoreCache:
         return len(self._entries)
 
 
-class _Worker:
-    """One thread that runs jobs in FIFO order from a bounded queue; the service's model state lives on it."""
-
-    def __init__(self, name: str, maxsize: int) -> None:
-        self.queue: queue.Queue[tuple[Callable[[], Any], Future] | None] = queue.Queue(maxsize)
-        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self.thread.start()
-
-    def submit(self, fn: Callable[[], Any], *, block: bool) -> Future:
-        """Queue `fn`; raises queue.Full when `block` is False and the queue is full."""
-        future: Future = Future()
-        self.queue.put((fn, future), block=block)
-        return future
-
-    def _loop(self) -> None:
-        while (job := self.queue.get()) is not None:
-            fn, future = job
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn())
-            except Exception as exc:  # handed to the caller through the future
-                future.set_exception(exc)
-
-    def stop(self, timeout: float | None) -> None:
-        self.queue.put(None)
-        self.thread.join(timeout)
-
-
 def _ordered(candidates: list[dict], scores: list[float | None], min_score: float, top_k: int | None) -> list[dict]:
     """Scored by rerank_score (ties keep first-stage order), then the unscored in first-stage order."""
     out = []
@@ -120,7 +91,7 @@ class RerankerService:
         self._last_error: str | None = None
         self._last_switch_error: str | None = None
         self._cache = ScoreCache(profile.reranker.cache_size)
-        self._worker = _Worker(f"reranker-{profile.name}", queue_size)
+        self._worker = WorkerThread(f"reranker-{profile.name}", queue_size)
         self._closed = False
         if self._wants_backend(profile) and profile.reranker.preload:
             self._worker.submit(self._ensure_loaded, block=True)
@@ -170,7 +141,7 @@ class RerankerService:
             "reason": self._load_error,
             "last_error": self._last_error,
             "last_switch_error": self._last_switch_error,
-            "queue_depth": self._worker.queue.qsize(),
+            "queue_depth": self._worker.depth,
             "cache_entries": len(self._cache),
             "cache_hits": self._cache.hits,
             "cache_misses": self._cache.misses,
@@ -233,7 +204,7 @@ class RerankerService:
         try:
             return self._worker.submit(job, block=False)
         except queue.Full:
-            log.warning("reranker queue full (%d waiting); returning first-stage order", self._worker.queue.maxsize)
+            log.warning("reranker queue full (%d waiting); returning first-stage order", self._worker.capacity)
             return None
 
     def _job(self, query: str, candidates: list[dict], score_field: str, top_k: int | None,
