@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .exporter import ExportError, read_export
-from .records import SearchFilters
+from .records import Candidate, SearchFilters
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # the bot's own files, wherever this runs from
 PROGRESS_EVERY = 200
@@ -90,7 +90,7 @@ async def import_exports(memory, paths: Sequence[Path], out: TextIO, err: TextIO
     return 0
 
 
-def format_hit(rank: int, hit: dict) -> str:
+def format_hit(rank: int, hit: Candidate) -> str:
     rerank = hit.get("rerank_score")
     rerank_text = "-" if rerank is None else f"{rerank:.4f}"
     text = " ".join(hit["content"].split())

@@ -7,12 +7,12 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
 from .profile import ProfileError
-from .records import MessageRecord, SearchFilters
+from .records import Candidate, MessageRecord, SearchFilters
 from .search import SearchEngine
 from .settings import GuildPolicy, GuildSettings
 from .store import MemoryStore, WriteBatch
@@ -173,12 +173,12 @@ class Memory:
 
     # -- retrieval ------------------------------------------------------------------------------------------
 
-    async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[dict]:
+    async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[Candidate]:
         """First-stage hybrid candidates (no reranking), best first."""
         return await self.search_engine.search(query, filters, limit or self.profile.search_limit)
 
     async def recall(self, query: str, filters: SearchFilters, limit: int | None = None,
-                     rerank: bool = True) -> list[dict]:
+                     rerank: bool = True) -> list[Candidate]:
         """Search, then rerank with the profile's reranker; without one, first-stage order (rerank_score None)."""
         # One snapshot: a live profile switch may replace both while this recall awaits.
         profile, reranker = self.profile, self.reranker
@@ -186,7 +186,8 @@ class Memory:
         if not rerank or reranker is None:
             return [{**candidate, "rerank_score": None} for candidate in await self.search(query, filters, limit)]
         candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))
-        return await reranker.arerank_results(query, candidates, top_k=limit)
+        # The reranker takes and returns plain dicts: copies of these candidates, each with its rerank_score.
+        return cast(list[Candidate], await reranker.arerank_results(query, list(candidates), top_k=limit))
 
     async def stats(self, guild_id: int) -> dict[str, Any]:
         index = self.indexes.get(guild_id)

@@ -26,7 +26,7 @@ from .permissions import (
 )
 from .recall import format_memory_line
 from .views import ConfirmView, Paginator
-from ..records import SearchFilters
+from ..records import Candidate, SearchFilters
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -62,7 +62,7 @@ class DateTransformer(app_commands.Transformer):
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def result_pages(query: str, results: list[dict[str, Any]]) -> list[discord.Embed]:
+def result_pages(query: str, results: list[Candidate]) -> list[discord.Embed]:
     """Embeds of ``RESULTS_PER_PAGE`` numbered results each, with the page count in the footer."""
     starts = range(0, len(results), RESULTS_PER_PAGE)
     pages = []

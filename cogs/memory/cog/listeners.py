@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import discord
 from discord.ext import commands, tasks
@@ -15,7 +15,7 @@ from .llm import ChatClient, LLMConfig, LLMError
 from .permissions import readable_channel_ids, readable_thread_parent_ids
 from .recall import NO_MEMORIES_REPLY, build_chat_messages, build_query, format_memories, strip_mentions
 from ..settings import GuildSettings
-from ..records import SearchFilters
+from ..records import Candidate, SearchFilters
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -199,7 +199,7 @@ class MemoryListeners(commands.Cog):
             return format_memories(results)
         return await self._llm_answer(author.display_name, strip_mentions(message.content), results)
 
-    async def _llm_answer(self, asker: str, question: str, results: list[dict[str, Any]]) -> str:
+    async def _llm_answer(self, asker: str, question: str, results: list[Candidate]) -> str:
         assert self.llm is not None
         try:
             text = await self.llm.complete(build_chat_messages(asker, question, results))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 import discord
+
+from ..records import Candidate
 
 __all__ = (
     "SYSTEM_PROMPT",
@@ -59,7 +60,7 @@ def build_query(content: str, context: Sequence[str] = ()) -> str:
     return "\n".join([*reversed(extra), query]).strip()
 
 
-def jump_url(candidate: dict[str, Any]) -> str:
+def jump_url(candidate: Candidate) -> str:
     return f"https://discord.com/channels/{candidate['guild_id']}/{candidate['channel_id']}/{candidate['message_id']}"
 
 
@@ -68,25 +69,25 @@ def snippet(content: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _created_at(candidate: dict[str, Any]) -> datetime:
+def _created_at(candidate: Candidate) -> datetime:
     return datetime.fromisoformat(candidate["created_at"])
 
 
-def _score_text(candidate: dict[str, Any]) -> str:
+def _score_text(candidate: Candidate) -> str:
     rerank = candidate.get("rerank_score")
     if rerank is None:
         return f"score {candidate['score']:.3f}"
     return f"rerank_score {rerank:.2f}"
 
 
-def format_memory_line(candidate: dict[str, Any]) -> str:
+def format_memory_line(candidate: Candidate) -> str:
     """One memory: author, relative date (rendered by the client), snippet, score and a jump link."""
     when = discord.utils.format_dt(_created_at(candidate), "R")
     text = discord.utils.escape_mentions(snippet(candidate["content"]))
     return f"**{candidate['author_name']}** {when}: {text} ({_score_text(candidate)}) {jump_url(candidate)}"
 
 
-def format_memories(candidates: Sequence[dict[str, Any]]) -> str:
+def format_memories(candidates: Sequence[Candidate]) -> str:
     """The embedded answer: the most relevant memories, as many as fit in one Discord message."""
     if not candidates:
         return NO_MEMORIES_REPLY
@@ -101,7 +102,7 @@ def format_memories(candidates: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def format_quoted_memories(candidates: Sequence[dict[str, Any]]) -> str:
+def format_quoted_memories(candidates: Sequence[Candidate]) -> str:
     """Memories for a prompt: numbered, dated, scored, each body quoted so it reads as data, not instructions."""
     blocks = []
     for number, candidate in enumerate(candidates, start=1):
@@ -114,7 +115,7 @@ def format_quoted_memories(candidates: Sequence[dict[str, Any]]) -> str:
 
 
 def build_chat_messages(
-    asker_name: str, question: str, candidates: Sequence[dict[str, Any]]
+    asker_name: str, question: str, candidates: Sequence[Candidate]
 ) -> list[dict[str, str]]:
     """OpenAI-style chat messages: the system rules, then the member's message with the recalled quotes below it."""
     memories = format_quoted_memories(candidates) or "(nothing relevant was recalled)"
