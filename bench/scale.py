@@ -30,6 +30,7 @@ import numpy as np
 
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
+from cogs.memory.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore
@@ -105,11 +106,6 @@ async def timed(calls: Sequence[Any]) -> list[float]:
     return samples
 
 
-class Profile:
-    vector_candidates = 50
-    keyword_candidates = 50
-
-
 async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
     messages = load_jsonl(args.data / "messages.jsonl")
     questions = [query["question"] for query in load_jsonl(args.data / "queries.jsonl")]
@@ -154,7 +150,8 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         result["index_load_verify_s"] = round(time.perf_counter() - started, 2)
         index = indexes.get(GUILD)
         result["index_kind"] = index.kind
-        engine = SearchEngine(store, model, indexes, Profile())
+        engine = SearchEngine(store, model, indexes, MemoryProfile(name="bench-scale", vector_candidates=50,
+                                                                   keyword_candidates=50))
         filters = SearchFilters(guild_id=GUILD)
         for question in questions[:5]:  # warm caches (and the fts5vocab table) before timing
             await engine.search(question, filters, K)

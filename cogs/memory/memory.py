@@ -7,17 +7,20 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
-from .profile import ProfileError
+from .profile import MemoryProfile, ProfileError
 from .records import Candidate, MessageRecord, SearchFilters
 from .search import SearchEngine
 from .settings import GuildPolicy, GuildSettings
 from .store import MemoryStore, WriteBatch
 from .text import embedding_input
 from .vector_index import IndexRegistry
+
+if TYPE_CHECKING:
+    from .rerank.service import RerankerService
 
 __all__ = ("Memory", "MemoryOpenError")
 
@@ -32,24 +35,20 @@ class MemoryOpenError(RuntimeError):
     """Memory could not start; the message says what to fix. Already logged in one line."""
 
 
-def _embedder_for(profile: Any) -> EmbeddingService:
+def _embedder_for(profile: MemoryProfile) -> EmbeddingService:
     return EmbeddingService(profile.embedding_model, device=profile.device, dtype=profile.dtype,
                             batch_size=profile.embedding_batch_size)
 
 
-def _wants_reranker(profile: Any) -> bool:
-    settings = getattr(profile, "reranker", None)
-    return settings is not None and settings.enabled and settings.provider != "none"
+def _wants_reranker(profile: MemoryProfile) -> bool:
+    return profile.reranker.enabled and profile.reranker.provider != "none"
 
 
 class Memory:
-    """Facade over MemoryStore, EmbeddingService, IndexRegistry, IngestQueue, SearchEngine and the reranker.
+    """Facade over MemoryStore, EmbeddingService, IndexRegistry, IngestQueue, SearchEngine and the reranker."""
 
-    ``profile`` is duck-typed on ``profile.MemoryProfile``'s fields (core code reads the non-reranker ones).
-    """
-
-    def __init__(self, profile: Any, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry,
-                 ingest: IngestQueue, reranker: Any | None) -> None:
+    def __init__(self, profile: MemoryProfile, store: MemoryStore, embedder: EmbeddingService,
+                 indexes: IndexRegistry, ingest: IngestQueue, reranker: RerankerService | None) -> None:
         self.profile = profile
         self.store = store
         self.embedder = embedder
@@ -61,7 +60,7 @@ class Memory:
         self._autosave: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, profile: Any, db_path: Path, index_dir: Path) -> Memory:
+    async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path) -> Memory:
         """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest."""
         store = await MemoryStore.open(db_path)
         embedder = _embedder_for(profile)
@@ -205,7 +204,7 @@ class Memory:
 
     # -- profiles -------------------------------------------------------------------------------------------
 
-    async def switch_profile(self, profile: Any) -> None:
+    async def switch_profile(self, profile: MemoryProfile) -> None:
         """Apply another profile live; on failure the current profile stays whole and ``ProfileError`` says why.
 
         The new models load first, beside the old ones; only then is anything swapped. A new embedding model
@@ -272,7 +271,7 @@ class Memory:
         return count
 
 
-def _build_reranker(profile: Any) -> Any | None:
+def _build_reranker(profile: MemoryProfile) -> RerankerService | None:
     if not _wants_reranker(profile):
         return None
     try:

@@ -7,7 +7,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -16,6 +16,9 @@ from .embedding import EmbeddingService
 from .records import Candidate, SearchFilters
 from .store import MemoryStore, filter_clause, from_timestamp
 from .vector_index import IndexRegistry
+
+if TYPE_CHECKING:
+    from .profile import MemoryProfile
 
 __all__ = ("Mode", "SearchEngine", "fuse", "spread_to_neighbours")
 
@@ -141,7 +144,8 @@ class SearchEngine:
     thread and the query embedding on the model's thread; the event loop only awaits them.
     """
 
-    def __init__(self, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, profile: Any) -> None:
+    def __init__(self, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry,
+                 profile: MemoryProfile) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = indexes
