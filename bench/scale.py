@@ -44,7 +44,7 @@ START = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 class RandomEmbedder:
-    """Stands in for EmbeddingService above ``--model-max``: random unit vectors, on its own thread."""
+    """An ``Embedder`` above ``--model-max``: random unit vectors, on its own thread."""
 
     def __init__(self, model_name: str, dimension: int, batch_size: int) -> None:
         self.model_name = model_name
@@ -62,7 +62,7 @@ class RandomEmbedder:
 
 
 class RecordingEmbedder:
-    """The real model, keeping every text the ingest path asked it to embed."""
+    """An ``Embedder`` over the real model, keeping every text the ingest path asked it to embed."""
 
     def __init__(self, inner: EmbeddingService) -> None:
         self._inner = inner

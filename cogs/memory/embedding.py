@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from .workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
     from .query_trace import QueryTrace
-__all__ = ("DEFAULT_MODEL", "EmbeddingModelError", "EmbeddingService", "resolve_model_path")
+__all__ = ("DEFAULT_MODEL", "Embedder", "EmbeddingModelError", "EmbeddingService", "resolve_model_path")
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,20 @@ INTERACTIVE_MAX_TEXTS = 8
 # is busy (ingest, SQLite, the event loop) every parallel region waits for it: measured here, one query p50/p95
 # 16/18 ms on one thread against 40/163 ms on two. Bulk batches keep torch's thread count (1.8x on two cores).
 QUERY_THREADS = 1
+
+
+class Embedder(Protocol):
+    """What ingest and search need of a model: ``EmbeddingService``, or a benchmark's stand-in or recorder."""
+
+    # The key its vectors are stored under: two embedders with one name must give interchangeable vectors.
+    model_name: str
+
+    @property
+    def dimension(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text."""
+        ...
 
 
 class EmbeddingModelError(RuntimeError):

@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from . import text
-from .embedding import EmbeddingService
+from .embedding import Embedder
 from .records import MessageRecord
 from .store import ChannelMessage, MemoryStore, NewRow, RowRef, WriteBatch, to_timestamp
 from .vector_index import IndexRegistry
@@ -94,14 +94,14 @@ class IngestQueue:
     them, then run under the writer's lock, so a queued add is never lost, reordered or resurrected.
     """
 
-    def __init__(self, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, *,
+    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry, *,
                  batch_size: int = 64, queue_size: int = 1024) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = indexes
         self.batch_size = batch_size
         self._queue: asyncio.Queue[tuple[int, MessageRecord]] = asyncio.Queue(queue_size)
-        self._handoff: asyncio.Queue[tuple[int, list[_Prepared], np.ndarray, EmbeddingService]] = asyncio.Queue(
+        self._handoff: asyncio.Queue[tuple[int, list[_Prepared], np.ndarray, Embedder]] = asyncio.Queue(
             _HANDOFF_DEPTH)
         self.write_lock = asyncio.Lock()
         self._enqueued = 0
@@ -121,7 +121,7 @@ class IngestQueue:
     def queued(self) -> int:
         return self._queue.qsize()
 
-    def use(self, embedder: EmbeddingService, indexes: IndexRegistry, batch_size: int) -> None:
+    def use(self, embedder: Embedder, indexes: IndexRegistry, batch_size: int) -> None:
         """Switch model and indexes; call with ``write_lock`` held (batches embedded before are re-embedded)."""
         self._embedder, self._indexes, self.batch_size = embedder, indexes, batch_size
 
@@ -238,7 +238,7 @@ class IngestQueue:
                 self._done = seq
                 self._progress.notify_all()
 
-    async def _write(self, prepared: list[_Prepared], vectors: np.ndarray, embedder: EmbeddingService) -> None:
+    async def _write(self, prepared: list[_Prepared], vectors: np.ndarray, embedder: Embedder) -> None:
         if not prepared:
             return
         existing = await self._store.existing_message_ids([item.record.message_id for item in prepared])

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import text
-from .embedding import EmbeddingService
+from .embedding import Embedder
 from .records import Candidate, SearchFilters
 from .store import MemoryStore, filter_clause, from_timestamp
 from .vector_index import IndexRegistry
@@ -144,7 +144,7 @@ class SearchEngine:
     thread and the query embedding on the model's thread; the event loop only awaits them.
     """
 
-    def __init__(self, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry,
+    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry,
                  profile: MemoryProfile) -> None:
         self._store = store
         self._embedder = embedder
