@@ -14,7 +14,7 @@ import numpy as np
 from . import text
 from .embedding import Embedder
 from .records import MessageRecord
-from .store import ChannelMessage, MemoryStore, NewRow, RowRef, WriteBatch, to_timestamp
+from .store import ChannelMessage, EditRow, MemoryStore, NewRow, RowRef, WriteBatch, to_timestamp
 from .vector_index import IndexRegistry
 
 __all__ = ("ATTACHMENT_PREFIX", "IngestQueue", "stored_content")
@@ -282,8 +282,8 @@ class IngestQueue:
             edited = ChannelMessage(current.rowid, message_id, current.guild_id, current.channel_id,
                                     current.author_name, new_content, current.created_at)
             batch = WriteBatch(self._embedder.model_name, guild_ids={current.guild_id}, replace_all_models=True)
-            batch.edits = [(current.rowid, new_content, text.fts_document(new_content), current.author_name,
-                            to_timestamp(edited_at) if edited_at else None)]
+            batch.edits = [EditRow(current.rowid, new_content, text.fts_document(new_content), current.author_name,
+                                   to_timestamp(edited_at) if edited_at else None)]
             previous = await self._store.previous_in_channel(current.guild_id, current.channel_id,
                                                              current.created_at, message_id)
             successor = await self._store.next_in_channel(current.guild_id, current.channel_id,

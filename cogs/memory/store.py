@@ -18,7 +18,8 @@ from .migrations import apply_migrations
 from .readers import ReaderPool
 from .records import MessageRecord, SearchFilters
 
-__all__ = ("ChannelMessage", "MemoryStore", "NewRow", "RowRef", "WriteBatch", "id_checksum", "to_timestamp")
+__all__ = ("ChannelMessage", "EditRow", "MemoryStore", "NewRow", "RowRef", "WriteBatch", "id_checksum",
+           "to_timestamp")
 
 T = TypeVar("T")
 
@@ -77,14 +78,24 @@ class NewRow:
     vector: np.ndarray
 
 
+@dataclass(frozen=True, slots=True)
+class EditRow:
+    """A stored message's new text: what ``messages`` and its FTS5 row get."""
+
+    rowid: int
+    content: str
+    fts_body: str
+    author_name: str
+    edited_at: float | None
+
+
 @dataclass(slots=True)
 class WriteBatch:
     """Everything one ingest step changes, written in one transaction."""
 
     model: str
     inserts: list[NewRow] = field(default_factory=list)
-    # (rowid, content, fts_body, author_name, edited_at)
-    edits: list[tuple[int, str, str, str, float | None]] = field(default_factory=list)
+    edits: list[EditRow] = field(default_factory=list)
     vectors: list[tuple[int, np.ndarray]] = field(default_factory=list)
     deletes: list[int] = field(default_factory=list)
     # (guild_id, cutoff): every message of that guild written before the cutoff goes, in one DELETE (retention).
@@ -254,8 +265,8 @@ class MemoryStore:
                     INSERT_FTS, [(row.rowid, row.fts_body, row.record.author_name) for row in batch.inserts]
                 )
             if batch.edits:
-                await conn.executemany(UPDATE_MESSAGE, [(c, e, r) for r, c, _, _, e in batch.edits])
-                await conn.executemany(UPDATE_FTS, [(f, a, r) for r, _, f, a, _ in batch.edits])
+                await conn.executemany(UPDATE_MESSAGE, [(e.content, e.edited_at, e.rowid) for e in batch.edits])
+                await conn.executemany(UPDATE_FTS, [(e.fts_body, e.author_name, e.rowid) for e in batch.edits])
             if batch.replace_all_models:
                 await conn.executemany(DELETE_OTHER_VECTORS, [(rowid, batch.model) for rowid, _ in batch.vectors])
             vectors = [(row.rowid, batch.model, _vector_blob(row.vector)) for row in batch.inserts]

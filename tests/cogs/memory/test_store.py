@@ -12,7 +12,7 @@ import pytest
 
 from cogs.memory.migrations import MIGRATIONS
 from cogs.memory.records import SearchFilters
-from cogs.memory.store import MemoryStore, NewRow, WriteBatch, id_checksum, to_timestamp
+from cogs.memory.store import EditRow, MemoryStore, NewRow, WriteBatch, id_checksum, to_timestamp
 from tests.fixtures.core import T0, RecordFactory
 
 MODEL = "test-model"
@@ -93,7 +93,7 @@ async def test_deleting_a_message_removes_fts_row_and_vector(store: MemoryStore,
 async def test_edit_updates_content_and_fts(store: MemoryStore, make_record: RecordFactory) -> None:
     [rowid] = await insert(store, make_record(1, "old words"))
     batch = WriteBatch(MODEL, guild_ids={1})
-    batch.edits = [(rowid, "new words", "new words", "alice", to_timestamp(T0))]
+    batch.edits = [EditRow(rowid, "new words", "new words", "alice", to_timestamp(T0))]
     await store.write(batch)
     old = await store.execute_fetchall("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'old'")
     new = await store.execute_fetchall("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'new'")
