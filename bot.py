@@ -16,21 +16,16 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands, tasks
 
+from cogs.memory.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
+
 if TYPE_CHECKING:
     from cogs.memory.memory import Memory
     from cogs.memory.profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parent
-ENV_FILE = ROOT / ".env"
-DATA_DIR = ROOT / "data"
-DB_PATH = DATA_DIR / "memory.sqlite3"
-INDEX_DIR = DATA_DIR / "indexes"
-# The admin's `/memory profile set` choice, kept beside the database so it survives restarts.
-PROFILE_CHOICE_PATH = DATA_DIR / "profile.txt"
+ENV_FILE = Path(__file__).resolve().parent / ".env"
 EXTENSIONS = ("cogs.memory.cog",)
-PROFILES_DIR = ROOT / "profiles"
 
 NO_TOKEN_HELP = """\
 No Discord bot token found: set DISCORD_TOKEN in the environment or in a .env file next to bot.py.

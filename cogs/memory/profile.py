@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config import DEVICES, DTYPES, PROFILES_DIR
+
 log = logging.getLogger(__name__)
 
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "profiles"
 PROFILE_ENV_VAR = "MEMORY_PROFILE"
 
-DEVICES = ("cpu", "cuda", "mps", "auto")
-DTYPES = ("float32", "bfloat16", "float16")
 PROVIDERS = ("local", "http", "none")
 # /proc/cpuinfo flags that give native bf16 matmuls (without them bf16 is emulated and slower than fp32).
 CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
@@ -308,10 +307,11 @@ def select_profile(
     return profile
 
 
-def resolve_device(profile: MemoryProfile, hardware: HardwareInfo) -> str:
-    """Turn device "auto" into "cuda", "mps" or "cpu" for this machine."""
+def resolve_device(profile: MemoryProfile, hardware: HardwareInfo | None = None) -> str:
+    """Turn device "auto" into "cuda", "mps" or "cpu" for this machine (probed when ``hardware`` is None; blocking)."""
     if profile.device != "auto":
         return profile.device
+    hardware = hardware or HardwareDetector().detect()
     if hardware.cuda_devices:
         return "cuda"
     return "mps" if hardware.mps else "cpu"

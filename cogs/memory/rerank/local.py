@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..config import DTYPES
 from ..workers import MODEL_LOADING
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ DEFAULT_INSTRUCTION = (
     "helps to recall what the member is referring to or to answer it"
 )
 YES_TOKEN, NO_TOKEN = "yes", "no"
-TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
 # Candidates are scored in windows of this many batches, taken in first-stage order and sorted by length inside
 # (packed forwards of even size), so a time budget still cuts the list at (roughly) a first-stage prefix.
 WINDOW_BATCHES = 4

@@ -79,6 +79,7 @@ class RerankerService:
         profile: MemoryProfile,
         reranker_model: str | None = None,
         *,
+        device: str | None = None,
         queue_size: int = DEFAULT_QUEUE_SIZE,
         detector: HardwareDetector | None = None,
     ) -> None:
@@ -86,6 +87,8 @@ class RerankerService:
         self._model_name = reranker_model or profile.reranker.model
         self._detector = detector or HardwareDetector()
         self._backend: Backend | None = None
+        # Where the model goes: the Memory facade resolves "auto" once for all models; None resolves it here.
+        self._target_device = device
         self._device: str | None = None
         self._load_error: str | None = None
         self._last_error: str | None = None
@@ -155,14 +158,15 @@ class RerankerService:
 
         return await asyncio.wrap_future(self._worker.submit(load, block=False))
 
-    async def switch(self, profile: MemoryProfile, reranker_model: str | None = None) -> bool:
+    async def switch(self, profile: MemoryProfile, reranker_model: str | None = None, *,
+                     device: str | None = None) -> bool:
         """Load what `profile` needs off the loop, then swap on the worker after the work already queued.
 
         On failure the old profile and model stay and the reason is in `status()["last_switch_error"]`.
         """
         model_name = reranker_model or profile.reranker.model
         try:
-            backend, device = await asyncio.to_thread(self._build_backend, profile, model_name) \
+            backend, loaded_on = await asyncio.to_thread(self._build_backend, profile, model_name, device) \
                 if self._wants_backend(profile) else (None, None)
         except Exception as exc:
             self._last_switch_error = f"{type(exc).__name__}: {exc}"
@@ -172,7 +176,8 @@ class RerankerService:
 
         def swap() -> None:
             old = self._backend
-            self._profile, self._model_name, self._backend, self._device = profile, model_name, backend, device
+            self._profile, self._model_name, self._backend, self._device = profile, model_name, backend, loaded_on
+            self._target_device = device
             self._load_error = self._last_switch_error = None
             self._cache = ScoreCache(profile.reranker.cache_size)
             if old is not None:
@@ -267,7 +272,7 @@ class RerankerService:
         if self._load_error is not None:
             return False
         try:
-            self._backend, self._device = self._build_backend(self._profile, self._model_name)
+            self._backend, self._device = self._build_backend(self._profile, self._model_name, self._target_device)
         except Exception as exc:
             self._load_error = f"{type(exc).__name__}: {exc}"
             log.warning("reranker unavailable (first-stage order will be used): cannot load %s: %s",
@@ -279,11 +284,12 @@ class RerankerService:
     def _wants_backend(profile: MemoryProfile) -> bool:
         return profile.reranker.enabled and profile.reranker.provider != "none"
 
-    def _build_backend(self, profile: MemoryProfile, model_name: str) -> tuple[Backend, str | None]:
+    def _build_backend(self, profile: MemoryProfile, model_name: str,
+                       device: str | None) -> tuple[Backend, str | None]:
         settings = profile.reranker
         if settings.provider == "http":
             return HttpScorer(settings.http_url or "", model_name), None
-        device = resolve_device(profile, self._detector.detect())
+        device = device or resolve_device(profile, self._detector.detect())
         started = time.perf_counter()
         scorer = LocalScorer(model_name, device, profile.dtype, settings.max_length)
         log.info("reranker %s loaded on %s (%s) in %.1f s", model_name, device, profile.dtype,

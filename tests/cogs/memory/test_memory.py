@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cogs.memory import memory as memory_module
 from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
@@ -140,3 +141,25 @@ async def test_switching_batch_sizes_keeps_the_model(memory: Memory, make_record
     await fill(memory, make_record)
     assert memory.embedder is embedder and embedder.batch_size == 4
     assert (await memory.stats(1))["vectors"] == 3
+
+
+async def test_auto_device_is_resolved_once_and_given_to_every_model(
+    db_path: Path, index_dir: Path, make_record: RecordFactory, tiny_reranker_profile: MemoryProfile,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolved: list[str] = []
+
+    def resolve(profile: MemoryProfile, hardware: object = None) -> str:
+        resolved.append(profile.device)
+        return "cpu"
+
+    monkeypatch.setattr(memory_module, "resolve_device", resolve)
+    memory = await Memory.open(dataclasses.replace(tiny_reranker_profile, device="auto"), db_path, index_dir)
+    try:
+        await memory.add(make_record(1, "the picnic moved to Saturday"))
+        await memory.flush()
+        await memory.recall("picnic", SearchFilters(guild_id=1), 1)
+        devices = (memory.embedder.device, memory.reranker.status()["device"])
+    finally:
+        await memory.close()
+    assert (resolved, devices) == (["auto"], ("cpu", "cpu"))

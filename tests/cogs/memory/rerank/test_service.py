@@ -334,3 +334,13 @@ async def test_work_queued_before_a_switch_finishes_on_the_old_model(
     await queued
     await switching
     assert used == [old_backend] and service._backend is not old_backend
+
+
+def test_the_device_it_is_given_wins_over_the_profiles(tiny_reranker_profile: MemoryProfile) -> None:
+    service = RerankerService(dataclasses.replace(tiny_reranker_profile, device="cuda"), device="cpu")
+    try:
+        results = service.rerank_results(QUERY, candidates())
+        status = service.status()
+    finally:
+        service.close()
+    assert (status["device"], results[0]["rerank_score"] is not None) == ("cpu", True)
