@@ -23,7 +23,6 @@ from cogs.memory.profile import (
 
 CPUINFO_BF16 = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n"
 CPUINFO_AVX2 = "processor\t: 0\nflags\t\t: fpu sse avx2 fma\n"
-MEMINFO_16G = "MemTotal:       16777216 kB\nMemFree:         1000 kB\n"
 SMALL_CPU = HardwareInfo(cpu_cores=2, ram_gb=4.0, cpu_bf16=False)
 
 
@@ -99,20 +98,20 @@ def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
 
 
 def test_detector_reads_bf16_flag_ram_and_cores() -> None:
-    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_BF16, meminfo=lambda: MEMINFO_16G, cores=lambda: 4,
+    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_BF16, ram_gb=lambda: 16.0, cores=lambda: 4,
                                 cuda=lambda: (), mps=lambda: False)
     assert detector.detect() == HardwareInfo(cpu_cores=4, ram_gb=16.0, cpu_bf16=True)
 
 
 def test_detector_reports_no_bf16_on_an_avx2_cpu() -> None:
-    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_AVX2, meminfo=lambda: MEMINFO_16G, cores=lambda: 2,
+    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_AVX2, ram_gb=lambda: 16.0, cores=lambda: 2,
                                 cuda=lambda: (), mps=lambda: False)
     assert detector.detect().cpu_bf16 is False
 
 
 def test_detector_passes_through_cuda_devices_and_mps() -> None:
     devices = (CudaDevice(0, "Fake A100", 40.0, 38.5),)
-    detector = HardwareDetector(cpuinfo=lambda: "", meminfo=lambda: "", cores=lambda: 1,
+    detector = HardwareDetector(cpuinfo=lambda: "", ram_gb=lambda: 0.0, cores=lambda: 1,
                                 cuda=lambda: devices, mps=lambda: True)
     info = detector.detect()
     assert (info.cuda_devices, info.mps) == (devices, True)
