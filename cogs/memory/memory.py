@@ -229,7 +229,7 @@ class Memory:
         async with self.ingest.write_lock:
             indexes = self.indexes
             if embedder.model_name != self.embedder.model_name:
-                await self._backfill(embedder)
+                await self._reembed_all(embedder)
                 await self.indexes.close()
                 indexes = IndexRegistry(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
                 await indexes.load_all()
@@ -246,7 +246,7 @@ class Memory:
             self.reranker = _build_reranker(profile, device)
         log.info("Memory switched to profile %s", profile.name)
 
-    async def _backfill(self, embedder: EmbeddingService) -> None:
+    async def _reembed_all(self, embedder: EmbeddingService) -> None:
         """Embed, with ``embedder``, every stored message that has no vector for its model yet."""
         total = 0
         for guild_id in await self.store.guild_ids():
@@ -259,12 +259,12 @@ class Memory:
                                                                        previous)))
                     previous = (message.author_name, message.content)
                     if len(pending) >= 256:
-                        total += await self._write_backfill(embedder, guild_id, pending)
+                        total += await self._write_reembedded(embedder, guild_id, pending)
                 if pending:
-                    total += await self._write_backfill(embedder, guild_id, pending)
+                    total += await self._write_reembedded(embedder, guild_id, pending)
         log.info("Embedded %d stored messages with %s", total, embedder.model_name)
 
-    async def _write_backfill(self, embedder: EmbeddingService, guild_id: int, pending: list[tuple[int, str]]) -> int:
+    async def _write_reembedded(self, embedder: EmbeddingService, guild_id: int, pending: list[tuple[int, str]]) -> int:
         vectors = await embedder.embed([text for _, text in pending])
         batch = WriteBatch(embedder.model_name, guild_ids={guild_id})
         batch.vectors = [(rowid, vector) for (rowid, _), vector in zip(pending, vectors, strict=True)]
