@@ -28,7 +28,7 @@ class GuildSettings:
     retention_days: int | None = None
     # Forget a member's messages when they leave the server.
     forget_on_leave: bool = False
-    # channel id -> newest message id a backfill has stored, so the next run resumes after it.
+    # channel id -> the oldest message a backfill of it has read, so the next run goes on further back from there.
     backfill_progress: dict[int, int] = field(default_factory=dict)
 
     @classmethod

@@ -13,7 +13,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from . import replies
-from .capture import is_chat_message, parse_message_link, record_from_message
+from .backfill import ProgressReport, read_history
+from .capture import parse_message_link
 from .latency import Latencies
 from .permissions import (
     NotBotAdmin,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RESULTS_PER_PAGE = 5
-BACKFILL_PROGRESS_EVERY = 250
 ForgetWhat = Literal["my messages", "a channel", "a member", "a message"]
 # Channels whose messages memory holds (a voice channel has a text chat; forum posts are threads).
 ReadableChannel = discord.TextChannel | discord.Thread | discord.VoiceChannel
@@ -278,36 +278,14 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         memory = self.memory()
         if channel.id in self._backfills:
             raise UserInputError(replies.BACKFILL_RUNNING.format(channel=channel.mention))
+        report = ProgressReport(interaction)
         await interaction.response.send_message(replies.BACKFILL_STARTED.format(channel=channel.mention), ephemeral=True)
         self._backfills.add(channel.id)
         try:
-            read = await self._backfill(interaction, memory, channel, limit)
+            read = await read_history(memory, interaction.guild_id, channel, limit, report)
         finally:
             self._backfills.discard(channel.id)
-        await interaction.edit_original_response(content=replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
-
-    async def _backfill(self, interaction: discord.Interaction, memory: Memory, channel: Any, limit: int) -> int:
-        """Reads newest first (what members most likely ask about); a rerun continues further back in time."""
-        guild_id = interaction.guild_id
-        settings = await memory.settings(guild_id)
-        resume = settings.backfill_progress.get(channel.id)
-        read = 0
-        oldest = resume
-        async for message in channel.history(limit=limit, before=discord.Object(resume) if resume else None):
-            oldest = message.id if oldest is None else min(oldest, message.id)
-            read += 1
-            if is_chat_message(message) and not await memory.is_opted_out(guild_id, message.author.id):
-                await memory.add(record_from_message(message))
-            if read % BACKFILL_PROGRESS_EVERY == 0:
-                await interaction.edit_original_response(
-                    content=replies.BACKFILL_PROGRESS.format(count=read, channel=channel.mention)
-                )
-        await memory.flush()
-        if oldest is not None and oldest != resume:
-            settings = await memory.settings(guild_id)
-            progress = {**settings.backfill_progress, channel.id: oldest}
-            await memory.save_settings(guild_id, settings.with_changes(backfill_progress=progress))
-        return read
+        await report.show(replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
 
     @app_commands.command(name="settings", description="Show or change memory settings for this server (admins)")
     @app_commands.describe(
