@@ -111,7 +111,6 @@ class IngestQueue:
         self._tails: dict[tuple[int, int], ChannelMessage | _Prepared | None] = {}
         self._guesses: dict[tuple[int, int], ChannelMessage | _Prepared | None] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self.embedded_texts = 0
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._embed_loop(), name="memory-ingest-embed"),
@@ -174,7 +173,6 @@ class IngestQueue:
             try:
                 prepared = await self._prepare(records)
                 vectors = await embedder.embed([item.embedding_input() for item in prepared])
-                self.embedded_texts += len(prepared)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -277,9 +277,6 @@ class Memory:
 def _build_reranker(profile: MemoryProfile, device: str) -> RerankerService | None:
     if not _wants_reranker(profile):
         return None
-    try:
-        from .rerank.service import RerankerService
-    except ImportError:
-        log.warning("Reranking is enabled in profile %s but reranker_service is not available", profile.name)
-        return None
+    from .rerank.service import RerankerService  # loads torch: only when a profile reranks
+
     return RerankerService(profile, device=device)

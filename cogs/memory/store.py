@@ -165,11 +165,6 @@ ORDER BY created_at, message_id LIMIT ?
 """
 SELECT_CHANNELS = "SELECT DISTINCT channel_id FROM messages WHERE guild_id = ?"
 SELECT_HAS_VECTOR = "SELECT 1 FROM embeddings WHERE model = ? AND message_rowid = ?"
-SELECT_ROWS = """
-SELECT id, message_id, guild_id, channel_id, parent_channel_id, author_id, author_name, author_is_bot,
-       content, created_at, edited_at, reply_to_id
-FROM messages WHERE id IN ({marks})
-"""
 SELECT_SETTINGS = "SELECT settings FROM guild_settings WHERE guild_id = ?"
 UPSERT_SETTINGS = """
 INSERT INTO guild_settings (guild_id, settings) VALUES (?, ?)
@@ -234,10 +229,6 @@ class MemoryStore:
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
         rows = await self._conn.execute_fetchall(sql, params)
         return rows[0] if rows else None
-
-    async def execute_fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """A query on the writer's connection, for checks that must see its own state; searches use ``read``."""
-        return list(await self._conn.execute_fetchall(sql, params))
 
     # -- writes ---------------------------------------------------------------------------------------------
 
@@ -389,15 +380,6 @@ class MemoryStore:
 
     # -- reads for search -----------------------------------------------------------------------------------
 
-    async def fetch_rows(self, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """Messages by row id, as dicts with the candidate fields (``created_at`` as ISO-8601 UTC)."""
-        found: dict[int, dict[str, Any]] = {}
-        for chunk in _chunks(list(rowids)):
-            sql = SELECT_ROWS.format(marks=",".join("?" * len(chunk)))
-            for row in await self._conn.execute_fetchall(sql, chunk):
-                found[row[0]] = _row_dict(row)
-        return found
-
     async def rowids_matching(self, filters: SearchFilters) -> np.ndarray:
         """Row ids of the guild's messages that pass ``filters`` (for restricting a vector search)."""
         return await self.read(_rowids_matching, filters)
@@ -419,24 +401,6 @@ class MemoryStore:
             await self._conn.execute(UPSERT_SETTINGS, (guild_id, json.dumps(settings, sort_keys=True)))
         else:
             await self._conn.execute(DELETE_SETTINGS, (guild_id,))
-
-    async def setting_bool(self, guild_id: int, key: str, default: bool) -> bool:
-        value = (await self.guild_settings(guild_id)).get(key)
-        return value if isinstance(value, bool) else default
-
-    async def setting_int(self, guild_id: int, key: str, default: int) -> int:
-        value = (await self.guild_settings(guild_id)).get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-    async def setting_str(self, guild_id: int, key: str, default: str) -> str:
-        value = (await self.guild_settings(guild_id)).get(key)
-        return value if isinstance(value, str) else default
-
-    async def setting_ids(self, guild_id: int, key: str) -> frozenset[int]:
-        value = (await self.guild_settings(guild_id)).get(key)
-        if not isinstance(value, list):
-            return frozenset()
-        return frozenset(v for v in value if isinstance(v, int) and not isinstance(v, bool))
 
     async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
         await self._conn.execute(INSERT_OPT_OUT if opted_out else DELETE_OPT_OUT, (guild_id, user_id))
@@ -513,19 +477,3 @@ def _message_params(row: NewRow) -> tuple[Any, ...]:
         record.reply_to_id,
     )
 
-
-def _row_dict(row: Sequence[Any]) -> dict[str, Any]:
-    return {
-        "rowid": row[0],
-        "message_id": row[1],
-        "guild_id": row[2],
-        "channel_id": row[3],
-        "parent_channel_id": row[4],
-        "author_id": row[5],
-        "author_name": row[6],
-        "author_is_bot": bool(row[7]),
-        "content": row[8],
-        "created_at": from_timestamp(row[9]).isoformat(),
-        "edited_at": from_timestamp(row[10]).isoformat() if row[10] is not None else None,
-        "reply_to_id": row[11],
-    }

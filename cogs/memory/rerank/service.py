@@ -150,14 +150,6 @@ class RerankerService:
             "cache_misses": self._cache.misses,
         }
 
-    async def reload(self) -> bool:
-        """Retry a failed (or not yet done) model load; True when the backend is ready."""
-        def load() -> bool:
-            self._load_error = None
-            return self._ensure_loaded()
-
-        return await asyncio.wrap_future(self._worker.submit(load, block=False))
-
     async def switch(self, profile: MemoryProfile, reranker_model: str | None = None, *,
                      device: str | None = None) -> bool:
         """Load what `profile` needs off the loop, then swap on the worker after the work already queued.
@@ -266,7 +258,7 @@ class RerankerService:
         return self._backend.score(query, docs, instruction, settings.batch_size, deadline)
 
     def _ensure_loaded(self) -> bool:
-        """Load the backend once; a failure is remembered (not retried) until `reload()` is called."""
+        """Load the backend once; a failure is remembered (not retried) until a profile switch."""
         if self._backend is not None:
             return True
         if self._load_error is not None:

@@ -14,7 +14,7 @@ from cogs.memory.search import SearchEngine, fuse, spread_to_neighbours
 from cogs.memory.store import MemoryStore, filter_clause
 from cogs.memory.vector_index import IndexRegistry
 from cogs.memory.profile import MemoryProfile
-from tests.fixtures.core import T0, RecordFactory
+from tests.fixtures.core import T0, RecordFactory, fetchall
 
 GUILD = 1
 OTHER_GUILD = 2
@@ -222,7 +222,7 @@ async def test_a_narrow_filter_falls_back_to_a_restricted_vector_search(
 async def test_rows_are_looked_up_by_row_id_not_by_reading_the_guild(store: MemoryStore, sql: str) -> None:
     # A guild_id index scan here reads every message of the guild for each search.
     where, params = filter_clause(SearchFilters(guild_id=GUILD, after=T0))
-    plan = [row[3] for row in await store.execute_fetchall(f"EXPLAIN QUERY PLAN {sql.format(where=where)}",
-                                                             ["[1, 2]", *params])]
+    plan = [row[3] for row in await fetchall(store, f"EXPLAIN QUERY PLAN {sql.format(where=where)}",
+                                             ["[1, 2]", *params])]
     assert any("INTEGER PRIMARY KEY" in step for step in plan)
     assert not any("messages_guild" in step for step in plan)

@@ -5,6 +5,7 @@ import pytest
 from discord.ext.test import backend
 
 from cogs.memory.records import SearchFilters
+from tests.fixtures.core import fetchall
 from tests.fixtures.discord import edit, say
 
 
@@ -84,8 +85,8 @@ async def test_a_bot_message_is_remembered_and_marked(memory_bot, guild, channel
     message = await channel.send("reminder: the picnic moved to Saturday")
     await dpytest.run_all_events()
     await memory_bot.memory.flush()
-    rows = await memory_bot.memory.store.execute_fetchall(
-        "SELECT author_is_bot FROM messages WHERE message_id = ?", (message.id,))
+    rows = await fetchall(
+        memory_bot.memory.store, "SELECT author_is_bot FROM messages WHERE message_id = ?", (message.id,))
     assert rows == [(1,)]
 
 

@@ -3,6 +3,7 @@
 import discord.ext.test as dpytest
 import pytest
 
+from tests.fixtures.core import fetchall
 from tests.fixtures.discord import make_forum_channel, make_thread, remember
 
 
@@ -12,8 +13,7 @@ def guild(memory_bot):
 
 
 async def stored_private_thread(bot, message) -> int:
-    rows = await bot.memory.store.execute_fetchall("SELECT private_thread FROM messages WHERE message_id = ?",
-                                                   (message.id,))
+    rows = await fetchall(bot.memory.store, "SELECT private_thread FROM messages WHERE message_id = ?", (message.id,))
     return rows[0][0]
 
 

@@ -262,24 +262,6 @@ def test_failed_load_is_not_retried_until_asked(
     assert len(attempts) == 1
 
 
-async def test_reload_retries_a_failed_load(
-    tiny_reranker_profile: MemoryProfile, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(reranker_service, "LocalScorer", _raise_os_error)
-    service = RerankerService(tiny_reranker_profile)
-    try:
-        await service.arerank_results(QUERY, candidates())
-        monkeypatch.setattr(reranker_service, "LocalScorer", LocalScorer)
-        assert await service.reload() is True
-        assert service.status()["available"] is True
-    finally:
-        await service.aclose()
-
-
-def _raise_os_error(*args: object) -> LocalScorer:
-    raise OSError("no network")
-
-
 async def test_async_form_gives_the_same_results(service: RerankerService) -> None:
     expected = await asyncio.to_thread(service.rerank_results, QUERY, candidates())
     assert await service.arerank_results(QUERY, candidates()) == expected
