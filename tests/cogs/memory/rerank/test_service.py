@@ -267,8 +267,8 @@ async def test_async_form_gives_the_same_results(service: RerankerService) -> No
     assert await service.arerank_results(QUERY, candidates()) == expected
 
 
-def test_full_queue_returns_first_stage_order(tiny_reranker_profile: MemoryProfile) -> None:
-    service = RerankerService(with_reranker(tiny_reranker_profile, provider="none"), queue_size=1)
+def test_full_queue_returns_first_stage_order_unscored(tiny_reranker_profile: MemoryProfile) -> None:
+    service = RerankerService(tiny_reranker_profile, queue_size=1)
     release = threading.Event()
     try:
         service._worker.submit(release.wait, block=True)  # occupies the worker
@@ -277,7 +277,7 @@ def test_full_queue_returns_first_stage_order(tiny_reranker_profile: MemoryProfi
     finally:
         release.set()
         service.close()
-    assert [r["message_id"] for r in results] == list(range(len(DOCS)))
+    assert [(r["message_id"], r["rerank_score"]) for r in results] == [(i, None) for i in range(len(DOCS))]
 
 
 async def test_switch_replaces_profile_and_model(service: RerankerService, tiny_reranker_profile: MemoryProfile) -> None:
