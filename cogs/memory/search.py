@@ -13,8 +13,10 @@ import numpy as np
 
 from . import text
 from .embedding import Embedder
+from .filters import filter_clause
 from .records import Candidate, SearchFilters
-from .store import MemoryStore, filter_clause, from_timestamp
+from .rows import from_timestamp
+from .store import MemoryStore
 from .vector_index import IndexRegistry
 
 if TYPE_CHECKING:

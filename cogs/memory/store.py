@@ -6,18 +6,19 @@ import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 import numpy as np
 
+from .filters import filter_clause
 from .migrations import apply_migrations
 from .readers import ReaderPool
-from .records import MessageRecord, SearchFilters
+from .records import SearchFilters
+from .rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, to_timestamp
 
+# The row records are the store's vocabulary: its callers import them from here.
 __all__ = ("ChannelMessage", "EditRow", "MemoryStore", "NewRow", "RowRef", "WriteBatch", "id_checksum",
            "to_timestamp")
 
@@ -30,80 +31,9 @@ _CHECKSUM_K = 2654435761
 _CHECKSUM_P = 4294967291
 
 
-def to_timestamp(moment: datetime) -> float:
-    if moment.tzinfo is None:
-        raise ValueError("times must be timezone-aware (UTC)")
-    return moment.timestamp()
-
-
-def from_timestamp(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
 def id_checksum(ids: np.ndarray) -> int:
     """The checksum ``SELECT_FINGERPRINT`` computes in SQL, for an index's own ids."""
     return int(((ids.astype(np.int64) * _CHECKSUM_K) % _CHECKSUM_P).sum())
-
-
-@dataclass(frozen=True, slots=True)
-class RowRef:
-    """Where a stored message sits: enough to remove it from FAISS and find its channel neighbours."""
-
-    rowid: int
-    message_id: int
-    guild_id: int
-    channel_id: int
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelMessage:
-    """A stored message as the embedding input needs it."""
-
-    rowid: int
-    message_id: int
-    guild_id: int
-    channel_id: int
-    author_name: str
-    content: str
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class NewRow:
-    rowid: int
-    record: MessageRecord
-    content: str
-    fts_body: str
-    vector: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class EditRow:
-    """A stored message's new text: what ``messages`` and its FTS5 row get."""
-
-    rowid: int
-    content: str
-    fts_body: str
-    author_name: str
-    edited_at: float | None
-
-
-@dataclass(slots=True)
-class WriteBatch:
-    """Everything one ingest step changes, written in one transaction."""
-
-    model: str
-    inserts: list[NewRow] = field(default_factory=list)
-    edits: list[EditRow] = field(default_factory=list)
-    vectors: list[tuple[int, np.ndarray]] = field(default_factory=list)
-    deletes: list[int] = field(default_factory=list)
-    # (guild_id, cutoff): every message of that guild written before the cutoff goes, in one DELETE (retention).
-    older_than: tuple[int, float] | None = None
-    guild_ids: set[int] = field(default_factory=set)
-    # The text behind ``vectors`` changed (an edit, a new predecessor): other models' vectors for those rows
-    # are stale and are dropped; a later switch to such a model embeds them again.
-    replace_all_models: bool = False
 
 
 PRAGMAS = (
@@ -408,49 +338,6 @@ class MemoryStore:
     async def opt_outs(self) -> set[tuple[int, int]]:
         """Every (guild_id, user_id) that opted out; small, so callers cache it."""
         return {(row[0], row[1]) for row in await self._conn.execute_fetchall(SELECT_OPT_OUTS)}
-
-
-def filter_clause(filters: SearchFilters, alias: str = "m") -> tuple[str, list[Any]]:
-    """A parameterised WHERE clause over ``messages AS {alias}`` for ``filters``."""
-    clauses, params = _guild_clause(filters, alias)
-
-    def ids_in(column: str, ids: frozenset[int], negate: bool = False) -> None:
-        # A JSON array keeps the statement's parameter count fixed however many ids there are.
-        clauses.append(f"{alias}.{column} {'NOT ' if negate else ''}IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(sorted(ids)))
-
-    if filters.channel_ids is not None:
-        ids_in("channel_id", filters.channel_ids)
-    if filters.author_ids is not None:
-        ids_in("author_id", filters.author_ids)
-    if filters.after is not None:
-        clauses.append(f"{alias}.created_at > ?")
-        params.append(to_timestamp(filters.after))
-    if filters.before is not None:
-        clauses.append(f"{alias}.created_at < ?")
-        params.append(to_timestamp(filters.before))
-    if filters.exclude_message_ids:
-        ids_in("message_id", filters.exclude_message_ids, negate=True)
-    return " AND ".join(clauses), params
-
-
-def _guild_clause(filters: SearchFilters, alias: str) -> tuple[list[str], list[Any]]:
-    """The guild and, where set, the channels and threads the caller may read."""
-    in_guild = f"{alias}.guild_id = ?"
-    if filters.allowed_channel_ids is None:
-        return [in_guild], [filters.guild_id]
-    in_allowed = f"{alias}.channel_id IN (SELECT value FROM json_each(?))"
-    allowed = json.dumps(sorted(filters.allowed_channel_ids))
-    if not filters.public_thread_parent_ids:
-        return [in_guild, in_allowed], [filters.guild_id, allowed]
-    # An archived thread has left Discord's cache, so its id is not in allowed_channel_ids; a public one is still
-    # readable through its parent. A private thread passes only by its own (cached) id. The guild test sits in each
-    # branch, not beside the OR: then SQLite reads each branch through its own index (a MULTI-INDEX OR) instead of
-    # every row of the guild.
-    in_public_thread = f"{alias}.parent_channel_id IN (SELECT value FROM json_each(?)) AND {alias}.private_thread = 0"
-    parents = json.dumps(sorted(filters.public_thread_parent_ids))
-    clause = f"(({in_guild} AND {in_allowed}) OR ({in_guild} AND {in_public_thread}))"
-    return [clause], [filters.guild_id, allowed, filters.guild_id, parents]
 
 
 def _rowids_matching(connection: sqlite3.Connection, filters: SearchFilters) -> np.ndarray:

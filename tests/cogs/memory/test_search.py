@@ -11,7 +11,8 @@ from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine, fuse, spread_to_neighbours
-from cogs.memory.store import MemoryStore, filter_clause
+from cogs.memory.filters import filter_clause
+from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
 from cogs.memory.profile import MemoryProfile
 from tests.fixtures.core import T0, RecordFactory, fetchall

@@ -11,7 +11,8 @@ import pytest
 
 from cogs.memory import migrations
 from cogs.memory.records import SearchFilters
-from cogs.memory.store import MemoryStore, filter_clause, to_timestamp
+from cogs.memory.filters import filter_clause
+from cogs.memory.store import MemoryStore, to_timestamp
 from tests.cogs.memory.test_store import insert
 from tests.fixtures.core import T0, RecordFactory, fetchall
 
