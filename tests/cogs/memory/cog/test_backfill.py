@@ -6,7 +6,6 @@ from types import SimpleNamespace
 import discord
 import discord.ext.test as dpytest
 import pytest
-from discord.ext.test import backend
 
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import bot_replies, say
@@ -15,12 +14,6 @@ from tests.fixtures.discord import bot_replies, say
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def admin(guild, members):
-    role = backend.make_role("admin", guild, permissions=discord.Permissions(manage_guild=True).value)
-    return backend.update_member(members[1], roles=[role])
 
 
 @pytest.fixture

@@ -2,13 +2,11 @@
 
 import sys
 
-import discord
 import discord.ext.test as dpytest
 import pytest
-from discord.ext.test import backend
 
 from cogs.memory.records import SearchFilters
-from tests.fixtures.discord import say
+from tests.fixtures.discord import TINY_PROFILE_TOML, say
 
 EXTENSION = "cogs.memory.cog"
 
@@ -16,12 +14,6 @@ EXTENSION = "cogs.memory.cog"
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def admin(guild, members):
-    role = backend.make_role("admin", guild, permissions=discord.Permissions(manage_guild=True).value)
-    return backend.update_member(members[1], roles=[role])
 
 
 def core_modules() -> dict[str, object]:
@@ -63,11 +55,9 @@ async def test_a_reloaded_extension_still_catches_the_cores_errors(memory_bot, s
                                                                    tiny_profiles_dir):
     # A second copy of the core would raise a ProfileError the reloaded cog does not catch ("Something went wrong").
     await memory_bot.reload_extension(EXTENSION)
-    broken = (tiny_profiles_dir / "tiny-b.toml").read_text(encoding="utf-8").replace(
-        'model = "', 'model = "/nonexistent/', 1)
-    (tiny_profiles_dir / "broken.toml").write_text(broken, encoding="utf-8")
-    memory_bot.profiles_dir = tiny_profiles_dir
-    memory_bot.bot_admin_ids = frozenset({member.id})
+    unloadable = TINY_PROFILE_TOML.format(name="broken", model="/nonexistent", batch_size=2, embedding_batch_size=16)
+    (tiny_profiles_dir / "broken.toml").write_text(unloadable, encoding="utf-8")
+    memory_bot.profiles_dir, memory_bot.bot_admin_ids = tiny_profiles_dir, frozenset({member.id})
     http = await slash.run("memory profile set", member, channel, name="broken")
     assert http.last.content.startswith("Could not switch to `broken`; still using the old profile.")
 
