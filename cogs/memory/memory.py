@@ -12,7 +12,7 @@ from typing import Any
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
 from .profile import ProfileError
-from .records import MessageRecord, SearchFilters
+from .records import MessageRecord, SearchFilters, checked_limit
 from .search import SearchEngine
 from .store import MemoryStore, WriteBatch
 from .text import embedding_input
@@ -141,14 +141,15 @@ class Memory:
 
     async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[dict]:
         """First-stage hybrid candidates (no reranking), best first."""
-        return await self.search_engine.search(query, filters, limit or self.profile.search_limit)
+        limit = self.profile.search_limit if limit is None else checked_limit(limit)
+        return await self.search_engine.search(query, filters, limit)
 
     async def recall(self, query: str, filters: SearchFilters, limit: int | None = None,
                      rerank: bool = True) -> list[dict]:
         """Search, then rerank with the profile's reranker; without one, first-stage order (rerank_score None)."""
         # One snapshot: a live profile switch may replace both while this recall awaits.
         profile, reranker = self.profile, self.reranker
-        limit = limit or profile.search_limit
+        limit = profile.search_limit if limit is None else checked_limit(limit)
         if not rerank or reranker is None:
             return [{**candidate, "rerank_score": None} for candidate in await self.search(query, filters, limit)]
         candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))

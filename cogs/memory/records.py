@@ -1,11 +1,12 @@
-"""Frozen records shared by every part of the memory cog: one stored message and one search's filters."""
+"""Frozen records shared by every part of the memory cog: one stored message and one search's filters, and the
+check on how many results one search may ask for."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 
-__all__ = ("MessageRecord", "SearchFilters")
+__all__ = ("MessageRecord", "SearchFilters", "checked_limit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +45,11 @@ class SearchFilters:
     # Discord drops archived threads from the cache while anyone who reads the parent may still read them.
     public_thread_parent_ids: frozenset[int] | None = None
     exclude_message_ids: frozenset[int] = field(default_factory=frozenset)
+
+
+def checked_limit(limit: int) -> int:
+    """``limit`` itself if it is a whole number of at least 1; a ValueError otherwise, since slicing results by zero
+    or a negative number would silently drop some."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a whole number of at least 1, not {limit!r}")
+    return limit

@@ -15,6 +15,7 @@ from typing import Any
 from cogs.memory._rerank_http import HttpRerankError, HttpScorer
 from cogs.memory._rerank_local import DEFAULT_INSTRUCTION, LocalScorer
 from cogs.memory.profile import HardwareDetector, MemoryProfile, resolve_device
+from cogs.memory.records import checked_limit
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +239,8 @@ class RerankerService:
 
     def _job(self, query: str, candidates: list[dict], score_field: str, top_k: int | None,
              instruction: str | None) -> Callable[..., list[dict]]:
+        if top_k is not None:
+            checked_limit(top_k)
         budget_ms = self._profile.reranker.time_budget_ms
         deadline = time.monotonic() + budget_ms / 1000 if budget_ms > 0 else None
         candidates = list(candidates)

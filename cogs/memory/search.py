@@ -13,7 +13,7 @@ import numpy as np
 
 from . import text
 from .embedding import EmbeddingService
-from .records import SearchFilters
+from .records import SearchFilters, checked_limit
 from .store import MemoryStore, filter_clause, from_timestamp
 from .vector_index import IndexRegistry
 
@@ -147,7 +147,8 @@ class SearchEngine:
 
     async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[dict]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, as candidate dicts, best first."""
-        if limit <= 0 or not query.strip():
+        checked_limit(limit)
+        if not query.strip():
             return []
         want_vector, want_keyword = mode in ("hybrid", "vector"), mode in ("hybrid", "keyword")
         vector, keyword = await asyncio.gather(
