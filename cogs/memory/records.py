@@ -1,12 +1,16 @@
-"""Frozen records shared by every part of the memory cog: one stored message and one search's filters, and the
-check on how many results one search may ask for."""
+"""Frozen records shared by every part of the memory cog: one stored message and one search's filters, and how
+much one search may ask for."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 
-__all__ = ("MessageRecord", "SearchFilters", "checked_limit")
+__all__ = ("MessageRecord", "SearchFilters", "MAX_RESULTS", "MAX_QUERY_CHARS", "checked_limit")
+
+# What a person's search may ask for, the same in /memory search and ``python -m cogs.memory search``.
+MAX_RESULTS = 50
+MAX_QUERY_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
