@@ -81,6 +81,7 @@ class Memory:
         ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                              queue_size=profile.ingest_queue_size)
         ingest.start()
+        await ingest.prune_tombstones()
         memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile))
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
