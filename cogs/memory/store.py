@@ -276,16 +276,6 @@ class MemoryStore:
 
     # -- reads for ingest -----------------------------------------------------------------------------------
 
-    async def existing_message_ids(self, message_ids: Sequence[int]) -> set[int]:
-        found: set[int] = set()
-        for chunk in _chunks(message_ids):
-            marks = ",".join("?" * len(chunk))
-            rows = await self._conn.execute_fetchall(
-                f"SELECT message_id FROM messages WHERE message_id IN ({marks})", chunk
-            )
-            found.update(row[0] for row in rows)
-        return found
-
     async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]:
         """(stored, deleted): which of ``message_ids`` are stored, and which have a tombstone."""
         stored: set[int] = set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -18,9 +18,10 @@ K = TypeVar("K")
 
 # SQLite keeps a deleted message's id this long: long enough for any late event, import or second process.
 TOMBSTONE_DAYS = 30
-# Memory keeps what was forgotten this long, for the hot path; SQLite answers for message ids after that.
+# Memory keeps what was forgotten this long, for the hot path. Deleted message ids are only a shortcut there (a
+# late add is dropped before it is embedded): SQLite holds them all, and the writer checks it for every batch.
 HOT_WINDOW_S = 3600.0
-# At most this many deleted ids in memory (a retention sweep may delete millions; SQLite has them all).
+# At most this many deleted ids in memory (a retention sweep may delete millions).
 HOT_MESSAGE_LIMIT = 100_000
 # Edits of messages not stored yet, waiting for their add: a short race, so a short wait and a small table.
 PENDING_EDIT_WINDOW_S = 3600.0
@@ -53,9 +54,9 @@ class Tombstones:
         # (guild_id, author_id); guild_id None: the author was forgotten everywhere.
         self._authors: dict[tuple[int | None, int], float] = {}
 
-    def bury_messages(self, message_ids: Iterable[int]) -> None:
+    def bury_messages(self, message_ids: Sequence[int]) -> None:
         now = self._clock()
-        for message_id in message_ids:
+        for message_id in message_ids[-HOT_MESSAGE_LIMIT:]:
             self._messages.pop(message_id, None)  # re-inserted at the end: insertion order stays time order
             self._messages[message_id] = now
         _trim(self._messages, now - HOT_WINDOW_S, HOT_MESSAGE_LIMIT)
