@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.__main__ import parse_args, run
+from cogs.memory.memory import Memory
 from cogs.memory.profile import ProfileError, load_profile
 
 REPO = Path(__file__).resolve().parents[3]
+from cogs.memory.memory import Memory
 
 
 def export(messages):
@@ -152,3 +154,14 @@ def test_a_refused_argument_exits_2_without_a_traceback():
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr.splitlines()[-1], "Traceback" in done.stderr) == (
         2, "python -m cogs.memory search: error: argument --limit: must be between 1 and 50; you gave -5", False)
+
+
+async def test_reimporting_an_export_does_not_bring_back_a_message_deleted_since(cli, export_file, tmp_path,
+                                                                               tiny_reranker_profile):
+    await cli("import", str(export_file))
+    bot_memory = await Memory.open(tiny_reranker_profile, tmp_path / "m.sqlite3", tmp_path / "idx")
+    await bot_memory.delete([30])  # deleted on Discord while the bot ran
+    await bot_memory.close()
+    await cli("import", str(export_file))
+    _, out, _ = await cli("search", "picnic blankets", "--no-rerank")
+    assert re.findall(r"^    (.*)$", out, flags=re.M) == ["bring blankets"]
