@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
 from .profile import MemoryProfile, ProfileError, resolve_device
-from .records import Candidate, MessageRecord, SearchFilters
+from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .search import SearchEngine
 from .settings import GuildPolicy, GuildSettings
 from .store import MemoryStore, WriteBatch
@@ -83,6 +83,7 @@ class Memory:
         ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                              queue_size=profile.ingest_queue_size)
         ingest.start()
+        await ingest.prune_tombstones()
         memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile, device))
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
@@ -175,14 +176,15 @@ class Memory:
 
     async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[Candidate]:
         """First-stage hybrid candidates (no reranking), best first."""
-        return await self.search_engine.search(query, filters, limit or self.profile.search_limit)
+        limit = self.profile.search_limit if limit is None else checked_limit(limit)
+        return await self.search_engine.search(query, filters, limit)
 
     async def recall(self, query: str, filters: SearchFilters, limit: int | None = None,
                      rerank: bool = True) -> list[Candidate]:
         """Search, then rerank with the profile's reranker; without one, first-stage order (rerank_score None)."""
         # One snapshot: a live profile switch may replace both while this recall awaits.
         profile, reranker = self.profile, self.reranker
-        limit = limit or profile.search_limit
+        limit = profile.search_limit if limit is None else checked_limit(limit)
         if not rerank or reranker is None:
             return [{**candidate, "rerank_score": None} for candidate in await self.search(query, filters, limit)]
         candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))

@@ -108,6 +108,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        # Ids of deleted messages (never their content), so an add that arrives after the delete (a late gateway
+        # event, a second process, a re-imported export) does not store the message again. Pruned by age.
+        "0004_message_tombstones",
+        (
+            "CREATE TABLE message_tombstones (message_id INTEGER PRIMARY KEY, deleted_at REAL NOT NULL)",
+            "CREATE INDEX message_tombstones_deleted_at ON message_tombstones (deleted_at)",
+        ),
+    ),
 )
 
 

@@ -1,4 +1,5 @@
-"""Records shared by every part of the memory cog: one stored message, one search's filters, one search result."""
+"""Records shared by every part of the memory cog: one stored message, one search's filters, one search result,
+and how much one search may ask for."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NotRequired, TypedDict
 
-__all__ = ("Candidate", "MessageRecord", "SearchFilters")
+__all__ = ("Candidate", "MessageRecord", "SearchFilters", "MAX_RESULTS", "MAX_QUERY_CHARS", "checked_limit")
+
+# What a person's search may ask for, the same in /memory search and ``python -m cogs.memory search``.
+MAX_RESULTS = 50
+MAX_QUERY_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +66,11 @@ class Candidate(TypedDict):
     sources: list[str]  # "vector", "keyword", or ["context"] for a neighbour of a strong hit
     rank: int
     rerank_score: NotRequired[float | None]  # set by recall: None when nothing reranked it
+
+
+def checked_limit(limit: int) -> int:
+    """``limit`` itself if it is a whole number of at least 1; a ValueError otherwise, since slicing results by zero
+    or a negative number would silently drop some."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a whole number of at least 1, not {limit!r}")
+    return limit

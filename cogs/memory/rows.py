@@ -81,3 +81,6 @@ class WriteBatch:
     # The text behind ``vectors`` changed (an edit, a new predecessor): other models' vectors for those rows
     # are stale and are dropped; a later switch to such a model embeds them again.
     replace_all_models: bool = False
+    # Deleted message ids to remember (ids only), stamped ``deleted_at``: a later add of one is not stored.
+    tombstones: list[int] = field(default_factory=list)
+    deleted_at: float = 0.0

@@ -14,7 +14,7 @@ import numpy as np
 from . import text
 from .embedding import Embedder
 from .filters import filter_clause
-from .records import Candidate, SearchFilters
+from .records import Candidate, SearchFilters, checked_limit
 from .rows import from_timestamp
 from .store import MemoryStore
 from .vector_index import IndexRegistry
@@ -156,7 +156,8 @@ class SearchEngine:
 
     async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
-        if limit <= 0 or not query.strip():
+        checked_limit(limit)
+        if not query.strip():
             return []
         want_vector, want_keyword = mode in ("hybrid", "vector"), mode in ("hybrid", "keyword")
         vector, keyword = await asyncio.gather(

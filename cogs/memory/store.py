@@ -104,6 +104,16 @@ DELETE_SETTINGS = "DELETE FROM guild_settings WHERE guild_id = ?"
 INSERT_OPT_OUT = "INSERT OR IGNORE INTO opt_outs (guild_id, user_id) VALUES (?, ?)"
 DELETE_OPT_OUT = "DELETE FROM opt_outs WHERE guild_id = ? AND user_id = ?"
 SELECT_OPT_OUTS = "SELECT guild_id, user_id FROM opt_outs"
+UPSERT_TOMBSTONE = """
+INSERT INTO message_tombstones (message_id, deleted_at) VALUES (?, ?)
+ON CONFLICT (message_id) DO UPDATE SET deleted_at = excluded.deleted_at
+"""
+PRUNE_TOMBSTONES = "DELETE FROM message_tombstones WHERE deleted_at < ?"
+# Which of some ids are stored (0) and which were deleted (1): one query per ingest batch for both checks.
+SELECT_KNOWN_IDS = """
+SELECT message_id, 0 FROM messages WHERE message_id IN ({marks})
+UNION ALL SELECT message_id, 1 FROM message_tombstones WHERE message_id IN ({marks})
+"""
 
 # SQLite's default limit on host parameters is 32766; stay well under it.
 _CHUNK = 10_000
@@ -195,6 +205,8 @@ class MemoryStore:
             if vectors:
                 await conn.executemany(UPSERT_VECTOR, vectors)
             await conn.executemany(BUMP_GENERATION, [(guild_id, batch.model) for guild_id in batch.guild_ids])
+            if batch.tombstones:
+                await conn.executemany(UPSERT_TOMBSTONE, [(m, batch.deleted_at) for m in batch.tombstones])
         except BaseException:
             await conn.rollback()
             raise
@@ -202,15 +214,21 @@ class MemoryStore:
 
     # -- reads for ingest -----------------------------------------------------------------------------------
 
-    async def existing_message_ids(self, message_ids: Sequence[int]) -> set[int]:
-        found: set[int] = set()
-        for chunk in _chunks(message_ids):
+    async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]:
+        """(stored, deleted): which of ``message_ids`` are stored, and which have a tombstone."""
+        stored: set[int] = set()
+        deleted: set[int] = set()
+        for chunk in _chunks(message_ids, _CHUNK // 2):
             marks = ",".join("?" * len(chunk))
-            rows = await self._conn.execute_fetchall(
-                f"SELECT message_id FROM messages WHERE message_id IN ({marks})", chunk
-            )
-            found.update(row[0] for row in rows)
-        return found
+            rows = await self._conn.execute_fetchall(SELECT_KNOWN_IDS.format(marks=marks), [*chunk, *chunk])
+            for message_id, is_tombstone in rows:
+                (deleted if is_tombstone else stored).add(message_id)
+        return stored, deleted
+
+    async def prune_tombstones(self, before: float) -> int:
+        """Forget tombstones of deletes older than ``before``; call it from the writer (between transactions)."""
+        cursor = await self._conn.execute(PRUNE_TOMBSTONES, (before,))
+        return cursor.rowcount
 
     async def refs_for_message_ids(self, message_ids: Sequence[int]) -> list[RowRef]:
         refs: list[RowRef] = []

@@ -15,8 +15,11 @@ CHAT_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType
 # kind of thread, a future one included, is stored as private, so it is never read through its parent.
 PUBLIC_THREAD_TYPES = frozenset({discord.ChannelType.public_thread, discord.ChannelType.news_thread})
 _MESSAGE_LINK = re.compile(
-    r"https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/channels/(?P<guild>\d+)/(?P<channel>\d+)/(?P<message>\d+)"
+    r"https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/channels/"
+    r"(?P<guild>[0-9]{1,20})/(?P<channel>[0-9]{1,20})/(?P<message>[0-9]{1,20})"
 )
+# SQLite holds signed 64-bit integers, and no Discord id (a snowflake) reaches 2**63.
+_SNOWFLAKE_END = 2**63
 
 
 def is_chat_message(message: discord.Message, *, store_dms: bool = False) -> bool:
@@ -65,4 +68,5 @@ def parse_message_link(link: str) -> tuple[int, int, int] | None:
     match = _MESSAGE_LINK.fullmatch(link.strip())
     if match is None:
         return None
-    return int(match["guild"]), int(match["channel"]), int(match["message"])
+    ids = int(match["guild"]), int(match["channel"]), int(match["message"])
+    return ids if all(0 < part < _SNOWFLAKE_END for part in ids) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import discord
@@ -16,6 +16,7 @@ from . import replies
 from .backfill import ProgressReport, read_history
 from .capture import parse_message_link
 from .latency import Latencies
+from .options import DateTransformer, UserInputError, check_date_order, check_forget_options, options_checked
 from .permissions import (
     NotBotAdmin,
     NotGuildAdmin,
@@ -27,7 +28,7 @@ from .permissions import (
 )
 from .recall import format_memory_line
 from .views import ConfirmView, Paginator
-from ..records import Candidate, SearchFilters
+from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -39,27 +40,15 @@ log = logging.getLogger(__name__)
 
 RESULTS_PER_PAGE = 5
 ForgetWhat = Literal["my messages", "a channel", "a member", "a message"]
+# Longer than any "Copy Message Link" URL (about 90 characters).
+MESSAGE_LINK_MAX_CHARS = 200
+PROFILE_NAME_MAX_CHARS = 100
 # Channels whose messages memory holds (a voice channel has a text chat; forum posts are threads).
 ReadableChannel = discord.TextChannel | discord.Thread | discord.VoiceChannel
 
 
 class MemoryNotReady(app_commands.AppCommandError):
     """The memory core is still loading its models, or failed to open."""
-
-
-class UserInputError(app_commands.AppCommandError):
-    """Something the user can fix; the message says how."""
-
-
-class DateTransformer(app_commands.Transformer):
-    """``YYYY-MM-DD`` (UTC midnight) or a full ISO-8601 time, as an aware UTC datetime."""
-
-    async def transform(self, interaction: discord.Interaction, value: str) -> datetime:
-        try:
-            moment = datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise UserInputError(replies.BAD_DATE.format(value=value)) from None
-        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def result_pages(query: str, results: list[Candidate]) -> list[discord.Embed]:
@@ -113,19 +102,21 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         author="Only messages by this member",
         after="Only messages after this date (YYYY-MM-DD, UTC)",
         before="Only messages before this date (YYYY-MM-DD, UTC)",
-        limit="How many results (1-50)",
+        limit=f"How many results (1-{MAX_RESULTS})",
     )
     @app_commands.guild_only()
+    @options_checked()
     async def search(
         self,
         interaction: discord.Interaction,
-        query: app_commands.Range[str, 1, 300],
+        query: app_commands.Range[str, 1, MAX_QUERY_CHARS],
         channel: ReadableChannel | None = None,
         author: discord.User | None = None,
         after: app_commands.Transform[datetime, DateTransformer] | None = None,
         before: app_commands.Transform[datetime, DateTransformer] | None = None,
-        limit: app_commands.Range[int, 1, 50] = 10,
+        limit: app_commands.Range[int, 1, MAX_RESULTS] = 10,
     ) -> None:
+        check_date_order(after, before)
         memory = self.memory()
         allowed = readable_channel_ids(interaction.user)
         if channel is not None and channel.id not in allowed:
@@ -151,6 +142,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
     @app_commands.command(name="stats", description="How much this server's memory holds and how fast it answers")
     @app_commands.guild_only()
+    @options_checked()
     async def stats(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -170,14 +162,16 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         message_link="With 'a message': its link (right-click the message, Copy Message Link)",
     )
     @app_commands.guild_only()
+    @options_checked()
     async def forget(
         self,
         interaction: discord.Interaction,
         what: ForgetWhat,
         channel: ReadableChannel | None = None,
         member: discord.User | None = None,
-        message_link: str | None = None,
+        message_link: app_commands.Range[str, 1, MESSAGE_LINK_MAX_CHARS] | None = None,
     ) -> None:
+        check_forget_options(what, channel=channel, member=member, message_link=message_link)
         memory = self.memory()
         description, action = await self._forget_plan(interaction, memory, what, channel, member, message_link)
         view = ConfirmView(interaction.user.id)
@@ -248,6 +242,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
     @app_commands.command(name="optout", description="Stop the bot remembering your messages here, and forget them")
     @app_commands.guild_only()
+    @options_checked()
     async def optout(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -257,6 +252,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
     @app_commands.command(name="optin", description="Let the bot remember your messages here again")
     @app_commands.guild_only()
+    @options_checked()
     async def optin(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
         await memory.set_opt_out(interaction.guild_id, interaction.user.id, False)
@@ -268,6 +264,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @app_commands.describe(channel="The channel or thread to read", limit="At most this many messages this run")
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
+    @options_checked()
     @guild_admin_only()
     async def backfill(
         self,
@@ -298,6 +295,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     )
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
+    @options_checked()
     @guild_admin_only()
     async def settings(
         self,
@@ -335,6 +333,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     # -- the process-wide profile -------------------------------------------------------------------------
 
     @profile.command(name="show", description="The profile this bot runs with")
+    @options_checked()
     async def profile_show(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
         await interaction.response.send_message(replies.profile_summary(memory.profile), ephemeral=True)
@@ -346,6 +345,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         return {profile.name: profile for profile in profiles}
 
     @profile.command(name="list", description="Every profile this bot can switch to")
+    @options_checked()
     async def profile_list(self, interaction: discord.Interaction) -> None:
         names = list(await self._profiles())
         current = self.bot.memory.profile.name if self.bot.memory else None
@@ -353,8 +353,11 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
     @profile.command(name="set", description="Switch the bot to another profile, live (bot admins)")
     @app_commands.describe(name="The profile to switch to")
+    @options_checked()
     @bot_admin_only()
-    async def profile_set(self, interaction: discord.Interaction, name: str) -> None:
+    async def profile_set(
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, PROFILE_NAME_MAX_CHARS]
+    ) -> None:
         from ..embedding import EmbeddingModelError
         from ..profile import ProfileError
 

@@ -9,11 +9,20 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands, tasks
 
+from .audience import AudienceCache
 from .capture import is_chat_message, memory_space_id, record_from_message
 from .latency import Latencies
 from .llm import ChatClient, LLMConfig, LLMError
 from .permissions import readable_channel_ids, readable_thread_parent_ids
-from .recall import NO_MEMORIES_REPLY, build_chat_messages, build_query, format_memories, strip_mentions
+from .recall import (
+    NO_MEMORIES_REPLY,
+    ONLY_SHARED_CHANNELS_NOTE,
+    build_chat_messages,
+    build_query,
+    format_memories,
+    strip_mentions,
+    with_note,
+)
 from ..settings import GuildSettings
 from ..records import Candidate, SearchFilters
 
@@ -39,6 +48,7 @@ class MemoryListeners(commands.Cog):
         self.user_cooldown = commands.CooldownMapping.from_cooldown(1, 10.0, commands.BucketType.user)
         self.channel_cooldown = commands.CooldownMapping.from_cooldown(4, 30.0, commands.BucketType.channel)
         self.latencies = latencies or Latencies()
+        self.audiences = AudienceCache()
 
     async def cog_load(self) -> None:
         config = LLMConfig.from_env()
@@ -121,6 +131,7 @@ class MemoryListeners(commands.Cog):
         if (memory := await self.memory()) is not None:
             log.info("Removed from guild %d; forgetting its memory", guild.id)
             await memory.delete_guild(guild.id)
+        self.audiences.forget_guild(guild.id)
 
     @commands.Cog.listener()
     async def on_raw_member_remove(self, payload: discord.RawMemberRemoveEvent) -> None:
@@ -178,6 +189,7 @@ class MemoryListeners(commands.Cog):
         await message.reply(reply, mention_author=False)
 
     async def _answer(self, message: discord.Message) -> str:
+        """The public reply: only what everyone who sees this channel may read, and what the asker may read too."""
         memory = self.bot.memory
         author = message.author
         if memory is None or not isinstance(author, discord.Member):
@@ -185,10 +197,14 @@ class MemoryListeners(commands.Cog):
         turns, visible = await self._context_turns(message)
         query = build_query(message.content, turns)
         readable = readable_channel_ids(author)
+        audience = await self.audiences.audience(message.channel)
+        # Said whenever the asker reads more than this channel's readers do, whatever matched, so the reply never
+        # hints that a hidden channel held the answer.
+        note = ONLY_SHARED_CHANNELS_NOTE if readable - audience.channel_ids else None
         filters = SearchFilters(
             guild_id=message.guild.id,
-            allowed_channel_ids=readable,
-            public_thread_parent_ids=readable_thread_parent_ids(author, readable),
+            allowed_channel_ids=readable & audience.channel_ids,
+            public_thread_parent_ids=readable_thread_parent_ids(author, readable) & audience.thread_parent_ids,
             exclude_message_ids=visible,
         )
         started = time.perf_counter()
@@ -196,14 +212,15 @@ class MemoryListeners(commands.Cog):
         self.latencies.recall_ms.append((time.perf_counter() - started) * 1000)
         log.debug("Recall for %d: %r -> %d results", message.id, query, len(results))
         if not results or self.llm is None:
-            return format_memories(results)
-        return await self._llm_answer(author.display_name, strip_mentions(message.content), results)
+            return format_memories(results, note)
+        return await self._llm_answer(author.display_name, strip_mentions(message.content), results, note)
 
-    async def _llm_answer(self, asker: str, question: str, results: list[Candidate]) -> str:
+    async def _llm_answer(self, asker: str, question: str, results: list[Candidate], note: str | None) -> str:
+        """The LLM's answer from ``results`` alone: they already obey the audience rule, so the prompt does too."""
         assert self.llm is not None
         try:
             text = await self.llm.complete(build_chat_messages(asker, question, results))
         except LLMError as error:
             log.warning("LLM answer failed, replying with the memories instead: %s", error)
-            return format_memories(results)
-        return text[:2000]
+            return format_memories(results, note)
+        return with_note(text, note)

@@ -13,6 +13,7 @@ from ..records import Candidate
 __all__ = (
     "SYSTEM_PROMPT",
     "NO_MEMORIES_REPLY",
+    "ONLY_SHARED_CHANNELS_NOTE",
     "build_query",
     "strip_mentions",
     "jump_url",
@@ -20,6 +21,7 @@ __all__ = (
     "format_memory_line",
     "format_memories",
     "format_quoted_memories",
+    "with_note",
     "build_chat_messages",
 )
 
@@ -30,6 +32,12 @@ SYSTEM_PROMPT = (
     "and when if it helps, and say so when the recalled messages do not answer the question."
 )
 NO_MEMORIES_REPLY = "I don't remember anything about that in the channels you can read."
+# Ends a public reply whenever the asker reads channels that some of this channel's readers cannot: it says so
+# whatever the question, so it never tells the channel that a hidden channel held an answer.
+ONLY_SHARED_CHANNELS_NOTE = (
+    "I only used channels that everyone here can read. Use `/memory search` to search every channel you can read, "
+    "privately."
+)
 MEMORIES_HEADER = "Here is what I remember:"
 SNIPPET_CHARS = 200
 DISCORD_MESSAGE_LIMIT = 2000
@@ -87,19 +95,27 @@ def format_memory_line(candidate: Candidate) -> str:
     return f"**{candidate['author_name']}** {when}: {text} ({_score_text(candidate)}) {jump_url(candidate)}"
 
 
-def format_memories(candidates: Sequence[Candidate]) -> str:
-    """The embedded answer: the most relevant memories, as many as fit in one Discord message."""
+def with_note(text: str, note: str | None) -> str:
+    """``text`` with ``note`` on a last line of its own, cut so that both fit in one Discord message."""
+    if note is None:
+        return text[:DISCORD_MESSAGE_LIMIT]
+    return text[: DISCORD_MESSAGE_LIMIT - len(note) - 1] + "\n" + note
+
+
+def format_memories(candidates: Sequence[Candidate], note: str | None = None) -> str:
+    """The embedded answer: the most relevant memories, as many as fit in one Discord message with ``note``."""
     if not candidates:
-        return NO_MEMORIES_REPLY
+        return with_note(NO_MEMORIES_REPLY, note)
+    room = DISCORD_MESSAGE_LIMIT - (0 if note is None else len(note) + 1)
     lines = [MEMORIES_HEADER]
     length = len(MEMORIES_HEADER)
     for candidate in candidates:
         line = "- " + format_memory_line(candidate)
-        if length + 1 + len(line) > DISCORD_MESSAGE_LIMIT:
+        if length + 1 + len(line) > room:
             break
         lines.append(line)
         length += 1 + len(line)
-    return "\n".join(lines)
+    return with_note("\n".join(lines), note)
 
 
 def format_quoted_memories(candidates: Sequence[Candidate]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from .http import HttpRerankError, HttpScorer
 from .local import DEFAULT_INSTRUCTION, LocalScorer
 from ..profile import HardwareDetector, MemoryProfile, resolve_device
+from ..records import checked_limit
 from ..workers import WorkerThread
 
 log = logging.getLogger(__name__)
@@ -206,6 +207,8 @@ class RerankerService:
 
     def _job(self, query: str, candidates: list[dict], score_field: str, top_k: int | None,
              instruction: str | None) -> Callable[..., list[dict]]:
+        if top_k is not None:
+            checked_limit(top_k)
         budget_ms = self._profile.reranker.time_budget_ms
         deadline = time.monotonic() + budget_ms / 1000 if budget_ms > 0 else None
         candidates = list(candidates)

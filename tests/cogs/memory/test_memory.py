@@ -57,6 +57,20 @@ async def test_search_respects_allowed_channels(memory: Memory, make_record: Rec
     assert {result["channel_id"] for result in results} == {11}
 
 
+@pytest.mark.parametrize("limit", [0, -5])
+async def test_search_refuses_a_limit_below_one(memory: Memory, make_record: RecordFactory, limit: int) -> None:
+    await fill(memory, make_record)
+    with pytest.raises(ValueError, match=f"^limit must be a whole number of at least 1, not {limit}$"):
+        await memory.search("lake cabin", SearchFilters(guild_id=1), limit)
+
+
+@pytest.mark.parametrize("limit", [0, -5])
+async def test_recall_refuses_a_limit_below_one(memory: Memory, make_record: RecordFactory, limit: int) -> None:
+    await fill(memory, make_record)
+    with pytest.raises(ValueError, match=f"^limit must be a whole number of at least 1, not {limit}$"):
+        await memory.recall("lake cabin", SearchFilters(guild_id=1), limit)
+
+
 async def test_recall_without_reranker_keeps_first_stage_order(memory: Memory, make_record: RecordFactory) -> None:
     await fill(memory, make_record)
     first_stage = await memory.search("printer", SearchFilters(guild_id=1), 3)

@@ -87,6 +87,11 @@ async def test_a_blank_query_returns_nothing(engine: SearchEngine) -> None:
     assert await engine.search("   ", SearchFilters(guild_id=GUILD), 5) == []
 
 
+async def test_a_limit_below_one_is_refused_not_sliced_by(engine: SearchEngine) -> None:
+    with pytest.raises(ValueError, match="^limit must be a whole number of at least 1, not -5$"):
+        await engine.search("pizza", SearchFilters(guild_id=GUILD), -5)
+
+
 async def test_another_guilds_messages_never_appear(engine: SearchEngine) -> None:
     for mode in ("hybrid", "vector", "keyword"):
         results = await engine.search("pizza tonight", SearchFilters(guild_id=GUILD), 20, mode=mode)

@@ -3,14 +3,13 @@
 A private one is never recalled once it leaves the cache, not even for its members.
 """
 
-import discord
 import discord.ext.test as dpytest
 import pytest
-from discord.ext.test import backend
 
 from cogs.memory.cog import replies
 from cogs.memory.cog.recall import NO_MEMORIES_REPLY
 from tests.fixtures.discord import (
+    archive,
     bot_replies,
     hidden_channel,
     make_forum_channel,
@@ -27,19 +26,6 @@ SECRET = "the staff bonus budget is 4000 euros"
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-async def archive(thread: discord.Thread) -> None:
-    """Discord archives an idle thread: a THREAD_UPDATE, after which discord.py no longer caches it."""
-    guild = thread.guild
-    backend.get_state().parse_thread_update({
-        "id": str(thread.id), "guild_id": str(guild.id), "parent_id": str(thread.parent_id),
-        "owner_id": str(thread.owner_id), "name": thread.name, "type": thread.type.value,
-        "thread_metadata": {"archived": True, "auto_archive_duration": 1440, "locked": False,
-                            "archive_timestamp": discord.utils.utcnow().isoformat()},
-    })
-    await dpytest.run_all_events()
-    assert guild.get_thread(thread.id) is None
 
 
 async def ask(bot, question, asker, channel):

@@ -2,10 +2,12 @@
 
 from cogs.memory.cog.recall import (
     NO_MEMORIES_REPLY,
+    ONLY_SHARED_CHANNELS_NOTE,
     SYSTEM_PROMPT,
     build_chat_messages,
     build_query,
     format_memories,
+    with_note,
 )
 
 CANDIDATE = {
@@ -42,6 +44,18 @@ def test_an_unreranked_memory_shows_its_first_stage_score():
 
 def test_no_memories_says_so():
     assert format_memories([]) == NO_MEMORIES_REPLY
+
+
+def test_the_note_ends_the_embedded_answer_and_every_memory_before_it_is_whole():
+    long = {**CANDIDATE, "content": "picnic " * 40}
+    lines = format_memories([long] * 20, ONLY_SHARED_CHANNELS_NOTE).split("\n")
+    assert (len("\n".join(lines)) <= 2000, lines[-1], lines[-2].endswith("https://discord.com/channels/10/20/30")) == (
+        True, ONLY_SHARED_CHANNELS_NOTE, True)
+
+
+def test_a_long_llm_answer_is_cut_so_the_note_still_fits():
+    reply = with_note("word " * 500, ONLY_SHARED_CHANNELS_NOTE)
+    assert (len(reply), reply.endswith("\n" + ONLY_SHARED_CHANNELS_NOTE)) == (2000, True)
 
 
 def test_mentions_in_memories_cannot_ping():

@@ -4,7 +4,7 @@ import discord.ext.test as dpytest
 import pytest
 
 from cogs.memory.cog.listeners import RECENT_TURNS
-from cogs.memory.cog.recall import NO_MEMORIES_REPLY
+from cogs.memory.cog.recall import NO_MEMORIES_REPLY, ONLY_SHARED_CHANNELS_NOTE
 from tests.fixtures.discord import bot_replies, hidden_channel, make_thread, memory_line, remember, say
 
 PICNIC = "the picnic moved to Saturday"
@@ -60,10 +60,20 @@ async def test_a_private_thread_the_asker_is_not_in_is_never_recalled(memory_bot
     assert await ask(memory_bot, "what is the staff bonus budget?", asker, thread) == NO_MEMORIES_REPLY
 
 
-async def test_a_private_thread_the_asker_is_in_is_recalled(memory_bot, guild, channel, thread, asker, speaker):
+async def test_a_private_thread_the_asker_is_in_is_not_quoted_in_a_public_thread(memory_bot, guild, channel, thread,
+                                                                               asker, speaker):
+    """The public thread's readers are not all in the private one; the asker is pointed to /memory search."""
+    private = make_thread(guild, channel, private=True, members=[speaker, asker], owner=speaker)
+    await remember(memory_bot, SECRET, speaker, private)
+    assert await ask(memory_bot, "what is the staff bonus budget?", asker, thread) == (
+        f"{NO_MEMORIES_REPLY}\n{ONLY_SHARED_CHANNELS_NOTE}")
+
+
+async def test_a_private_thread_is_recalled_inside_itself(memory_bot, guild, channel, asker, speaker):
     private = make_thread(guild, channel, private=True, members=[speaker, asker], owner=speaker)
     memory = await remember(memory_bot, SECRET, speaker, private)
-    header, line = (await ask(memory_bot, "what is the staff bonus budget?", asker, thread)).split("\n")
+    await scroll_away(memory_bot, speaker, private)
+    header, line = (await ask(memory_bot, "what is the staff bonus budget?", asker, private)).split("\n")
     assert header == "Here is what I remember:" and memory_line(memory).fullmatch(line)
 
 

@@ -2,7 +2,10 @@
 
 from collections import Counter
 
+import discord
 from discord import app_commands
+
+from cogs.memory.cog.options import declared_options_hold
 
 
 def test_command_names_do_not_collide(discord_bot):
@@ -42,3 +45,22 @@ def test_admin_commands_hint_manage_guild_to_the_client(discord_bot):
 def test_the_tree_serialises_for_sync(discord_bot):
     payload = discord_bot.tree.get_command("memory").to_dict(discord_bot.tree)
     assert payload["name"] == "memory" and len(payload["options"]) == 8
+
+
+def test_every_command_checks_its_options_after_its_permission_checks(discord_bot):
+    unchecked = [command.qualified_name for command in discord_bot.tree.walk_commands()
+                 if isinstance(command, app_commands.Command) and command.checks[-1:] != [declared_options_hold]]
+    assert unchecked == []
+
+
+def test_every_text_and_number_option_declares_its_bounds(discord_bot):
+    # What the bot checks a received value against; without bounds a crafted value could be any size.
+    unbounded = [
+        f"{command.qualified_name} {param.name}"
+        for command in discord_bot.tree.walk_commands()
+        if isinstance(command, app_commands.Command)
+        for param in command.parameters
+        if (param.type is discord.AppCommandOptionType.string and param.max_value is None and not param.choices)
+        or (param.type is discord.AppCommandOptionType.integer and None in (param.min_value, param.max_value))
+    ]
+    assert unbounded == []

@@ -149,6 +149,11 @@ def test_top_k_cuts_the_result(service: RerankerService) -> None:
     assert len(service.rerank_results(QUERY, candidates(), top_k=3)) == 3
 
 
+def test_a_top_k_below_one_is_refused_not_sliced_by(service: RerankerService) -> None:
+    with pytest.raises(ValueError, match="^limit must be a whole number of at least 1, not -5$"):
+        service.rerank_results(QUERY, candidates(), top_k=-5)
+
+
 def test_min_score_drops_scored_candidates_below_it(tiny_reranker_profile: MemoryProfile) -> None:
     all_scores = sorted(r["rerank_score"] for r in _rerank(tiny_reranker_profile))
     threshold = all_scores[len(all_scores) // 2]
