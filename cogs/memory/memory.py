@@ -96,7 +96,10 @@ class Memory:
             await asyncio.gather(self._autosave, return_exceptions=True)
         await self.ingest.close()
         await self.purges.close()
-        await self._erase_forgotten()
+        try:
+            await self._erase_forgotten()
+        except Exception:
+            log.exception("Erasing forgotten messages from disk failed at close; it runs again on the next start")
         await self.indexes.close()
         await self.embedder.close()
         if self.reranker is not None:
@@ -151,7 +154,10 @@ class Memory:
     # Edits and deletes schedule a purge (``purges``) that erases the old text from disk a few seconds later.
 
     async def edit(self, message_id: int, content: str, edited_at: datetime | None) -> bool:
-        return bool(self._forgot(await self.ingest.edit(message_id, content, edited_at)))
+        stored = await self.ingest.edit(message_id, content, edited_at)
+        if stored:
+            self.purges.soon()
+        return stored
 
     async def delete(self, message_ids: Sequence[int]) -> int:
         return self._forgot(await self.ingest.delete(message_ids))

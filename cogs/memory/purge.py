@@ -99,7 +99,7 @@ async def erase(conn: aiosqlite.Connection) -> bool:
         return False
     # Writes only the mark's own page (zeroed by secure_delete) to the new, empty WAL.
     await conn.execute(CLEAR_PURGE_PENDING)
-    log.info("Forgotten messages erased from disk: FTS5 index rewritten in %.2f s, WAL truncated in %.2f s",
+    log.debug("Forgotten messages erased from disk: FTS5 index rewritten in %.2f s, WAL truncated in %.2f s",
              rewritten - started, time.perf_counter() - rewritten)
     return True
 

@@ -73,7 +73,7 @@ async def remember_nonce(memory: Memory, make_record: RecordFactory) -> list[byt
     return [row[0] for row in rows]
 
 
-async def traces(data_dir: Path, vectors: list[bytes]) -> dict[str, object]:
+def traces(data_dir: Path, vectors: list[bytes]) -> dict[str, object]:
     return {
         "text": files_holding(data_dir, NONCE.encode()),
         "vectors": [files_holding(data_dir, vector) for vector in vectors],
@@ -116,12 +116,12 @@ async def test_a_forget_and_its_purge_leave_no_trace_in_any_file(
     vectors = await remember_nonce(memory, make_record)
     segments = (await memory.store.execute_fetchall("SELECT COUNT(DISTINCT segid) FROM messages_fts_idx"))[0][0]
     wal_bytes = Path(f"{memory.store.path}-wal").stat().st_size
-    before = await traces(tmp_path, vectors)
+    before = traces(tmp_path, vectors)
     await FORGET_PATHS[path](memory)
     purged = await memory.purge()
     assert (segments > 1, wal_bytes > 0) == (True, True)
     assert "memory.sqlite3-wal" in before["text"] and all(before["vectors"])
-    assert (purged, await traces(tmp_path, vectors)) == (True, {"text": [], "vectors": [[], []]})
+    assert (purged, traces(tmp_path, vectors)) == (True, {"text": [], "vectors": [[], []]})
 
 
 async def test_without_a_purge_the_forgotten_text_is_still_in_the_files(
