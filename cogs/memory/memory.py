@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
 from .profile import MemoryProfile, ProfileError, resolve_device
+from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .search import SearchEngine
 from .settings import GuildPolicy, GuildSettings
@@ -58,6 +59,7 @@ class Memory:
         self.search_engine = SearchEngine(store, embedder, indexes, profile)
         self._policy = GuildPolicy(store, ingest)
         self._autosave: asyncio.Task[None] | None = None
+        self.purges = PurgeScheduler(self._erase_forgotten)
 
     @classmethod
     async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path) -> Memory:
@@ -91,11 +93,16 @@ class Memory:
         return memory
 
     async def close(self) -> None:
-        """Flush the queue, save the indexes, close the database (and the models' threads)."""
+        """Flush the queue, erase what was forgotten, save the indexes, close the database (and the models' threads)."""
         if self._autosave is not None:
             self._autosave.cancel()
             await asyncio.gather(self._autosave, return_exceptions=True)
         await self.ingest.close()
+        await self.purges.close()
+        try:
+            await self._erase_forgotten()
+        except Exception:
+            log.exception("Erasing forgotten messages from disk failed at close; it runs again on the next start")
         await self.indexes.close()
         await self.embedder.close()
         if self.reranker is not None:
@@ -117,6 +124,28 @@ class Memory:
         async with self.ingest.write_lock:
             await self.indexes.save_dirty()
 
+    async def purge(self) -> bool:
+        """Erase what forgets left on disk now, instead of in the background a few seconds later.
+
+        Afterwards no file under the data directory holds a forgotten message: not the database, its WAL, the FTS5
+        index, nor the FAISS files (the changed guilds' indexes are saved again). Commands that forget await this
+        before they say so. False if a long read kept the WAL busy; it is then retried in the background.
+        """
+        return await self.purges.now()
+
+    async def _erase_forgotten(self) -> bool:
+        async with self.ingest.write_lock:
+            if not await self.store.purge_pending():
+                return True
+            await self.indexes.save_dirty()
+            await self.indexes.remove_stale_files()
+            return await self.store.erase_forgotten()
+
+    def _forgot(self, count: int) -> int:
+        if count:
+            self.purges.soon()
+        return count
+
     # -- capture --------------------------------------------------------------------------------------------
 
     async def add(self, record: MessageRecord) -> None:
@@ -125,22 +154,27 @@ class Memory:
     async def flush(self) -> None:
         await self.ingest.flush()
 
+    # Edits and deletes schedule a purge (``purges``) that erases the old text from disk a few seconds later.
+
     async def edit(self, message_id: int, content: str, edited_at: datetime | None) -> bool:
-        return await self.ingest.edit(message_id, content, edited_at)
+        stored = await self.ingest.edit(message_id, content, edited_at)
+        if stored:
+            self.purges.soon()
+        return stored
 
     async def delete(self, message_ids: Sequence[int]) -> int:
-        return await self.ingest.delete(message_ids)
+        return self._forgot(await self.ingest.delete(message_ids))
 
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
-        return await self.ingest.delete_channel(guild_id, channel_id)
+        return self._forgot(await self.ingest.delete_channel(guild_id, channel_id))
 
     async def delete_guild(self, guild_id: int) -> int:
-        count = await self.ingest.delete_guild(guild_id)
+        count = self._forgot(await self.ingest.delete_guild(guild_id))
         self._policy.forget_guild(guild_id)
         return count
 
     async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
-        return await self.ingest.delete_author(guild_id, author_id, channel_id)
+        return self._forgot(await self.ingest.delete_author(guild_id, author_id, channel_id))
 
     @property
     def queued(self) -> int:
@@ -170,7 +204,7 @@ class Memory:
 
     async def apply_retention(self, now: datetime | None = None) -> int:
         """Forget what each guild's ``retention_days`` no longer keeps; returns how many messages went."""
-        return await self._policy.apply_retention(now or datetime.now(UTC))
+        return self._forgot(await self._policy.apply_retention(now or datetime.now(UTC)))
 
     # -- retrieval ------------------------------------------------------------------------------------------
 

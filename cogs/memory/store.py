@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 import aiosqlite
 import numpy as np
 
+from . import purge
 from .filters import filter_clause
 from .migrations import apply_migrations
 from .readers import ReaderPool
@@ -41,6 +43,8 @@ PRAGMAS = (
     "PRAGMA foreign_keys = ON",
     "PRAGMA synchronous = NORMAL",
     "PRAGMA busy_timeout = 5000",
+    # A deleted row's bytes (and a freed page's) are overwritten with zeros instead of lingering in the file.
+    "PRAGMA secure_delete = ON",
 )
 SELECT_MAX_ROWID = "SELECT COALESCE(MAX(id), 0) FROM messages"
 INSERT_MESSAGE = """
@@ -149,6 +153,10 @@ class MemoryStore:
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
             await apply_migrations(conn)
+            await purge.prepare(conn)
+            if await purge.pending(conn):
+                log.info("Erasing messages forgotten before the last stop from %s", path)
+                await purge.erase(conn)
             store = cls(conn, path)
             row = await store._fetchone(SELECT_MAX_ROWID)
         except BaseException:
@@ -183,6 +191,8 @@ class MemoryStore:
         conn = self._conn
         await conn.execute("BEGIN IMMEDIATE")
         try:
+            if batch.deletes or batch.edits:  # text leaves: erase its traces soon (purge.py)
+                await conn.execute(purge.MARK_PURGE_PENDING, (time.time(),))
             if batch.deletes:
                 params = [(rowid,) for rowid in batch.deletes]
                 await conn.executemany(DELETE_FTS, params)
@@ -211,6 +221,17 @@ class MemoryStore:
             await conn.rollback()
             raise
         await conn.commit()
+
+    async def purge_pending(self) -> bool:
+        """Whether something forgotten may still be readable in the files (until ``erase_forgotten``)."""
+        return await purge.pending(self._conn)
+
+    async def erase_forgotten(self) -> bool:
+        """Erase forgotten text from the database file and the WAL; False if a long read kept the WAL busy.
+
+        Rewrites the whole FTS5 index where SQLite lacks FTS5 secure-delete: call it with the writer's lock held.
+        """
+        return await purge.erase(self._conn)
 
     # -- reads for ingest -----------------------------------------------------------------------------------
 

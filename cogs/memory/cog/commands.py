@@ -182,6 +182,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             await interaction.edit_original_response(content=replies.FORGET_CANCELLED, view=None)
             return
         count = await action()
+        await memory.purge()  # "forgot" means gone from the files too, not only from search
         done = replies.FORGOTTEN.format(count=count, what=description)
         await interaction.edit_original_response(content=done, view=None)
 
@@ -248,6 +249,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         await interaction.response.defer(ephemeral=True, thinking=True)
         await memory.set_opt_out(interaction.guild_id, interaction.user.id, True)
         count = await memory.delete_author(interaction.guild_id, interaction.user.id)
+        await memory.purge()
         await interaction.followup.send(replies.OPTED_OUT.format(count=count), ephemeral=True)
 
     @app_commands.command(name="optin", description="Let the bot remember your messages here again")

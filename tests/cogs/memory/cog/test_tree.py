@@ -5,7 +5,6 @@ from collections import Counter
 import discord
 from discord import app_commands
 
-from cogs.memory.cog.options import declared_options_hold
 
 
 def test_command_names_do_not_collide(discord_bot):
@@ -48,6 +47,8 @@ def test_the_tree_serialises_for_sync(discord_bot):
 
 
 def test_every_command_checks_its_options_after_its_permission_checks(discord_bot):
+    from cogs.memory.cog.options import declared_options_hold  # the loaded extension's own copy
+
     unchecked = [command.qualified_name for command in discord_bot.tree.walk_commands()
                  if isinstance(command, app_commands.Command) and command.checks[-1:] != [declared_options_hold]]
     assert unchecked == []
