@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from cogs.memory._rerank_local import ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, PROMPT_BODY, SYSTEM_PREFIX, LocalScorer
+from cogs.memory.rerank.local import ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, PROMPT_BODY, SYSTEM_PREFIX, LocalScorer
 from cogs.memory.profile import HardwareDetector, MemoryProfile, load_profile
 
 DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp32": ("float32", torch.float32)}
@@ -106,7 +106,7 @@ def make_scorer(backend: str, model_dir: Path, dtype: str, export_dir: Path, int
                 max_length: int = MAX_LENGTH) -> LocalScorer:
     if backend == "torch":
         return LocalScorer(str(model_dir), "cpu", dtype, max_length)
-    from cogs.memory._rerank_onnx import OnnxScorer
+    from cogs.memory.rerank.onnx import OnnxScorer
 
     if dtype != "float32":
         raise SystemExit("--backend onnx runs float32 (or --int8); use --dtype fp32")

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from .config import DEVICES, DTYPES, PROFILES_DIR
+
 log = logging.getLogger(__name__)
 
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "profiles"
 PROFILE_ENV_VAR = "MEMORY_PROFILE"
 
-DEVICES = ("cpu", "cuda", "mps", "auto")
-DTYPES = ("float32", "bfloat16", "float16")
 PROVIDERS = ("local", "http", "none")
 # Who runs a local reranker: "auto" = ONNX Runtime for float32 on a CPU when it is installed, torch otherwise.
 BACKENDS = ("auto", "onnx", "torch")
@@ -223,38 +224,40 @@ def _probe_mps() -> bool:
 
 
 def _probe_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """CPUs this process may run on: its affinity where the OS keeps one (Linux, Windows), else every logical CPU."""
+    process = psutil.Process()
+    if hasattr(process, "cpu_affinity"):  # psutil has none on macOS
+        return len(process.cpu_affinity()) or 1
+    return psutil.cpu_count(logical=True) or 1
+
+
+def _probe_ram_gb() -> float:
+    return psutil.virtual_memory().total / 2**30
 
 
 class HardwareDetector:
-    """Reads the machine through /proc and torch (no subprocess); every probe can be replaced in tests."""
+    """Reads the machine through psutil, /proc/cpuinfo (bf16 flags, Linux only) and torch, with no subprocess;
+    every probe can be replaced in tests."""
 
     def __init__(
         self,
         *,
         cpuinfo: Callable[[], str] = lambda: _read_text("/proc/cpuinfo"),
-        meminfo: Callable[[], str] = lambda: _read_text("/proc/meminfo"),
+        ram_gb: Callable[[], float] = _probe_ram_gb,
         cores: Callable[[], int] = _probe_cores,
         cuda: Callable[[], tuple[CudaDevice, ...]] = _probe_cuda,
         mps: Callable[[], bool] = _probe_mps,
     ) -> None:
-        self._cpuinfo, self._meminfo, self._cores, self._cuda, self._mps = cpuinfo, meminfo, cores, cuda, mps
+        self._cpuinfo, self._ram_gb, self._cores, self._cuda, self._mps = cpuinfo, ram_gb, cores, cuda, mps
 
     def detect(self) -> HardwareInfo:
         flags: set[str] = set()
         for line in self._cpuinfo().splitlines():
             if line.startswith(("flags", "Features")):
                 flags.update(line.partition(":")[2].split())
-        ram_gb = 0.0
-        for line in self._meminfo().splitlines():
-            if line.startswith("MemTotal:"):
-                ram_gb = int(line.split()[1]) / 2**20  # kB -> GiB
         return HardwareInfo(
             cpu_cores=self._cores(),
-            ram_gb=ram_gb,
+            ram_gb=self._ram_gb(),
             cpu_bf16=bool(flags & CPU_BF16_FLAGS),
             cuda_devices=self._cuda(),
             mps=self._mps(),
@@ -321,10 +324,11 @@ def select_profile(
     return profile
 
 
-def resolve_device(profile: MemoryProfile, hardware: HardwareInfo) -> str:
-    """Turn device "auto" into "cuda", "mps" or "cpu" for this machine."""
+def resolve_device(profile: MemoryProfile, hardware: HardwareInfo | None = None) -> str:
+    """Turn device "auto" into "cuda", "mps" or "cpu" for this machine (probed when ``hardware`` is None; blocking)."""
     if profile.device != "auto":
         return profile.device
+    hardware = hardware or HardwareDetector().detect()
     if hardware.cuda_devices:
         return "cuda"
     return "mps" if hardware.mps else "cpu"

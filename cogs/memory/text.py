@@ -13,7 +13,6 @@ __all__ = (
     "Term",
     "embedding_input",
     "fts_document",
-    "index_term",
     "keyword_terms",
     "match_expression",
 )
@@ -95,14 +94,6 @@ def keyword_terms(query: str) -> list[str]:
                 seen.add(key)
                 terms.append(term)
     return terms
-
-
-def index_term(term: str) -> str:
-    """The form FTS5's ``porter unicode61 remove_diacritics 2`` tokenizer stores a query term under."""
-    if _CJK_RUN.fullmatch(term):
-        return term
-    bare = "".join(ch for ch in unicodedata.normalize("NFD", term) if not unicodedata.combining(ch))
-    return _STEMMER.stemWord(bare)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cogs.memory.text import Term, embedding_input, fts_document, index_term, keyword_terms, match_expression
+from cogs.memory.text import Term, embedding_input, fts_document, keyword_terms, match_expression
 
 FTS_SCHEMA = ("CREATE VIRTUAL TABLE messages_fts USING fts5(body, author, "
               "tokenize = 'porter unicode61 remove_diacritics 2')")
@@ -98,12 +98,6 @@ def test_keyword_terms_keep_one_word_per_stem() -> None:
 def test_keyword_terms_of_only_stop_words_are_empty() -> None:
     assert keyword_terms("what did you do?") == []
     assert match_expression([]) is None
-
-
-def test_index_term_matches_the_term_fts5_stores(fts: sqlite3.Connection) -> None:
-    fts.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, messages_fts, row)")
-    stored = {row[0] for row in fts.execute("SELECT term FROM temp.vocab")}
-    assert {index_term(t) for t in keyword_terms("dogs running park pizza déjà")} - {"deja"} <= stored
 
 
 def test_author_column_term_matches_only_the_author(fts: sqlite3.Connection) -> None:
