@@ -159,7 +159,9 @@ class MemoryBot(commands.Bot):
 
         profile = await asyncio.to_thread(self.choose_profile)
         log.info("Opening memory with profile %r at %s", profile.name, self.db_path)
-        return await Memory.open(profile, self.db_path, self.index_dir)
+        from cogs.memory.config import database_url
+
+        return await Memory.open(profile, self.db_path, self.index_dir, database_url())
 
     def choose_profile(self) -> MemoryProfile:
         from cogs.memory.profile_choice import saved_or_selected_profile

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
+from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
 from .exporter import ExportError, read_export
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
 
@@ -180,7 +180,7 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     except ProfileError as error:
         print(f"error: {error}", file=err)
         return 2
-    memory = await Memory.open(profile, args.db, args.index_dir)
+    memory = await Memory.open(profile, args.db, args.index_dir, database_url())
     try:
         if args.command == "import":
             return await import_exports(memory, args.exports, out, err)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ("DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "INDEX_DIR", "PROFILES_DIR", "PROFILE_CHOICE_PATH", "ROOT")
+__all__ = ("DATABASE_URL_ENV", "DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "INDEX_DIR", "PROFILES_DIR",
+           "PROFILE_CHOICE_PATH", "ROOT", "database_url")
 
 # The bot's folder, wherever the process runs from.
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,3 +24,21 @@ PROFILE_CHOICE_PATH = DATA_DIR / "profile.txt"
 DEVICES = ("cpu", "cuda", "mps", "auto")
 # torch's names for them: torch.float32, ...
 DTYPES = ("float32", "bfloat16", "float16")
+
+# Set (in the environment or .env) to keep memory in PostgreSQL + pgvector instead of the SQLite file.
+DATABASE_URL_ENV = "DATABASE_URL"
+_POSTGRESQL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def database_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """The PostgreSQL URL memory should use, or None for the embedded SQLite default.
+
+    bot.py loads .env into the environment first, so a value there counts too.
+    """
+    value = (os.environ if environ is None else environ).get(DATABASE_URL_ENV, "").strip()
+    if not value:
+        return None
+    if not value.startswith(_POSTGRESQL_SCHEMES):
+        scheme = value.split(":", 1)[0]
+        raise ValueError(f"{DATABASE_URL_ENV} must be a postgresql:// URL (or unset for SQLite), not {scheme}:...")
+    return value

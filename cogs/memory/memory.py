@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from .backends import indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
 from .profile import MemoryProfile, ProfileError, resolve_device
 from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
-from .search import SearchEngine
 from .settings import GuildPolicy, GuildSettings
 from .store import MemoryStore, WriteBatch
 from .text import embedding_input
@@ -58,16 +58,20 @@ class Memory:
         self.indexes = indexes
         self.ingest = ingest
         self.reranker = reranker
-        self.search_engine = SearchEngine(store, embedder, indexes, profile)
+        self.search_engine = search_engine_for(store, embedder, indexes, profile)
         self._policy = GuildPolicy(store, ingest)
         self._autosave: asyncio.Task[None] | None = None
         self.purges = PurgeScheduler(self._erase_forgotten)
 
     @classmethod
-    async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path) -> Memory:
-        """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest."""
+    async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path,
+                   database_url: str | None = None) -> Memory:
+        """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest.
+
+        ``database_url`` (postgresql://...) keeps memory in PostgreSQL instead of the SQLite file at ``db_path``.
+        """
         device = await asyncio.to_thread(resolve_device, profile)
-        store = await MemoryStore.open(db_path)
+        store = await open_store(db_path, database_url)
         embedder = _embedder_for(profile, device)
         try:
             await embedder.start()
@@ -77,7 +81,7 @@ class Memory:
             log.error("Memory cannot start: %s. Set embedding_model in profile %r to an installed "
                       "sentence-transformers model id or a local model directory.", exc, profile.name)
             raise MemoryOpenError(str(exc)) from None
-        indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
+        indexes = indexes_for(store, index_dir, embedder.model_name, embedder.dimension)
         try:
             await indexes.load_all()
         except BaseException:
@@ -229,6 +233,16 @@ class Memory:
         return cast(list[Candidate], await reranker.arerank_results(query, list(candidates), top_k=limit))
 
     async def stats(self, guild_id: int) -> dict[str, Any]:
+        if not isinstance(self.store, MemoryStore):  # PostgreSQL: the vectors and their index are in the database
+            return {
+                "messages": await self.store.count_messages(guild_id),
+                "vectors": await self.store.count_vectors(guild_id, self.embedder.model_name),
+                "index_size_bytes": 0,
+                "index_file_bytes": 0,
+                "index_kind": self.indexes.kind,
+                "embedding_model": self.embedder.model_name,
+                "queued": self.ingest.queued,
+            }
         index = self.indexes.get(guild_id)
         path = self.indexes.path_for(guild_id)
         file_bytes = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
@@ -270,12 +284,12 @@ class Memory:
             if embedder.model_name != self.embedder.model_name:
                 await self._reembed_all(embedder)
                 await self.indexes.close()
-                indexes = IndexRegistry(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
+                indexes = indexes_for(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
                 await indexes.load_all()
             old = self.embedder
             self.ingest.use(embedder, indexes, batch_size=profile.ingest_batch_size)
             self.embedder, self.indexes, self.profile = embedder, indexes, profile
-            self.search_engine = SearchEngine(self.store, embedder, indexes, profile)
+            self.search_engine = search_engine_for(self.store, embedder, indexes, profile)
         if old is not embedder:
             await old.close()
         if self.reranker is not None and not _wants_reranker(profile):

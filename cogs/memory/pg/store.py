@@ -91,6 +91,9 @@ SELECT_CHANNELS = "SELECT DISTINCT channel_id FROM messages WHERE guild_id = $1"
 SELECT_HAS_VECTOR = "SELECT 1 FROM embeddings WHERE model = $1 AND message_rowid = $2"
 SELECT_GUILDS = "SELECT DISTINCT guild_id FROM messages"
 COUNT_GUILD_MESSAGES = "SELECT COUNT(*) FROM messages WHERE guild_id = $1"
+COUNT_GUILD_VECTORS = """
+SELECT COUNT(*) FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid WHERE m.guild_id = $1 AND e.model = $2
+"""
 SELECT_SETTINGS = "SELECT settings FROM guild_settings WHERE guild_id = $1"
 # One statement each, so two processes changing different keys of one guild never lose each other's change.
 MERGE_SETTING = """
@@ -296,6 +299,9 @@ class PostgresStore:
 
     async def count_messages(self, guild_id: int) -> int:
         return await self._pool.fetchval(COUNT_GUILD_MESSAGES, guild_id)
+
+    async def count_vectors(self, guild_id: int, model: str) -> int:
+        return await self._pool.fetchval(COUNT_GUILD_VECTORS, guild_id, model)
 
     # -- for the search engine ------------------------------------------------------------------------------
 
