@@ -2,6 +2,7 @@
 
     python -m cogs.memory import EXPORT.json...
     python -m cogs.memory search QUERY [--guild G] [--channel C] [--no-rerank]
+    python -m cogs.memory migrate --to postgresql://USER@HOST/DB [--model NAME]
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ def export_file(value: str) -> Path:
     return path
 
 
+def postgres_url(value: str) -> str:
+    if not value.startswith(("postgresql://", "postgres://")):
+        raise argparse.ArgumentTypeError(f"must be a postgresql:// URL; you gave {value!r}")
+    return value
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m cogs.memory", description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, default=DB_PATH, help="SQLite file (default: %(default)s)")
@@ -75,6 +82,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     search.add_argument("--channel", type=discord_id, action="append", help="only this channel id (repeatable)")
     search.add_argument("--limit", type=result_limit, default=10, help=f"how many results (1-{MAX_RESULTS})")
     search.add_argument("--no-rerank", action="store_true", help="first stage only (vector + keyword fusion)")
+    migrate = commands.add_parser("migrate", help="copy the SQLite memory into PostgreSQL (resumable, one way)")
+    migrate.add_argument("--to", required=True, type=postgres_url, metavar="postgresql://...",
+                         help="the PostgreSQL database (pgvector installed) to copy into")
+    migrate.add_argument("--model", help="whose vectors to copy (default: the profile's embedding model)")
     return parser.parse_args(argv)
 
 
@@ -171,10 +182,61 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
     return 0
 
 
+class TableProgress:
+    """Progress of the copy on stderr: one line per table, rewritten in place while it runs."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.table: str | None = None
+
+    def __call__(self, table: str, done: int, total: int, skipped: int) -> None:
+        if self.table not in (None, table):
+            self.out.write("\n")
+        self.table = table
+        self.out.write(f"\r{table}: {done}/{total} ({skipped} already there)")
+        self.out.flush()
+
+    def finish(self) -> None:
+        if self.table is not None:
+            self.out.write("\n")
+
+
+async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Copy the SQLite memory into PostgreSQL, then print both sides' counts; 1 when any table differs."""
+    from .pg.migrate import MigrationError, copy_memory
+    from .profile import ProfileError
+
+    try:
+        model = args.model or (await asyncio.to_thread(load_profile_for, args)).embedding_model
+    except ProfileError as error:
+        print(f"error: {error}", file=err)
+        return 2
+    progress = TableProgress(err)
+    try:
+        counts = await copy_memory(args.db, args.to, model, progress)
+    except MigrationError as error:
+        progress.finish()
+        print(f"error: {error}", file=err)
+        return 1
+    progress.finish()
+    print(f"{'table':<20} {'sqlite':>10} {'postgresql':>10}", file=out)
+    for count in counts:
+        print(f"{count.table:<20} {count.sqlite:>10} {count.postgresql:>10}{'' if count.matches else '  MISMATCH'}",
+              file=out)
+    if all(count.matches for count in counts):
+        print(f"copied: every table matches ({model} vectors)", file=out)
+        return 0
+    print("error: counts differ; was the PostgreSQL database empty (or only an earlier copy) when this began?",
+          file=err)
+    return 1
+
+
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     from .memory import Memory
     from .profile import ProfileError
 
+    if args.command == "migrate":
+        return await migrate(args, out, err)
     try:
         profile = await asyncio.to_thread(load_profile_for, args)
     except ProfileError as error:
