@@ -1,7 +1,7 @@
 """Benchmark: first-stage recall of memory search on a chat dataset, ingested through the real ingest path.
 
 python -m bench.recall --messages M.jsonl --queries Q.jsonl --mode vector|keyword|hybrid [--json OUT]
-                       [--profile cpu-small] [--candidates 100] [--db DIR]
+                       [--profile cpu-small] [--candidates 100] [--db DIR] [--database-url postgresql://...]
 
 ``--mode hybrid,vector,keyword`` ingests once and answers the queries in each mode: it prints (and writes) a JSON
 list of the per-mode objects, which share the one ingest measurement.
@@ -9,6 +9,10 @@ list of the per-mode objects, which share the one ingest measurement.
 messages.jsonl: {"channel", "msg_id", "author", "ts", "text"} a line; queries.jsonl: {"channel", "qid", "question",
 "category", "relevant": [msg_id, ...]} a line (the format of ../shared/data/locomo/). All messages go into one guild,
 one Discord channel per ``channel`` value, in file order; each query is searched within its own channel.
+
+``--database-url`` runs the same ingest and queries on the PostgreSQL store too (in a scratch database created on
+that server and dropped afterwards, bench/pg.py): the output is then ``{"sqlite": ..., "postgresql": ...,
+"postgresql_minus_sqlite": {mode: {metric: difference}}}``.
 """
 
 from __future__ import annotations
@@ -115,12 +119,37 @@ def _timed(function: Callable[[list[str]], Any], texts: list[str]) -> float:
 
 
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The SQLite store's results, one object per mode."""
     records, queries = load_dataset(args.messages, args.queries)
+    return await run_store(args, records, queries, None)
+
+
+async def run_both(args: argparse.Namespace) -> dict[str, Any]:
+    """The same ingest and queries on SQLite and on PostgreSQL, and PostgreSQL's difference per metric."""
+    from .pg import scratch_database
+
+    records, queries = load_dataset(args.messages, args.queries)
+    sqlite = await run_store(args, records, queries, None)
+    async with scratch_database(args.database_url, "recall") as url:
+        postgresql = await run_store(args, records, queries, url)
+    metrics = [f"recall@{k}" for k in KS] + [f"mrr@{MRR_AT}"]
+    return {
+        "sqlite": sqlite[0] if len(sqlite) == 1 else sqlite,
+        "postgresql": postgresql[0] if len(postgresql) == 1 else postgresql,
+        "postgresql_minus_sqlite": {ours["mode"]: {m: round(theirs[m] - ours[m], 4) for m in metrics}
+                                    for ours, theirs in zip(sqlite, postgresql, strict=True)},
+    }
+
+
+async def run_store(args: argparse.Namespace, records: list[MessageRecord], queries: list[Query],
+                    database_url: str | None) -> list[dict[str, Any]]:
+    """Ingest ``records`` into a fresh store (SQLite, or PostgreSQL at ``database_url``) and answer ``queries``."""
     profile = load_profile(args.profile)
     profile = replace(profile, vector_candidates=args.candidates, keyword_candidates=args.candidates,
                       reranker=replace(profile.reranker, enabled=False))
     with tempfile.TemporaryDirectory(dir=args.db) as workdir:
-        memory = await Memory.open(profile, Path(workdir) / "memory.sqlite3", Path(workdir) / "indexes")
+        memory = await Memory.open(profile, Path(workdir) / "memory.sqlite3", Path(workdir) / "indexes",
+                                   database_url)
         try:
             recorder = _TextRecorder(memory.embedder)
             started = time.perf_counter()
@@ -192,9 +221,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="cpu-small", help="profile name or .toml path (reranker is off)")
     parser.add_argument("--candidates", type=int, default=100, help="vector and keyword candidates per query")
     parser.add_argument("--db", type=Path, default=None, help="directory for the temporary database")
+    parser.add_argument("--database-url", help="also run on PostgreSQL (a scratch database on this server)")
     args = parser.parse_args(argv)
-    results = asyncio.run(run(args))
-    out = json.dumps(results[0] if len(results) == 1 else results, indent=2)
+    if args.database_url is not None:
+        out = json.dumps(asyncio.run(run_both(args)), indent=2)
+    else:
+        results = asyncio.run(run(args))
+        out = json.dumps(results[0] if len(results) == 1 else results, indent=2)
     print(out)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
