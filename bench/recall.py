@@ -139,7 +139,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
             # The model alone, twice, keeping the faster: a first pass over new text lengths pays warm-up,
             # which would flatter ingest by comparison.
-            embed_s = min(_timed(memory.embedder.embed_sync, recorder.texts) for _ in range(2))
+            inputs = memory.embedder.prefixes.passages(recorder.texts)  # what ``embed`` hands the model
+            embed_s = min(_timed(memory.embedder.embed_sync, inputs) for _ in range(2))
 
             ingest = {
                 "ingest_msgs_per_s": round(len(records) / ingest_s, 1),
@@ -214,7 +215,8 @@ def main(argv: list[str] | None = None) -> None:
     args.queries = args.queries or args.data / "queries.jsonl"
     for path in (args.messages, args.queries):
         if not path.is_file():
-            parser.error(f"{path} does not exist; give --data DIR (messages.jsonl, queries.jsonl) or --messages/--queries")
+            parser.error(f"{path} does not exist: give --data DIR (with messages.jsonl and queries.jsonl), "
+                         "or --messages and --queries")
     results = asyncio.run(run(args))
     out = json.dumps(results[0] if len(results) == 1 else results, indent=2)
     print(out)

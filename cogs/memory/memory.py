@@ -33,7 +33,12 @@ class MemoryOpenError(RuntimeError):
 
 def _embedder_for(profile: Any) -> EmbeddingService:
     return EmbeddingService(profile.embedding_model, device=profile.device, dtype=profile.dtype,
-                            batch_size=profile.embedding_batch_size)
+                            batch_size=profile.embedding_batch_size, **_prefixes(profile))
+
+
+def _prefixes(profile: Any) -> dict[str, str | None]:
+    return {"query_prefix": getattr(profile, "embedding_query_prefix", None),
+            "passage_prefix": getattr(profile, "embedding_passage_prefix", None)}
 
 
 def _wants_reranker(profile: Any) -> bool:
@@ -176,8 +181,8 @@ class Memory:
         The new models load first, beside the old ones; only then is anything swapped. A new embedding model
         re-embeds every stored message before it is used.
         """
-        same_embedder = (profile.embedding_model, profile.device, profile.dtype) == (
-            self.profile.embedding_model, self.profile.device, self.profile.dtype)
+        same_embedder = (profile.embedding_model, profile.device, profile.dtype, _prefixes(profile)) == (
+            self.profile.embedding_model, self.profile.device, self.profile.dtype, _prefixes(self.profile))
         embedder = self.embedder
         if not same_embedder:
             embedder = _embedder_for(profile)
