@@ -16,21 +16,16 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands, tasks
 
+from cogs.memory.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
+
 if TYPE_CHECKING:
     from cogs.memory.memory import Memory
     from cogs.memory.profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parent
-ENV_FILE = ROOT / ".env"
-DATA_DIR = ROOT / "data"
-DB_PATH = DATA_DIR / "memory.sqlite3"
-INDEX_DIR = DATA_DIR / "indexes"
-# The admin's `/memory profile set` choice, kept beside the database so it survives restarts.
-PROFILE_CHOICE_PATH = DATA_DIR / "profile.txt"
-EXTENSIONS = ("cogs.memory",)
-PROFILES_DIR = ROOT / "profiles"
+ENV_FILE = Path(__file__).resolve().parent / ".env"
+EXTENSIONS = ("cogs.memory.cog",)
 
 NO_TOKEN_HELP = """\
 No Discord bot token found: set DISCORD_TOKEN in the environment or in a .env file next to bot.py.
@@ -164,15 +159,17 @@ class MemoryBot(commands.Bot):
 
         profile = await asyncio.to_thread(self.choose_profile)
         log.info("Opening memory with profile %r at %s", profile.name, self.db_path)
-        return await Memory.open(profile, self.db_path, self.index_dir)
+        from cogs.memory.config import database_url
+
+        return await Memory.open(profile, self.db_path, self.index_dir, database_url())
 
     def choose_profile(self) -> MemoryProfile:
-        from cogs.memory._profile_choice import saved_or_selected_profile
+        from cogs.memory.profile_choice import saved_or_selected_profile
 
         return saved_or_selected_profile(self.profile_choice_path, self.profiles_dir)
 
     async def save_profile_choice(self, name: str) -> None:
-        from cogs.memory._profile_choice import save_profile_choice
+        from cogs.memory.profile_choice import save_profile_choice
 
         await asyncio.to_thread(save_profile_choice, self.profile_choice_path, name)
 
@@ -195,7 +192,7 @@ class MemoryBot(commands.Bot):
     @tasks.loop(seconds=GC_IDLE_CHECK_S)
     async def collect_garbage(self) -> None:
         """A full collection when ingest is idle (few live objects, a short pause), or when one is overdue."""
-        busy = self.memory is not None and self.memory.ingest.queued > 0
+        busy = self.memory is not None and self.memory.queued > 0
         if busy and time.monotonic() - self._last_full_collection < GC_MAX_INTERVAL_S:
             return
         started = time.perf_counter()

@@ -1,10 +1,13 @@
 """Benchmark: our Qwen3-Reranker scoring vs the official method and sentence-transformers' CrossEncoder.
 
 python -m bench.rerank --data ../shared/data/locomo [--queries 5] [--candidates 20,50] [--dtype bf16|fp32]
-                       [--baseline-pairs N] [--batch-size 16] [--model-dir DIR] [--json OUT]
+                       [--backend torch,onnx] [--int8] [--profile cpu-small] [--baseline-pairs N]
+                       [--batch-size 16] [--model-dir DIR] [--export-dir DIR] [--json OUT]
 
 A random-weight model of the real Qwen3-Reranker-0.6B shape (real Qwen3 tokenizer) is built in a subprocess, so the
-peak RSS reported is this process's: ours runs first, then the baselines on the first N pairs (per-pair throughput).
+peak RSS reported is this process's: ours runs first (each backend listed; the first one gives the top-level
+figures), then the baselines on the first N pairs (per-pair throughput). Every comparison is made pair by pair on
+exactly those N pairs. `ms_for_budget` is what the profile's time budget buys: candidates scored per query.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import json
 import os
 import random
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,10 +30,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from cogs.memory._rerank_local import ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, PROMPT_BODY, SYSTEM_PREFIX, LocalScorer
-from cogs.memory.profile import HardwareDetector
+from cogs.memory.rerank.local import ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, PROMPT_BODY, SYSTEM_PREFIX, LocalScorer
+from cogs.memory.profile import HardwareDetector, MemoryProfile, load_profile
 
 DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp32": ("float32", torch.float32)}
+BACKENDS = ("torch", "onnx")
 OFFICIAL_BATCH = 8
 MAX_LENGTH = 512
 # What the sentence-transformers Qwen3-Reranker conversions ship as chat_template.jinja: the official prompt,
@@ -84,24 +90,61 @@ def matmul_peak_gflops(dtype: torch.dtype) -> float:
     return flops / best / 1e9
 
 
-def run_ours(model_dir: Path, dtype: str, cases: list[Case], batch_size: int) -> dict:
-    scorer = LocalScorer(str(model_dir), "cpu", dtype, MAX_LENGTH)
-    params = sum(p.numel() for p in scorer.model.parameters())
-    non_embedding = params - scorer.model.get_input_embeddings().weight.numel()
+def non_embedding_params(model_dir: Path) -> int:
+    """Parameters that cost FLOPs per token: all but the input embedding (a lookup), from the config alone."""
+    from transformers import AutoConfig
+
+    c = AutoConfig.from_pretrained(model_dir)
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    attention = c.hidden_size * head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads) \
+        + 2 * head_dim
+    layer = attention + 3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size
+    return c.num_hidden_layers * layer + c.hidden_size  # the head is tied to the embedding and not run per token
+
+
+def make_scorer(backend: str, model_dir: Path, dtype: str, export_dir: Path, int8: bool,
+                max_length: int = MAX_LENGTH) -> LocalScorer:
+    if backend == "torch":
+        return LocalScorer(str(model_dir), "cpu", dtype, max_length)
+    from cogs.memory.rerank.onnx import OnnxScorer
+
+    if dtype != "float32":
+        raise SystemExit("--backend onnx runs float32 (or --int8); use --dtype fp32")
+    return OnnxScorer(str(model_dir), max_length, export_dir, int8=int8)
+
+
+def run_budget(scorer: LocalScorer, cases: list[Case], profile: MemoryProfile) -> dict:
+    """What the profile's time budget buys: candidates scored per query, in first-stage order, as the bot does."""
+    settings = profile.reranker
+    scored = []
+    for case in cases:
+        docs = case.docs[: settings.candidates]
+        deadline = time.monotonic() + settings.time_budget_ms / 1000 if settings.time_budget_ms else None
+        scores = scorer.score(case.query, docs, DEFAULT_INSTRUCTION, settings.batch_size, deadline)
+        scored.append(sum(score is not None for score in scores))
+    return {"profile": profile.name, "budget_ms": settings.time_budget_ms, "batch_size": settings.batch_size,
+            "candidates_offered": min(settings.candidates, min(len(c.docs) for c in cases)),
+            "candidates_scored_per_query": scored, "min_scored": min(scored),
+            "median_scored": statistics.median(scored)}
+
+
+def run_ours(scorer: LocalScorer, cases: list[Case], batch_size: int) -> dict:
+    """Each case timed once, after a warm-up that also fills the instruction's constant-prefix cache (as the bot's
+    first recall does): tokens needed are the query's own prefix tokens and the candidates' tails."""
     scorer.score("warm up", ["a short message", "another one"], DEFAULT_INSTRUCTION, batch_size)
+    constant = len(scorer.constant_ids(DEFAULT_INSTRUCTION))
     scores, times, tokens = [], [], 0
     for case in cases:
         split = scorer.split_prompts(case.query, case.docs, DEFAULT_INSTRUCTION)
-        tokens += len(split.shared) + sum(len(t) for t in split.tails)
+        tokens += len(split.shared) - constant + sum(len(t) for t in split.tails)
         started = time.perf_counter()
         scores.append(scorer.score(case.query, case.docs, DEFAULT_INSTRUCTION, batch_size))
         times.append(time.perf_counter() - started)
     full_prompt_tokens = sum(len(p) for c in cases for p in scorer.prompt_ids(c.query, c.docs, DEFAULT_INSTRUCTION))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    del scorer
-    gc.collect()
-    return {"scores": scores, "times": times, "tokens": tokens, "non_embedding_params": non_embedding,
-            "full_prompt_tokens": full_prompt_tokens, "peak_rss_mb": rss_mb}
+    return {"scores": scores, "times": times, "tokens": tokens, "full_prompt_tokens": full_prompt_tokens,
+            "peak_rss_mb": rss_mb, "constant_prefix_tokens": constant,
+            "constant_prefix_hits": scorer.constant_prefixes.hits}
 
 
 def run_official(model_dir: Path, torch_dtype: torch.dtype, pairs: list[tuple[str, str]]) -> tuple[list[float], float]:
@@ -158,58 +201,119 @@ def build_model(dtype: torch.dtype) -> Path:
     return target
 
 
+def max_abs_diff(reference: list[float], ours: list[float]) -> float:
+    return max(abs(a - b) for a, b in zip(reference, ours, strict=True))
+
+
+def run_backends(args: argparse.Namespace, model_dir: Path, dtype: str, cases: list[Case],
+                 export_dir: Path) -> dict[str, dict]:
+    """Our scorer on every case, once per backend asked for (and int8 ONNX beside fp32 with --int8)."""
+    names = [b.strip() for b in args.backend.split(",")]
+    if unknown := [b for b in names if b not in BACKENDS]:
+        raise SystemExit(f"--backend {','.join(unknown)}: allowed: {' | '.join(BACKENDS)}")
+    runs = [(name, False) for name in names] + ([("onnx", True)] if args.int8 else [])
+    profile = load_profile(args.profile)
+    budget_cases = [Case(c.query, c.docs[: profile.reranker.candidates]) for c in cases]
+    rows = {}
+    for name, int8 in runs:
+        started = time.perf_counter()
+        scorer = make_scorer(name, model_dir, dtype, export_dir, int8)
+        load_s = time.perf_counter() - started
+        row = run_ours(scorer, cases, args.batch_size)
+        row.update(load_s=load_s, ms_for_budget=run_budget(scorer, budget_cases, profile))
+        scorer.close()
+        del scorer
+        gc.collect()
+        rows[f"{name}-int8" if int8 else name] = row
+    return rows
+
+
+def summarise(row: dict, cases: list[Case], counts: list[int], keys: list[tuple[int, int]], official: list[float],
+              official_s: float, st: list[float], st_s: float | None, useful_per_token: int, peak: float) -> dict:
+    """One backend's figures; every comparison is pair by pair over `keys` (case, doc), the pairs the baselines
+    scored, in the order they scored them."""
+    mine = [row["scores"][case][doc] for case, doc in keys]
+    seconds = sum(row["times"])
+    pairs_per_s = sum(len(c.docs) for c in cases) / seconds
+    useful_gflops = 2 * useful_per_token * row["tokens"] / seconds / 1e9
+    out = {
+        "pairs_per_s": pairs_per_s,
+        "speedup_vs_official": pairs_per_s / (len(keys) / official_s),
+        "speedup_vs_st": pairs_per_s / (len(keys) / st_s) if st_s else None,
+        "max_abs_diff_vs_official": max_abs_diff(official, mine),
+        "st_max_abs_diff_vs_ours": max_abs_diff(st, mine) if st else None,
+        "bitwise_equal_pairs_vs_official": sum(a == b for a, b in zip(official, mine, strict=True)),
+        "effective_gflops": useful_gflops,
+        "fraction_of_peak": useful_gflops / peak,
+        "tokens_needed": row["tokens"],
+        "constant_prefix_tokens": row["constant_prefix_tokens"],
+        "constant_prefix_hits": row["constant_prefix_hits"],
+        "load_s": row["load_s"],
+        "peak_rss_mb": row["peak_rss_mb"],
+        "ms_for_budget": row["ms_for_budget"],
+    }
+    for count in counts:
+        times = [t for t, c in zip(row["times"], cases, strict=True) if len(c.docs) == count]
+        out[f"ms_per_query_{count}"] = 1000 * sum(times) / len(times)
+    return out
+
+
 def benchmark(args: argparse.Namespace) -> dict:
     dtype_name, torch_dtype = DTYPES[args.dtype]
     counts = [int(c) for c in args.candidates.split(",")]
     cases = load_cases(args.data, args.queries, counts)
     load_before = os.getloadavg()[0]
     model_dir = args.model_dir or build_model(torch_dtype)
+    export_dir = args.export_dir or Path(tempfile.mkdtemp(prefix="rerank-onnx-"))
     peak = matmul_peak_gflops(torch_dtype)
-    ours = run_ours(model_dir, dtype_name, cases, args.batch_size)
-    pairs = [(c.query, d) for c in cases for d in c.docs]
-    ours_flat = [s for case_scores in ours["scores"] for s in case_scores]
-    n_base = min(args.baseline_pairs or len(pairs), len(pairs))
-    official, official_s = run_official(model_dir, torch_dtype, pairs[:n_base])
     try:
-        st, st_s = run_st(model_dir, torch_dtype, pairs[:n_base])
+        rows = run_backends(args, model_dir, dtype_name, cases, export_dir)
+    finally:
+        if args.export_dir is None:
+            shutil.rmtree(export_dir, ignore_errors=True)
+    keys = [(i, j) for i, case in enumerate(cases) for j in range(len(case.docs))]
+    keys = keys[: args.baseline_pairs or len(keys)]
+    pairs = [(cases[i].query, cases[i].docs[j]) for i, j in keys]
+    official, official_s = run_official(model_dir, torch_dtype, pairs)
+    try:
+        st, st_s = run_st(model_dir, torch_dtype, pairs)
         st_error = None
     except Exception as exc:  # reported in the JSON, as the issue asks
         st, st_s, st_error = [], None, f"{type(exc).__name__}: {exc}"
-    ours_s = sum(ours["times"])
-    ours_pps = len(pairs) / ours_s
-    result = {
+    useful_per_token = non_embedding_params(model_dir)
+    by_backend = {name: summarise(row, cases, counts, keys, official, official_s, st, st_s, useful_per_token, peak)
+                  for name, row in rows.items()}
+    first_name = next(iter(by_backend))
+    first = by_backend[first_name]
+    return {
         "dtype": args.dtype,
-        "pairs": len(pairs),
+        "backend": first_name,
+        "pairs": sum(len(c.docs) for c in cases),
         "queries": args.queries,
-        "baseline_pairs": n_base,
+        "baseline_pairs": len(keys),
         "batch_size": args.batch_size,
-        "official_pairs_per_s": n_base / official_s,
-        "st_pairs_per_s": n_base / st_s if st_s else None,
+        "official_pairs_per_s": len(keys) / official_s,
+        "official_score_range": [min(official), max(official)],
+        "st_pairs_per_s": len(keys) / st_s if st_s else None,
         "st_error": st_error,
-        "ours_pairs_per_s": ours_pps,
-        "speedup_vs_official": ours_pps / (n_base / official_s),
-        "speedup_vs_st": ours_pps / (n_base / st_s) if st_s else None,
-        "max_abs_diff_vs_official": max(abs(a - b) for a, b in zip(official, ours_flat)),
-        "st_max_abs_diff_vs_ours": max(abs(a - b) for a, b in zip(st, ours_flat)) if st else None,
-    }
-    for count in counts:
-        times = [t for t, c in zip(ours["times"], cases) if len(c.docs) == count]
-        result[f"ms_per_query_{count}"] = 1000 * sum(times) / len(times)
-    useful = 2 * ours["non_embedding_params"] * ours["tokens"]
-    result.update({
-        "peak_rss_mb": ours["peak_rss_mb"],
+        "ours_pairs_per_s": first["pairs_per_s"],
+        **{key: first[key] for key in ("speedup_vs_official", "speedup_vs_st", "max_abs_diff_vs_official",
+                                       "st_max_abs_diff_vs_ours", "bitwise_equal_pairs_vs_official")},
+        **{key: value for key, value in first.items() if key.startswith("ms_per_query_")},
+        "ms_for_budget": first["ms_for_budget"],
+        "peak_rss_mb": first["peak_rss_mb"],
         "matmul_peak_gflops": peak,
-        "ours_effective_gflops": useful / ours_s / 1e9,
-        "ours_fraction_of_peak": useful / ours_s / 1e9 / peak,
-        "tokens_needed": ours["tokens"],
-        "tokens_official_prompts": ours["full_prompt_tokens"],
+        "ours_effective_gflops": first["effective_gflops"],
+        "ours_fraction_of_peak": first["fraction_of_peak"],
+        "tokens_needed": first["tokens_needed"],
+        "tokens_official_prompts": rows[first_name]["full_prompt_tokens"],
+        "by_backend": by_backend,
         "threads": torch.get_num_threads(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cpu_bf16_native": HardwareDetector().detect().cpu_bf16,
         "load_avg_1m_before": load_before,
         "load_avg_1m_after": os.getloadavg()[0],
-    })
-    return result
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -218,11 +322,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=5)
     parser.add_argument("--candidates", default="20,50", help="candidate counts per query, comma-separated")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument("--backend", default="torch",
+                        help="our backends, comma-separated (torch, onnx); the first gives the top-level figures")
+    parser.add_argument("--int8", action="store_true", help="also run ONNX Runtime with int8 weights")
+    parser.add_argument("--profile", default="cpu-small", help="profile whose time budget ms_for_budget measures")
     parser.add_argument("--baseline-pairs", type=int, default=0,
                         help="run the official method and CrossEncoder on the first N pairs only (0 = all)")
     parser.add_argument("--batch-size", type=int, default=16, help="our batch size (candidates per forward)")
     parser.add_argument("--model-dir", type=Path, help="reuse a saved model directory instead of building one")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    parser.add_argument("--export-dir", type=Path,
+                        help="keep (and reuse) ONNX exports here; default: a temporary folder, removed after")
+    parser.add_argument("--threads", type=int, default=0, help="torch and ONNX Runtime threads (0 = defaults)")
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args(argv)
     if args.threads:

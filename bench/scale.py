@@ -30,6 +30,7 @@ import numpy as np
 
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
+from cogs.memory.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore
@@ -43,7 +44,7 @@ START = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 class RandomEmbedder:
-    """Stands in for EmbeddingService above ``--model-max``: random unit vectors, on its own thread."""
+    """An ``Embedder`` above ``--model-max``: random unit vectors, on its own thread."""
 
     def __init__(self, model_name: str, dimension: int, batch_size: int) -> None:
         self.model_name = model_name
@@ -59,9 +60,12 @@ class RandomEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.embed_sync, list(texts))
 
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return await self.embed(queries)
+
 
 class RecordingEmbedder:
-    """The real model, keeping every text the ingest path asked it to embed."""
+    """An ``Embedder`` over the real model, keeping every text the ingest path asked it to embed."""
 
     def __init__(self, inner: EmbeddingService) -> None:
         self._inner = inner
@@ -71,6 +75,9 @@ class RecordingEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
         return await self._inner.embed(texts)
+
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return await self._inner.embed_queries(queries)
 
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -103,11 +110,6 @@ async def timed(calls: Sequence[Any]) -> list[float]:
         await call()
         samples.append(time.perf_counter() - started)
     return samples
-
-
-class Profile:
-    vector_candidates = 50
-    keyword_candidates = 50
 
 
 async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -154,7 +156,8 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         result["index_load_verify_s"] = round(time.perf_counter() - started, 2)
         index = indexes.get(GUILD)
         result["index_kind"] = index.kind
-        engine = SearchEngine(store, model, indexes, Profile())
+        engine = SearchEngine(store, model, indexes, MemoryProfile(name="bench-scale", vector_candidates=50,
+                                                                   keyword_candidates=50))
         filters = SearchFilters(guild_id=GUILD)
         for question in questions[:5]:  # warm caches (and the fts5vocab table) before timing
             await engine.search(question, filters, K)

@@ -1,22 +1,10 @@
-"""The memory cog: remembers a server's conversations and recalls the right ones. Loaded as ``cogs.memory``."""
+"""The memory core: remembers a server's conversations and recalls the right ones. It knows nothing of Discord;
+its Discord surface is the ``cogs.memory.cog`` extension."""
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 # Idle OpenMP threads (torch's, under the embedder and the reranker) sleep instead of spinning: on a small box a
 # spinning thread holds the core the event loop and SQLite need. Read once, when torch is first imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-if TYPE_CHECKING:
-    from bot import MemoryBot
-
-
-async def setup(bot: MemoryBot) -> None:
-    from ._cog import MemoryCommands
-    from ._listeners import MemoryListeners
-
-    listeners = MemoryListeners(bot)
-    await bot.add_cog(listeners)
-    await bot.add_cog(MemoryCommands(bot, listeners))

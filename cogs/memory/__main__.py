@@ -15,37 +15,77 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ._exporter import ExportError, read_export
-from .records import SearchFilters
+from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
+from .exporter import ExportError, read_export
+from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # the bot's own files, wherever this runs from
 PROGRESS_EVERY = 200
+# SQLite holds signed 64-bit integers, and no Discord id (a snowflake) reaches 2**63.
+SNOWFLAKE_END = 2**63
+
+
+# argparse turns an ArgumentTypeError into "error: argument X: <message>" and exit code 2, with no traceback.
+def query_text(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("is blank; give some words to search for")
+    if len(value) > MAX_QUERY_CHARS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_QUERY_CHARS} characters; you gave {len(value)}")
+    return value
+
+
+def whole_number(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number; you gave {value!r}") from None
+
+
+def result_limit(value: str) -> int:
+    number = whole_number(value)
+    if not 1 <= number <= MAX_RESULTS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_RESULTS}; you gave {number}")
+    return number
+
+
+def discord_id(value: str) -> int:
+    number = whole_number(value)
+    if not 0 < number < SNOWFLAKE_END:
+        raise argparse.ArgumentTypeError(f"must be a Discord id (a positive whole number); you gave {number}")
+    return number
+
+
+def export_file(value: str) -> Path:
+    path = Path(value)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {value}")
+    return path
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m cogs.memory", description=__doc__.splitlines()[0])
-    parser.add_argument("--db", type=Path, default=DATA_DIR / "memory.sqlite3", help="SQLite file (default: %(default)s)")
-    parser.add_argument("--index-dir", type=Path, default=DATA_DIR / "indexes", help="FAISS index folder")
+    parser.add_argument("--db", type=Path, default=DB_PATH, help="SQLite file (default: %(default)s)")
+    parser.add_argument("--index-dir", type=Path, default=INDEX_DIR, help="FAISS index folder")
     parser.add_argument("--profile", help="profile name or .toml path (default: the bot's saved choice or the hardware's)")
     commands = parser.add_subparsers(dest="command", required=True)
     importer = commands.add_parser("import", help="ingest DiscordChatExporter JSON exports (idempotent)")
-    importer.add_argument("exports", nargs="+", type=Path, metavar="EXPORT.json")
+    importer.add_argument("exports", nargs="+", type=export_file, metavar="EXPORT.json")
     search = commands.add_parser("search", help="search memory as the bot would recall it")
-    search.add_argument("query")
-    search.add_argument("--guild", type=int, help="guild id (default: the only guild in memory)")
-    search.add_argument("--channel", type=int, action="append", help="only this channel id (repeatable)")
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("query", type=query_text, help=f"what to look for (at most {MAX_QUERY_CHARS} characters)")
+    search.add_argument("--guild", type=discord_id, help="guild id (default: the only guild in memory)")
+    search.add_argument("--channel", type=discord_id, action="append", help="only this channel id (repeatable)")
+    search.add_argument("--limit", type=result_limit, default=10, help=f"how many results (1-{MAX_RESULTS})")
     search.add_argument("--no-rerank", action="store_true", help="first stage only (vector + keyword fusion)")
     return parser.parse_args(argv)
 
 
 def load_profile_for(args: argparse.Namespace):
-    from ._profile_choice import saved_or_selected_profile
-    from .profile import PROFILES_DIR, load_profile
+    from .profile import load_profile
+    from .profile_choice import saved_or_selected_profile
 
     if args.profile:
         return load_profile(args.profile)
-    return saved_or_selected_profile(args.db.parent / "profile.txt", PROFILES_DIR)
+    # The bot's saved choice sits beside its database.
+    return saved_or_selected_profile(args.db.parent / PROFILE_CHOICE_PATH.name, PROFILES_DIR)
 
 
 class Progress:
@@ -90,7 +130,7 @@ async def import_exports(memory, paths: Sequence[Path], out: TextIO, err: TextIO
     return 0
 
 
-def format_hit(rank: int, hit: dict) -> str:
+def format_hit(rank: int, hit: Candidate) -> str:
     rerank = hit.get("rerank_score")
     rerank_text = "-" if rerank is None else f"{rerank:.4f}"
     text = " ".join(hit["content"].split())
@@ -100,10 +140,21 @@ def format_hit(rank: int, hit: dict) -> str:
     )
 
 
+def format_rerank(status: dict) -> str:
+    """The reranker's part of this query, as /memory stats reports it per hour."""
+    last = status["last_query"]
+    runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded"
+    if last is None:
+        return f"rerank: {runs_on}, nothing scored ({status['reason'] or status['last_error'] or 'no candidates'})"
+    return (f"rerank: {runs_on}, {last['scored']} of {last['offered']} candidates scored in {last['ms']:,.0f} ms "
+            f"({last['cached']} from the score cache; prompt prefix cache hits so far: "
+            f"{status['prefix_cache_hits'] if status['prefix_cache_hits'] is not None else '-'})")
+
+
 async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     guild_id = args.guild
     if guild_id is None:
-        guilds = await memory.store.guild_ids()
+        guilds = await memory.guild_ids()
         if len(guilds) != 1:
             known = ", ".join(map(str, guilds)) or "none yet"
             print(f"error: pass --guild (guilds in memory: {known})", file=err)
@@ -115,14 +166,21 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
         print("no results", file=out)
     for rank, hit in enumerate(hits, start=1):
         print(format_hit(rank, hit), file=out)
+    if memory.reranker is not None and not args.no_rerank:
+        print(format_rerank(memory.reranker.status()), file=err)
     return 0
 
 
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     from .memory import Memory
+    from .profile import ProfileError
 
-    profile = await asyncio.to_thread(load_profile_for, args)
-    memory = await Memory.open(profile, args.db, args.index_dir)
+    try:
+        profile = await asyncio.to_thread(load_profile_for, args)
+    except ProfileError as error:
+        print(f"error: {error}", file=err)
+        return 2
+    memory = await Memory.open(profile, args.db, args.index_dir, database_url())
     try:
         if args.command == "import":
             return await import_exports(memory, args.exports, out, err)

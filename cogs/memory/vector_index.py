@@ -297,8 +297,11 @@ class IndexRegistry:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss")
 
     def path_for(self, guild_id: int) -> Path:
+        return self.directory / f"{guild_id}.{self._file_suffix()}"
+
+    def _file_suffix(self) -> str:
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model).strip("_") or "model"
-        return self.directory / f"{guild_id}.{slug}.faiss"
+        return f"{slug}.faiss"
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
@@ -364,10 +367,26 @@ class IndexRegistry:
         return await self._run(index.search, queries, k, allowed_ids)
 
     async def drop(self, guild_id: int) -> None:
-        """Forget a guild's index and its file."""
+        """Forget a guild's index and its files (every model's, and any temporary one)."""
         self._indexes.pop(guild_id, None)
         self._dirty.discard(guild_id)
-        await self._run(self.path_for(guild_id).unlink, True)
+        await self._run(self._unlink_files, lambda name: name.partition(".")[0] == str(guild_id))
+
+    async def remove_stale_files(self) -> None:
+        """Delete the files no index of this model is saved in: other models' indexes (they hold vectors of
+        messages forgotten since, and are rebuilt from SQLite if that model comes back) and temporary files a crash
+        left mid-save."""
+        suffix = self._file_suffix()
+        await self._run(self._unlink_files, lambda name: name.partition(".")[2] != suffix)
+
+    def _unlink_files(self, matches: Callable[[str], bool]) -> None:
+        """Delete the index files (saved or temporary) whose names ``matches``; on the FAISS thread, so no save
+        is writing one meanwhile."""
+        if not self.directory.is_dir():
+            return
+        for path in self.directory.iterdir():
+            if path.name.endswith((".faiss", ".faiss.tmp")) and matches(path.name):
+                path.unlink(missing_ok=True)
 
     def count(self, guild_id: int) -> int:
         index = self._indexes.get(guild_id)

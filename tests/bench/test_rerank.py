@@ -11,7 +11,7 @@ from bench import rerank
 
 ISSUE_KEYS = {"dtype", "pairs", "official_pairs_per_s", "st_pairs_per_s", "ours_pairs_per_s", "speedup_vs_official",
               "speedup_vs_st", "max_abs_diff_vs_official", "ms_per_query_5", "peak_rss_mb", "matmul_peak_gflops",
-              "ours_effective_gflops"}
+              "ours_effective_gflops", "ms_for_budget", "backend"}
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def bench_result(tiny_reranker_dir: Path, tmp_path_factory: pytest.TempPathFacto
     (data / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     out = data / "result.json"
     rerank.main(["--data", str(data), "--queries", "1", "--candidates", "5", "--dtype", "fp32",
-                 "--model-dir", str(tiny_reranker_dir), "--json", str(out)])
+                 "--backend", "onnx,torch", "--int8", "--model-dir", str(tiny_reranker_dir), "--json", str(out)])
     return json.loads(out.read_text())
 
 
@@ -38,3 +38,29 @@ def test_bench_fast_path_matches_the_official_method(bench_result: dict) -> None
 
 def test_bench_cross_encoder_scores_the_same_prompt(bench_result: dict) -> None:
     assert bench_result["st_error"] is None and bench_result["st_max_abs_diff_vs_ours"] <= 1e-5
+
+
+def test_bench_reports_each_backend_asked_for(bench_result: dict) -> None:
+    assert bench_result["backend"] == "onnx" and list(bench_result["by_backend"]) == ["onnx", "torch", "onnx-int8"]
+
+
+def test_bench_both_fp32_backends_match_the_official_method(bench_result: dict) -> None:
+    rows = bench_result["by_backend"]
+    assert rows["onnx"]["max_abs_diff_vs_official"] <= 1e-5 and rows["torch"]["max_abs_diff_vs_official"] <= 1e-5
+
+
+def test_bench_reports_candidates_scored_within_the_profiles_budget(bench_result: dict) -> None:
+    budget = bench_result["ms_for_budget"]
+    assert (budget["profile"], len(budget["candidates_scored_per_query"])) == ("cpu-small", 1)
+    assert 0 <= budget["min_scored"] <= budget["candidates_offered"] == 5
+
+
+def test_comparison_is_pair_by_pair_on_the_baseline_pairs_in_their_order() -> None:
+    cases = [rerank.Case("q0", ["a", "b", "c"]), rerank.Case("q1", ["d", "e"])]
+    row = {"scores": [[0.1, 0.2, 0.3], [0.4, 0.5]], "times": [1.0, 1.0], "tokens": 10, "constant_prefix_tokens": 0,
+           "constant_prefix_hits": 0, "load_s": 0.0, "peak_rss_mb": 0.0, "ms_for_budget": {}}
+    keys = [(0, 0), (0, 1), (0, 2), (1, 0)]
+    official = [0.1, 0.2, 0.3, 0.4 + 1e-3]  # the pairs the baselines scored, in their order; one differs
+    figures = rerank.summarise(row, cases, [3, 2], keys, official, 1.0, official[:3] + [0.4], 1.0, 1, 1.0)
+    assert figures["max_abs_diff_vs_official"] == pytest.approx(1e-3)
+    assert figures["st_max_abs_diff_vs_ours"] == 0.0 and figures["bitwise_equal_pairs_vs_official"] == 3

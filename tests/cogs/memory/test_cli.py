@@ -3,10 +3,18 @@
 import io
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from cogs.memory.__main__ import parse_args, run
+from cogs.memory.memory import Memory
+from cogs.memory.profile import ProfileError, load_profile
+
+REPO = Path(__file__).resolve().parents[3]
+from cogs.memory.memory import Memory
 
 
 def export(messages):
@@ -53,7 +61,7 @@ async def test_import_reports_what_it_read(cli, export_file):
 
 async def test_import_shows_a_progress_bar(cli, export_file):
     _, _, err = await cli("import", str(export_file))
-    assert err.endswith("Picnic Club #general [##############################] 2/2 " + err.split(" ")[-2] + " msg/s\n")
+    assert re.search(r"\rPicnic Club #general \[#{30}\] 2/2 \d+ msg/s\n$", err)
 
 
 async def test_importing_twice_stores_each_message_once(cli, export_file):
@@ -91,3 +99,76 @@ async def test_a_bad_export_is_an_error_not_a_traceback(cli, tmp_path):
     path.write_text("{}", encoding="utf-8")
     code, _, err = await cli("import", str(path))
     assert (code, err) == (1, f"error: {path}: not a DiscordChatExporter JSON export (missing or bad 'guild')\n")
+
+
+async def test_search_reports_the_rerankers_part_of_the_query_on_stderr(cli, export_file):
+    await cli("import", str(export_file))
+    _, _, err = await cli("search", "when is the picnic", "--limit", "1")
+    assert re.fullmatch(r"rerank: torch float32, 2 of 2 candidates scored in [\d,]+ ms \(0 from the score cache; "
+                        r"prompt prefix cache hits so far: 0\)\n", err)
+
+
+def refusal(capsys, *argv):
+    """Exit code and the last line on stderr when argparse refuses ``argv``."""
+    with pytest.raises(SystemExit) as exited:
+        parse_args(list(argv))
+    return exited.value.code, capsys.readouterr().err.splitlines()[-1]
+
+
+@pytest.mark.parametrize("limit", ["-5", "0", "51", "10000"])
+def test_a_limit_outside_1_to_50_is_refused(capsys, limit):
+    assert refusal(capsys, "search", "picnic", "--limit", limit) == (
+        2, f"python -m cogs.memory search: error: argument --limit: must be between 1 and 50; you gave {limit}")
+
+
+def test_a_limit_that_is_not_a_number_is_refused(capsys):
+    assert refusal(capsys, "search", "picnic", "--limit", "ten") == (
+        2, "python -m cogs.memory search: error: argument --limit: must be a whole number; you gave 'ten'")
+
+
+def test_a_blank_query_is_refused(capsys):
+    assert refusal(capsys, "search", "  ") == (
+        2, "python -m cogs.memory search: error: argument query: is blank; give some words to search for")
+
+
+def test_an_overlong_query_is_refused(capsys):
+    assert refusal(capsys, "search", "picnic " * 43) == (
+        2, "python -m cogs.memory search: error: argument query: must be at most 300 characters; you gave 301")
+
+
+def test_a_guild_that_is_no_discord_id_is_refused(capsys):
+    assert refusal(capsys, "search", "picnic", "--guild", "-3") == (
+        2, "python -m cogs.memory search: error: argument --guild: must be a Discord id (a positive whole number); "
+           "you gave -3")
+
+
+def test_importing_a_missing_file_is_refused(capsys, tmp_path):
+    missing = tmp_path / "missing.json"
+    assert refusal(capsys, "import", str(missing)) == (
+        2, f"python -m cogs.memory import: error: argument EXPORT.json: no such file: {missing}")
+
+
+async def test_an_unknown_profile_is_an_error_not_a_traceback(tmp_path):
+    with pytest.raises(ProfileError) as unknown:
+        load_profile("nonsense")
+    out, err = io.StringIO(), io.StringIO()
+    args = parse_args(["--db", str(tmp_path / "m.sqlite3"), "--profile", "nonsense", "search", "picnic"])
+    assert (await run(args, out, err), err.getvalue()) == (2, f"error: {unknown.value}\n")
+
+
+def test_a_refused_argument_exits_2_without_a_traceback():
+    done = subprocess.run([sys.executable, "-m", "cogs.memory", "search", "picnic", "--limit", "-5"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr.splitlines()[-1], "Traceback" in done.stderr) == (
+        2, "python -m cogs.memory search: error: argument --limit: must be between 1 and 50; you gave -5", False)
+
+
+async def test_reimporting_an_export_does_not_bring_back_a_message_deleted_since(cli, export_file, tmp_path,
+                                                                               tiny_reranker_profile):
+    await cli("import", str(export_file))
+    bot_memory = await Memory.open(tiny_reranker_profile, tmp_path / "m.sqlite3", tmp_path / "idx")
+    await bot_memory.delete([30])  # deleted on Discord while the bot ran
+    await bot_memory.close()
+    await cli("import", str(export_file))
+    _, out, _ = await cli("search", "picnic blankets", "--no-rerank")
+    assert re.findall(r"^    (.*)$", out, flags=re.M) == ["bring blankets"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory._query_trace import QueryTrace
+from cogs.memory.query_trace import QueryTrace
 from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingModelError, EmbeddingService, resolve_model_path
 
 
@@ -109,3 +109,8 @@ async def test_a_query_runs_before_queued_bulk_batches(embedder: EmbeddingServic
 def test_a_model_without_a_transformer_module_is_not_traced(embedder: EmbeddingService) -> None:
     # Only the pooling and normalisation modules: nothing to trace, so queries run eagerly.
     assert QueryTrace.build(list(embedder._model)[1:]) is None
+
+
+def test_an_unresolved_auto_device_is_refused() -> None:
+    with pytest.raises(ValueError, match="device 'auto' must be resolved first"):
+        EmbeddingService(device="auto")

@@ -18,7 +18,7 @@ from cogs.memory.embedding import EmbeddingService, Prefixes, model_prefixes
 from cogs.memory.memory import Memory
 from cogs.memory.records import SearchFilters
 from cogs.memory.text import embedding_input
-from tests.fixtures.core import RecordFactory, core_profile_for
+from tests.fixtures.core import RecordFactory, core_profile_for, fetchall
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "query", "passage", "note", ":", "ann", "the", "lake",
          "cabin", "is", "booked", "printer", "broken", "hello"]
@@ -96,7 +96,7 @@ async def test_switching_to_an_e5_model_re_embeds_stored_messages_with_its_prefi
         await memory.add(make_record(1, "the lake cabin is booked", author_name="ann"))
         await memory.flush()
         await memory.switch_profile(dataclasses.replace(memory.profile, embedding_passage_prefix=None))
-        rows = await memory.store.execute_fetchall("SELECT model, vector FROM embeddings")
+        rows = await fetchall(memory.store, "SELECT model, vector FROM embeddings")
         hits = await memory.search_engine.search("lake cabin", SearchFilters(guild_id=1), 1, mode="vector")
     finally:
         await memory.close()

@@ -12,17 +12,18 @@ from cogs.memory.ingest import ATTACHMENT_PREFIX, IngestQueue, stored_content
 from cogs.memory.store import MemoryStore
 from cogs.memory.text import embedding_input
 from cogs.memory.vector_index import IndexRegistry
-from tests.fixtures.core import RecordFactory
+from tests.fixtures.core import RecordFactory, fetchall
 
 
 async def consistent_ids(store: MemoryStore, indexes: IndexRegistry, guild_id: int = 1) -> list[int]:
     """The guild's message row ids, after checking FTS, embeddings and FAISS hold exactly the same ids."""
-    messages = await store.execute_fetchall("SELECT id FROM messages WHERE guild_id = ? ORDER BY id", (guild_id,))
-    fts = await store.execute_fetchall(
+    messages = await fetchall(store, "SELECT id FROM messages WHERE guild_id = ? ORDER BY id", (guild_id,))
+    fts = await fetchall(
+        store,
         "SELECT rowid FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE guild_id = ?) ORDER BY rowid",
         (guild_id,))
-    vectors = await store.execute_fetchall(
-        "SELECT message_rowid FROM embeddings JOIN messages ON id = message_rowid WHERE guild_id = ? "
+    vectors = await fetchall(
+        store, "SELECT message_rowid FROM embeddings JOIN messages ON id = message_rowid WHERE guild_id = ? "
         "ORDER BY message_rowid", (guild_id,))
     index = indexes.get(guild_id)
     in_index = sorted(index.ids().tolist()) if index is not None else []
@@ -34,8 +35,8 @@ async def consistent_ids(store: MemoryStore, indexes: IndexRegistry, guild_id: i
 
 
 async def stored_vector(store: MemoryStore, message_id: int) -> np.ndarray:
-    rows = await store.execute_fetchall(
-        "SELECT vector FROM embeddings JOIN messages ON id = message_rowid WHERE message_id = ?", (message_id,))
+    rows = await fetchall(
+        store, "SELECT vector FROM embeddings JOIN messages ON id = message_rowid WHERE message_id = ?", (message_id,))
     return np.frombuffer(rows[0][0], dtype="<f4")
 
 
@@ -44,7 +45,7 @@ def expected_vector(embedder: EmbeddingService, author: str, content: str, previ
 
 
 async def contents(store: MemoryStore) -> list[str]:
-    rows = await store.execute_fetchall("SELECT content FROM messages ORDER BY created_at, message_id")
+    rows = await fetchall(store, "SELECT content FROM messages ORDER BY created_at, message_id")
     return [row[0] for row in rows]
 
 
@@ -122,7 +123,7 @@ async def test_attachment_stand_in_is_keyword_searchable(
 ) -> None:
     await ingest.add(make_record(1, "look at this", attachments=("budget_2024.xlsx",)))
     await ingest.flush()
-    rows = await store.execute_fetchall("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'xlsx'")
+    rows = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'xlsx'")
     assert len(rows) == 1
 
 
@@ -182,7 +183,7 @@ async def test_edit_replaces_content_fts_and_vector(
     await ingest.add(make_record(1, "my cat is called tom"))
     await ingest.flush()
     assert await ingest.edit(1, "my dog is called rex", datetime(2024, 6, 1, tzinfo=UTC))
-    fts = await store.execute_fetchall("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'cat'")
+    fts = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'cat'")
     assert fts == []
     assert await contents(store) == ["my dog is called rex"]
     np.testing.assert_allclose(await stored_vector(store, 1),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cogs.memory import memory as memory_module
 from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
@@ -53,21 +54,37 @@ async def test_search_respects_allowed_channels(memory: Memory, make_record: Rec
     await fill(memory, make_record)
     filters = SearchFilters(guild_id=1, allowed_channel_ids=frozenset({11}))
     results = await memory.search("lake cabin", filters, 10)
-    assert {result["channel_id"] for result in results} <= {11}
+    assert {result["channel_id"] for result in results} == {11}
+
+
+@pytest.mark.parametrize("limit", [0, -5])
+async def test_search_refuses_a_limit_below_one(memory: Memory, make_record: RecordFactory, limit: int) -> None:
+    await fill(memory, make_record)
+    with pytest.raises(ValueError, match=f"^limit must be a whole number of at least 1, not {limit}$"):
+        await memory.search("lake cabin", SearchFilters(guild_id=1), limit)
+
+
+@pytest.mark.parametrize("limit", [0, -5])
+async def test_recall_refuses_a_limit_below_one(memory: Memory, make_record: RecordFactory, limit: int) -> None:
+    await fill(memory, make_record)
+    with pytest.raises(ValueError, match=f"^limit must be a whole number of at least 1, not {limit}$"):
+        await memory.recall("lake cabin", SearchFilters(guild_id=1), limit)
 
 
 async def test_recall_without_reranker_keeps_first_stage_order(memory: Memory, make_record: RecordFactory) -> None:
     await fill(memory, make_record)
     first_stage = await memory.search("printer", SearchFilters(guild_id=1), 3)
     recalled = await memory.recall("printer", SearchFilters(guild_id=1), 3)
-    assert [r["message_id"] for r in recalled] == [r["message_id"] for r in first_stage]
-    assert all(r["rerank_score"] is None for r in recalled)
+    assert [r["message_id"] for r in recalled] == [r["message_id"] for r in first_stage] and recalled
+    assert [r["rerank_score"] for r in recalled] == [None] * len(first_stage)
 
 
 async def test_deleted_messages_are_not_found(memory: Memory, make_record: RecordFactory) -> None:
     await fill(memory, make_record)
+    before = await memory.search("printer floor two", SearchFilters(guild_id=1), 10)
     await memory.delete([3])
     results = await memory.search("printer floor two", SearchFilters(guild_id=1), 10)
+    assert 3 in {result["message_id"] for result in before}
     assert 3 not in {result["message_id"] for result in results}
 
 
@@ -140,3 +157,42 @@ async def test_switching_batch_sizes_keeps_the_model(memory: Memory, make_record
     await fill(memory, make_record)
     assert memory.embedder is embedder and embedder.batch_size == 4
     assert (await memory.stats(1))["vectors"] == 3
+
+
+async def test_a_local_reranker_is_exported_beside_the_database(
+    tiny_reranker_profile: MemoryProfile, db_path: Path, index_dir: Path, make_record: RecordFactory
+) -> None:
+    profile = dataclasses.replace(tiny_reranker_profile,
+                                  reranker=dataclasses.replace(tiny_reranker_profile.reranker, backend="onnx"))
+    memory = await Memory.open(profile, db_path, index_dir)
+    try:
+        await memory.add(make_record(1, "We should book the cabin by the lake for July"))
+        await memory.flush()
+        results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
+        backend = memory.reranker.status()["backend"]
+    finally:
+        await memory.close()
+    assert backend == "onnx" and results[0]["rerank_score"] is not None
+    assert [p.name.endswith("-fp32") for p in (db_path.parent / "onnx").iterdir()] == [True]
+
+
+async def test_auto_device_is_resolved_once_and_given_to_every_model(
+    db_path: Path, index_dir: Path, make_record: RecordFactory, tiny_reranker_profile: MemoryProfile,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolved: list[str] = []
+
+    def resolve(profile: MemoryProfile, hardware: object = None) -> str:
+        resolved.append(profile.device)
+        return "cpu"
+
+    monkeypatch.setattr(memory_module, "resolve_device", resolve)
+    memory = await Memory.open(dataclasses.replace(tiny_reranker_profile, device="auto"), db_path, index_dir)
+    try:
+        await memory.add(make_record(1, "the picnic moved to Saturday"))
+        await memory.flush()
+        await memory.recall("picnic", SearchFilters(guild_id=1), 1)
+        devices = (memory.embedder.device, memory.reranker.status()["device"])
+    finally:
+        await memory.close()
+    assert (resolved, devices) == (["auto"], ("cpu", "cpu"))

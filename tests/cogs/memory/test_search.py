@@ -11,10 +11,11 @@ from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine, fuse, spread_to_neighbours
-from cogs.memory.store import MemoryStore, filter_clause
+from cogs.memory.filters import filter_clause
+from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
 from cogs.memory.profile import MemoryProfile
-from tests.fixtures.core import T0, RecordFactory
+from tests.fixtures.core import T0, RecordFactory, fetchall
 
 GUILD = 1
 OTHER_GUILD = 2
@@ -86,10 +87,15 @@ async def test_a_blank_query_returns_nothing(engine: SearchEngine) -> None:
     assert await engine.search("   ", SearchFilters(guild_id=GUILD), 5) == []
 
 
+async def test_a_limit_below_one_is_refused_not_sliced_by(engine: SearchEngine) -> None:
+    with pytest.raises(ValueError, match="^limit must be a whole number of at least 1, not -5$"):
+        await engine.search("pizza", SearchFilters(guild_id=GUILD), -5)
+
+
 async def test_another_guilds_messages_never_appear(engine: SearchEngine) -> None:
     for mode in ("hybrid", "vector", "keyword"):
         results = await engine.search("pizza tonight", SearchFilters(guild_id=GUILD), 20, mode=mode)
-        assert all(hit["guild_id"] == GUILD for hit in results) and 1001 not in ids(results)
+        assert results and all(hit["guild_id"] == GUILD for hit in results) and 1001 not in ids(results)
 
 
 async def test_a_guild_with_no_messages_returns_nothing(engine: SearchEngine) -> None:
@@ -115,7 +121,7 @@ async def test_time_range_filter(engine: SearchEngine) -> None:
 async def test_permission_filter_hides_channels_the_caller_cannot_read(engine: SearchEngine) -> None:
     filters = SearchFilters(guild_id=GUILD, allowed_channel_ids=frozenset({GENERAL, RANDOM}))
     results = await engine.search("when is the launch date", filters, 10)
-    assert 6 not in ids(results) and {hit["channel_id"] for hit in results} <= {GENERAL, RANDOM}
+    assert 6 not in ids(results) and {hit["channel_id"] for hit in results} == {GENERAL, RANDOM}
 
 
 async def test_permission_filter_allows_what_it_names(engine: SearchEngine) -> None:
@@ -222,7 +228,7 @@ async def test_a_narrow_filter_falls_back_to_a_restricted_vector_search(
 async def test_rows_are_looked_up_by_row_id_not_by_reading_the_guild(store: MemoryStore, sql: str) -> None:
     # A guild_id index scan here reads every message of the guild for each search.
     where, params = filter_clause(SearchFilters(guild_id=GUILD, after=T0))
-    plan = [row[3] for row in await store.execute_fetchall(f"EXPLAIN QUERY PLAN {sql.format(where=where)}",
-                                                             ["[1, 2]", *params])]
+    plan = [row[3] for row in await fetchall(store, f"EXPLAIN QUERY PLAN {sql.format(where=where)}",
+                                             ["[1, 2]", *params])]
     assert any("INTEGER PRIMARY KEY" in step for step in plan)
     assert not any("messages_guild" in step for step in plan)

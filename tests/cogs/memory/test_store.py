@@ -12,8 +12,8 @@ import pytest
 
 from cogs.memory.migrations import MIGRATIONS
 from cogs.memory.records import SearchFilters
-from cogs.memory.store import MemoryStore, NewRow, WriteBatch, id_checksum, to_timestamp
-from tests.fixtures.core import T0, RecordFactory
+from cogs.memory.store import EditRow, MemoryStore, NewRow, WriteBatch, id_checksum, to_timestamp
+from tests.fixtures.core import T0, RecordFactory, fetchall
 
 MODEL = "test-model"
 
@@ -33,7 +33,7 @@ async def insert(store: MemoryStore, *records, model: str = MODEL) -> list[int]:
 
 
 async def test_migrations_are_recorded_in_order(store: MemoryStore) -> None:
-    rows = await store.execute_fetchall("SELECT name FROM schema_migrations ORDER BY name")
+    rows = await fetchall(store, "SELECT name FROM schema_migrations ORDER BY name")
     assert [row[0] for row in rows] == [migration.name for migration in MIGRATIONS]
 
 
@@ -41,19 +41,19 @@ async def test_reopening_applies_no_migration_twice(db_path: Path) -> None:
     first = await MemoryStore.open(db_path)
     await first.close()
     second = await MemoryStore.open(db_path)
-    rows = await second.execute_fetchall("SELECT COUNT(*) FROM schema_migrations")
+    rows = await fetchall(second, "SELECT COUNT(*) FROM schema_migrations")
     await second.close()
     assert rows[0][0] == len(MIGRATIONS)
 
 
 async def test_wal_and_foreign_keys_are_on(store: MemoryStore) -> None:
-    assert (await store.execute_fetchall("PRAGMA journal_mode"))[0][0] == "wal"
-    assert (await store.execute_fetchall("PRAGMA foreign_keys"))[0][0] == 1
+    assert (await fetchall(store, "PRAGMA journal_mode"))[0][0] == "wal"
+    assert (await store._conn.execute_fetchall("PRAGMA foreign_keys"))[0][0] == 1  # the writer's own setting
 
 
 async def test_write_stores_message_fts_row_and_vector(store: MemoryStore, make_record: RecordFactory) -> None:
     [rowid] = await insert(store, make_record(1, "the quick brown fox"))
-    fts = await store.execute_fetchall("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'fox'")
+    fts = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'fox'")
     ids, vectors = [page async for page in store.iter_embeddings(1, MODEL)][0]
     assert [row[0] for row in fts] == [rowid]
     assert ids.tolist() == [rowid]
@@ -64,8 +64,8 @@ async def test_failed_write_leaves_nothing_behind(store: MemoryStore, make_recor
     await insert(store, make_record(1, "first"))
     with pytest.raises(sqlite3.IntegrityError):
         await insert(store, make_record(2, "second"), make_record(1, "duplicate snowflake"))
-    rows = await store.execute_fetchall("SELECT message_id FROM messages")
-    fts = await store.execute_fetchall("SELECT COUNT(*) FROM messages_fts")
+    rows = await fetchall(store, "SELECT message_id FROM messages")
+    fts = await fetchall(store, "SELECT COUNT(*) FROM messages_fts")
     assert [row[0] for row in rows] == [1]
     assert fts[0][0] == 1
 
@@ -84,7 +84,7 @@ async def test_deleting_a_message_removes_fts_row_and_vector(store: MemoryStore,
     [rowid] = await insert(store, make_record(1, "forget me"))
     await store.write(WriteBatch(MODEL, deletes=[rowid], guild_ids={1}))
     counts = [
-        (await store.execute_fetchall(f"SELECT COUNT(*) FROM {table}"))[0][0]
+        (await fetchall(store, f"SELECT COUNT(*) FROM {table}"))[0][0]
         for table in ("messages", "messages_fts", "embeddings")
     ]
     assert counts == [0, 0, 0]
@@ -93,10 +93,10 @@ async def test_deleting_a_message_removes_fts_row_and_vector(store: MemoryStore,
 async def test_edit_updates_content_and_fts(store: MemoryStore, make_record: RecordFactory) -> None:
     [rowid] = await insert(store, make_record(1, "old words"))
     batch = WriteBatch(MODEL, guild_ids={1})
-    batch.edits = [(rowid, "new words", "new words", "alice", to_timestamp(T0))]
+    batch.edits = [EditRow(rowid, "new words", "new words", "alice", to_timestamp(T0))]
     await store.write(batch)
-    old = await store.execute_fetchall("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'old'")
-    new = await store.execute_fetchall("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'new'")
+    old = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'old'")
+    new = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'new'")
     assert (old, [row[0] for row in new]) == ([], [rowid])
     assert (await store.message(1)).content == "new words"
 
@@ -106,7 +106,7 @@ async def test_replacing_vectors_drops_other_models_vectors(store: MemoryStore, 
     batch = WriteBatch(MODEL, guild_ids={1}, replace_all_models=True)
     batch.vectors = [(rowid, unit(5))]
     await store.write(batch)
-    rows = await store.execute_fetchall("SELECT model FROM embeddings")
+    rows = await fetchall(store, "SELECT model FROM embeddings")
     assert [row[0] for row in rows] == [MODEL]
 
 
@@ -149,13 +149,6 @@ async def test_author_refs_without_guild_span_guilds(store: MemoryStore, make_re
     assert [ref.message_id for ref in await store.refs_for_author(2, 100)] == [2]
 
 
-async def test_fetch_rows_returns_candidate_fields(store: MemoryStore, make_record: RecordFactory) -> None:
-    [rowid] = await insert(store, make_record(1, "hello", minute=0))
-    row = (await store.fetch_rows([rowid]))[rowid]
-    assert (row["message_id"], row["author_name"], row["content"]) == (1, "alice", "hello")
-    assert row["created_at"] == T0.isoformat()
-
-
 async def test_rowids_matching_applies_every_filter(store: MemoryStore, make_record: RecordFactory) -> None:
     rowids = await insert(
         store,
@@ -173,15 +166,11 @@ async def test_rowids_matching_applies_every_filter(store: MemoryStore, make_rec
     assert (await store.rowids_matching(filters)).tolist() == [rowids[0]]
 
 
-async def test_guild_settings_are_typed(store: MemoryStore) -> None:
+async def test_guild_settings_are_kept_per_guild_as_json(store: MemoryStore) -> None:
     await store.set_guild_setting(1, "enabled", True)
-    await store.set_guild_setting(1, "limit", 5)
-    await store.set_guild_setting(1, "channels", [3, 4, "junk"])
-    assert await store.setting_bool(1, "enabled", False) is True
-    assert await store.setting_int(1, "enabled", 7) == 7  # a bool is not an int setting
-    assert await store.setting_int(1, "limit", 0) == 5
-    assert await store.setting_ids(1, "channels") == frozenset({3, 4})
-    assert await store.setting_str(2, "missing", "default") == "default"
+    await store.set_guild_setting(1, "channels", [3, 4])
+    await store.set_guild_setting(2, "limit", 5)
+    assert await store.guild_settings(1) == {"enabled": True, "channels": [3, 4]}
 
 
 async def test_setting_none_removes_the_key(store: MemoryStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import aiosqlite
@@ -10,9 +11,10 @@ import pytest
 
 from cogs.memory import migrations
 from cogs.memory.records import SearchFilters
-from cogs.memory.store import MemoryStore, filter_clause, to_timestamp
+from cogs.memory.filters import filter_clause
+from cogs.memory.store import MemoryStore, to_timestamp
 from tests.cogs.memory.test_store import insert
-from tests.fixtures.core import T0, RecordFactory
+from tests.fixtures.core import T0, RecordFactory, fetchall
 
 GENERAL, STAFF = 10, 11
 PUBLIC_THREAD, PRIVATE_THREAD, STAFF_THREAD = 50, 51, 52
@@ -20,7 +22,7 @@ PRIVATE_MIGRATION = "0003_private_threads"
 
 
 async def stored_flags(store: MemoryStore) -> dict[int, int]:
-    rows = await store.execute_fetchall("SELECT message_id, private_thread FROM messages")
+    rows = await fetchall(store, "SELECT message_id, private_thread FROM messages")
     return dict(rows)
 
 
@@ -41,7 +43,9 @@ async def threads(store: MemoryStore, make_record: RecordFactory) -> MemoryStore
 
 async def matching(store: MemoryStore, **filters: object) -> list[int]:
     rowids = (await store.rowids_matching(SearchFilters(guild_id=1, **filters))).tolist()
-    return sorted(row["message_id"] for row in (await store.fetch_rows(rowids)).values())
+    rows = await fetchall(store, "SELECT message_id FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                          (json.dumps(rowids),))
+    return sorted(row[0] for row in rows)
 
 
 async def test_insert_stores_the_private_thread_flag(threads: MemoryStore) -> None:
@@ -84,7 +88,7 @@ async def test_reading_public_threads_does_not_scan_the_guild(threads: MemorySto
     # Read through a guild_id index instead, the permission filter would visit every message of the guild.
     where, params = filter_clause(SearchFilters(guild_id=1, allowed_channel_ids=frozenset({GENERAL}),
                                                 public_thread_parent_ids=frozenset({GENERAL}), after=after))
-    plan = [row[3] for row in await threads.execute_fetchall(
+    plan = [row[3] for row in await fetchall(threads,
         f"EXPLAIN QUERY PLAN SELECT id FROM messages AS m WHERE {where}", params)]
     assert "MULTI-INDEX OR" in plan
     assert any("messages_public_thread_parent" in step for step in plan)
@@ -114,8 +118,7 @@ async def old_database(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def test_the_migration_marks_stored_thread_messages_private(old_database: Path) -> None:
     store = await MemoryStore.open(old_database)
     try:
-        applied = await store.execute_fetchall("SELECT name FROM schema_migrations WHERE name = ?",
-                                               (PRIVATE_MIGRATION,))
+        applied = await fetchall(store, "SELECT name FROM schema_migrations WHERE name = ?", (PRIVATE_MIGRATION,))
         flags = await stored_flags(store)
     finally:
         await store.close()

@@ -13,7 +13,6 @@ from cogs.memory.text import (
     embedding_input,
     embedding_query,
     fts_document,
-    index_term,
     keyword_terms,
     match_expression,
 )
@@ -106,12 +105,6 @@ def test_keyword_terms_keep_one_word_per_stem() -> None:
 def test_keyword_terms_of_only_stop_words_are_empty() -> None:
     assert keyword_terms("what did you do?") == []
     assert match_expression([]) is None
-
-
-def test_index_term_matches_the_term_fts5_stores(fts: sqlite3.Connection) -> None:
-    fts.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, messages_fts, row)")
-    stored = {row[0] for row in fts.execute("SELECT term FROM temp.vocab")}
-    assert {index_term(t) for t in keyword_terms("dogs running park pizza déjà")} - {"deja"} <= stored
 
 
 def test_author_column_term_matches_only_the_author(fts: sqlite3.Connection) -> None:

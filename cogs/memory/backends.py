@@ -1,0 +1,47 @@
+"""Which store memory runs on: the SQLite file (the default) or PostgreSQL + pgvector when a DATABASE_URL is set.
+
+Everything store-specific that Memory builds comes from here: the store, its vector indexes and its search engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .search import SearchEngine
+from .store import MemoryStore
+from .vector_index import IndexRegistry
+
+if TYPE_CHECKING:
+    from .embedding import Embedder
+    from .profile import MemoryProfile
+    from .store_protocol import Store
+
+__all__ = ("indexes_for", "open_store", "search_engine_for")
+
+
+async def open_store(db_path: Path, database_url: str | None) -> Store:
+    if database_url is None:
+        return await MemoryStore.open(db_path)
+    from .pg.store import PostgresStore  # asyncpg only where PostgreSQL is used
+
+    return await PostgresStore.open(database_url)
+
+
+def indexes_for(store: Store, index_dir: Path, model: str, dimension: int) -> Any:
+    """FAISS files per guild beside SQLite; nothing to keep with PostgreSQL, whose HNSW index lives in the database."""
+    if isinstance(store, MemoryStore):
+        return IndexRegistry(store, index_dir, model, dimension)
+    from .pg.indexes import DatabaseIndexes
+
+    return DatabaseIndexes(model, dimension)
+
+
+def search_engine_for(store: Store, embedder: Embedder, indexes: Any, profile: MemoryProfile) -> Any:
+    if isinstance(store, MemoryStore):
+        return SearchEngine(store, embedder, indexes, profile)
+    from .pg.search import PostgresSearchEngine
+    from .pg.store import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    return PostgresSearchEngine(store, embedder, profile)

@@ -1,0 +1,22 @@
+"""The memory cog's Discord surface: slash commands, gateway listeners, and everything a user reads.
+
+Loaded as the ``cogs.memory.cog`` extension. Unloading or reloading it re-imports only this package: the core
+(``cogs.memory.*``) and the bot's open ``Memory`` stay as they are.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot import MemoryBot
+
+
+async def setup(bot: MemoryBot) -> None:
+    from .commands import MemoryCommands
+    from .latency import Latencies
+    from .listeners import MemoryListeners
+
+    latencies = Latencies()
+    await bot.add_cog(MemoryListeners(bot, latencies))
+    await bot.add_cog(MemoryCommands(bot, latencies))

@@ -1,0 +1,72 @@
+"""What the memory keeps of a Discord message: the ``MessageRecord`` built from it, and which messages count."""
+
+from __future__ import annotations
+
+import re
+
+import discord
+
+from ..records import MessageRecord
+
+__all__ = ("CHAT_MESSAGE_TYPES", "is_chat_message", "memory_space_id", "record_from_message", "parse_message_link")
+
+CHAT_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+# Threads anyone who reads the parent channel may read (forum and media posts are public threads too). Any other
+# kind of thread, a future one included, is stored as private, so it is never read through its parent.
+PUBLIC_THREAD_TYPES = frozenset({discord.ChannelType.public_thread, discord.ChannelType.news_thread})
+_MESSAGE_LINK = re.compile(
+    r"https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/channels/"
+    r"(?P<guild>[0-9]{1,20})/(?P<channel>[0-9]{1,20})/(?P<message>[0-9]{1,20})"
+)
+# SQLite holds signed 64-bit integers, and no Discord id (a snowflake) reaches 2**63.
+_SNOWFLAKE_END = 2**63
+
+
+def is_chat_message(message: discord.Message, *, store_dms: bool = False) -> bool:
+    """Guild chat messages, and DMs where the host enabled them; joins, pins and other notices are not kept."""
+    if message.type not in CHAT_MESSAGE_TYPES:
+        return False
+    return message.guild is not None or (store_dms and isinstance(message.channel, discord.DMChannel))
+
+
+def memory_space_id(message: discord.Message) -> int:
+    """The guild's id; a DM is a memory space of its own, keyed by its channel id, so it never meets a guild's."""
+    return message.guild.id if message.guild is not None else message.channel.id
+
+
+def _stand_ins(message: discord.Message) -> tuple[str, ...]:
+    names = [attachment.filename for attachment in message.attachments]
+    names += [embed.title for embed in message.embeds if embed.title]
+    names += [sticker.name for sticker in message.stickers]
+    return tuple(names)
+
+
+def record_from_message(message: discord.Message) -> MessageRecord:
+    channel = message.channel
+    is_thread = isinstance(channel, discord.Thread)
+    parent_id = channel.parent_id if is_thread else None
+    reference = message.reference
+    return MessageRecord(
+        message_id=message.id,
+        guild_id=memory_space_id(message),
+        channel_id=channel.id,
+        parent_channel_id=parent_id,
+        author_id=message.author.id,
+        author_name=message.author.display_name,
+        content=message.content,
+        created_at=message.created_at,
+        edited_at=message.edited_at,
+        reply_to_id=reference.message_id if reference is not None else None,
+        author_is_bot=message.author.bot,
+        attachments=_stand_ins(message),
+        private_thread=is_thread and channel.type not in PUBLIC_THREAD_TYPES,
+    )
+
+
+def parse_message_link(link: str) -> tuple[int, int, int] | None:
+    """(guild_id, channel_id, message_id) from a "Copy Message Link" URL, or None."""
+    match = _MESSAGE_LINK.fullmatch(link.strip())
+    if match is None:
+        return None
+    ids = int(match["guild"]), int(match["channel"]), int(match["message"])
+    return ids if all(0 < part < _SNOWFLAKE_END for part in ids) else None

@@ -1,0 +1,401 @@
+"""The ``/memory`` slash commands: search, stats, forget, opt-out, backfill, settings and the bot's profile."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from . import replies
+from .backfill import ProgressReport, read_history
+from .capture import parse_message_link
+from .latency import Latencies
+from .options import DateTransformer, UserInputError, check_date_order, check_forget_options, options_checked
+from .permissions import (
+    NotBotAdmin,
+    NotGuildAdmin,
+    bot_admin_only,
+    guild_admin_only,
+    is_guild_admin,
+    readable_channel_ids,
+    readable_thread_parent_ids,
+)
+from .recall import format_memory_line
+from .views import ConfirmView, Paginator
+from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
+
+if TYPE_CHECKING:
+    from bot import MemoryBot
+
+    from ..memory import Memory
+    from ..profile import MemoryProfile
+
+log = logging.getLogger(__name__)
+
+RESULTS_PER_PAGE = 5
+ForgetWhat = Literal["my messages", "a channel", "a member", "a message"]
+# Longer than any "Copy Message Link" URL (about 90 characters).
+MESSAGE_LINK_MAX_CHARS = 200
+PROFILE_NAME_MAX_CHARS = 100
+# Channels whose messages memory holds (a voice channel has a text chat; forum posts are threads).
+ReadableChannel = discord.TextChannel | discord.Thread | discord.VoiceChannel
+
+
+class MemoryNotReady(app_commands.AppCommandError):
+    """The memory core is still loading its models, or failed to open."""
+
+
+def result_pages(query: str, results: list[Candidate]) -> list[discord.Embed]:
+    """Embeds of ``RESULTS_PER_PAGE`` numbered results each, with the page count in the footer."""
+    starts = range(0, len(results), RESULTS_PER_PAGE)
+    pages = []
+    for number, start in enumerate(starts, start=1):
+        chunk = results[start : start + RESULTS_PER_PAGE]
+        lines = [f"{start + i}. {format_memory_line(c)}" for i, c in enumerate(chunk, start=1)]
+        embed = discord.Embed(title=f"Memory search: {query[:200]}", description="\n".join(lines))
+        embed.set_footer(text=f"Page {number}/{len(starts)} · {len(results)} results")
+        pages.append(embed)
+    return pages
+
+
+class MemoryCommands(commands.GroupCog, group_name="memory", group_description="Search and manage the bot's memory"):
+    profile = app_commands.Group(name="profile", description="The hardware profile that sizes the memory models")
+
+    def __init__(self, bot: MemoryBot, latencies: Latencies | None = None) -> None:
+        self.bot = bot
+        self.latencies = latencies or Latencies()
+        self._backfills: set[int] = set()
+
+    def memory(self) -> Memory:
+        if self.bot.memory is None:
+            raise MemoryNotReady(replies.MEMORY_FAILED if self.bot.memory_error else replies.MEMORY_LOADING)
+        return self.bot.memory
+
+    async def cog_app_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+        if isinstance(error, (MemoryNotReady, UserInputError, NotGuildAdmin, NotBotAdmin)):
+            message = str(error)
+        elif isinstance(error, app_commands.NoPrivateMessage):
+            message = replies.GUILD_ONLY
+        elif isinstance(error, app_commands.TransformerError):
+            message = replies.BAD_OPTION.format(value=error.value)
+        else:
+            log.error("Command %r failed in guild %s", interaction.command and interaction.command.qualified_name,
+                          interaction.guild_id, exc_info=error)
+            message = replies.UNEXPECTED
+        if interaction.response.is_done():
+            await interaction.followup.send(message, ephemeral=True)
+        else:
+            await interaction.response.send_message(message, ephemeral=True)
+
+    # -- search and stats ---------------------------------------------------------------------------------
+
+    @app_commands.command(name="search", description="Search this server's memory (only channels you can read)")
+    @app_commands.describe(
+        query="What to look for",
+        channel="Only this channel or thread",
+        author="Only messages by this member",
+        after="Only messages after this date (YYYY-MM-DD, UTC)",
+        before="Only messages before this date (YYYY-MM-DD, UTC)",
+        limit=f"How many results (1-{MAX_RESULTS})",
+    )
+    @app_commands.guild_only()
+    @options_checked()
+    async def search(
+        self,
+        interaction: discord.Interaction,
+        query: app_commands.Range[str, 1, MAX_QUERY_CHARS],
+        channel: ReadableChannel | None = None,
+        author: discord.User | None = None,
+        after: app_commands.Transform[datetime, DateTransformer] | None = None,
+        before: app_commands.Transform[datetime, DateTransformer] | None = None,
+        limit: app_commands.Range[int, 1, MAX_RESULTS] = 10,
+    ) -> None:
+        check_date_order(after, before)
+        memory = self.memory()
+        allowed = readable_channel_ids(interaction.user)
+        if channel is not None and channel.id not in allowed:
+            raise UserInputError(replies.CANNOT_READ_CHANNEL.format(channel=channel.mention))
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        filters = SearchFilters(
+            guild_id=interaction.guild_id,
+            channel_ids=frozenset({channel.id}) if channel else None,
+            author_ids=frozenset({author.id}) if author else None,
+            after=after,
+            before=before,
+            allowed_channel_ids=allowed,
+            public_thread_parent_ids=readable_thread_parent_ids(interaction.user, allowed),
+        )
+        started = time.perf_counter()
+        results = await memory.recall(query, filters, limit)
+        self.latencies.search_ms.append((time.perf_counter() - started) * 1000)
+        if not results:
+            await interaction.followup.send(replies.NO_RESULTS, ephemeral=True)
+            return
+        view = Paginator(interaction.user.id, result_pages(query, results))
+        await interaction.followup.send(embed=view.current, view=view, ephemeral=True)
+
+    @app_commands.command(name="stats", description="How much this server's memory holds and how fast it answers")
+    @app_commands.guild_only()
+    @options_checked()
+    async def stats(self, interaction: discord.Interaction) -> None:
+        memory = self.memory()
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        stats = await memory.stats(interaction.guild_id)
+        reranker = memory.reranker.status() if memory.reranker is not None else None
+        latencies = {"search": self.latencies.search_ms, "recall": self.latencies.recall_ms}
+        embed = replies.stats_embed(interaction.guild.name, stats, memory.profile.name, reranker, latencies)
+        await interaction.followup.send(embed=embed, ephemeral=True)
+
+    # -- forgetting and opting out ------------------------------------------------------------------------
+
+    @app_commands.command(name="forget", description="Make the bot forget messages (asks you to confirm first)")
+    @app_commands.describe(
+        what="What to forget: your messages, a whole channel or member (admins), or one message",
+        channel="With 'my messages': only in this channel. With 'a channel': the channel to forget",
+        member="With 'a member': whose messages to forget (admins)",
+        message_link="With 'a message': its link (right-click the message, Copy Message Link)",
+    )
+    @app_commands.guild_only()
+    @options_checked()
+    async def forget(
+        self,
+        interaction: discord.Interaction,
+        what: ForgetWhat,
+        channel: ReadableChannel | None = None,
+        member: discord.User | None = None,
+        message_link: app_commands.Range[str, 1, MESSAGE_LINK_MAX_CHARS] | None = None,
+    ) -> None:
+        check_forget_options(what, channel=channel, member=member, message_link=message_link)
+        memory = self.memory()
+        description, action = await self._forget_plan(interaction, memory, what, channel, member, message_link)
+        view = ConfirmView(interaction.user.id)
+        prompt = replies.FORGET_CONFIRM.format(what=description)
+        await interaction.response.send_message(prompt, view=view, ephemeral=True)
+        await view.wait()
+        if not view.confirmed:
+            await interaction.edit_original_response(content=replies.FORGET_CANCELLED, view=None)
+            return
+        count = await action()
+        await memory.purge()  # "forgot" means gone from the files too, not only from search
+        done = replies.FORGOTTEN.format(count=count, what=description)
+        await interaction.edit_original_response(content=done, view=None)
+
+    async def _forget_plan(
+        self,
+        interaction: discord.Interaction,
+        memory: Memory,
+        what: ForgetWhat,
+        channel: ReadableChannel | None,
+        member: discord.User | None,
+        message_link: str | None,
+    ) -> tuple[str, Any]:
+        """What will be forgotten (in words) and the coroutine function that does it, after checking who asks."""
+        guild_id, user = interaction.guild_id, interaction.user
+        if what == "my messages":
+            if channel is None:
+                return "all your messages in this server", lambda: memory.delete_author(guild_id, user.id)
+            return (
+                f"your messages in {channel.mention}",
+                lambda: memory.delete_author(guild_id, user.id, channel_id=channel.id),
+            )
+        if what == "a message":
+            return await self._forget_message_plan(interaction, memory, message_link)
+        if not is_guild_admin(user):
+            raise NotGuildAdmin(replies.FORGET_ADMIN_ONLY)
+        if what == "a channel":
+            if channel is None:
+                raise UserInputError(replies.FORGET_NEEDS_CHANNEL)
+            return f"everything in {channel.mention}", lambda: memory.delete_channel(guild_id, channel.id)
+        if member is None:
+            raise UserInputError(replies.FORGET_NEEDS_MEMBER)
+        return f"all messages by {member.mention}", lambda: memory.delete_author(guild_id, member.id)
+
+    async def _forget_message_plan(
+        self, interaction: discord.Interaction, memory: Memory, message_link: str | None
+    ) -> tuple[str, Any]:
+        parsed = parse_message_link(message_link or "")
+        if parsed is None or parsed[0] != interaction.guild_id:
+            raise UserInputError(replies.FORGET_BAD_LINK)
+        _, channel_id, message_id = parsed
+        if not await memory.has_message(message_id):
+            raise UserInputError(replies.FORGET_NOT_STORED)
+        if not is_guild_admin(interaction.user):
+            author_id = await self._author_of(interaction.guild, channel_id, message_id)
+            if author_id not in (interaction.user.id, None):
+                raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
+        return "that message", lambda: memory.delete([message_id])
+
+    async def _author_of(self, guild: discord.Guild, channel_id: int, message_id: int) -> int | None:
+        """The author's id from Discord; None when the message is gone there (so anyone may clear its memory)."""
+        channel = guild.get_channel_or_thread(channel_id)
+        if channel is None:
+            return None
+        try:
+            return (await channel.fetch_message(message_id)).author.id
+        except discord.NotFound:
+            return None
+
+    @app_commands.command(name="optout", description="Stop the bot remembering your messages here, and forget them")
+    @app_commands.guild_only()
+    @options_checked()
+    async def optout(self, interaction: discord.Interaction) -> None:
+        memory = self.memory()
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await memory.set_opt_out(interaction.guild_id, interaction.user.id, True)
+        count = await memory.delete_author(interaction.guild_id, interaction.user.id)
+        await memory.purge()
+        await interaction.followup.send(replies.OPTED_OUT.format(count=count), ephemeral=True)
+
+    @app_commands.command(name="optin", description="Let the bot remember your messages here again")
+    @app_commands.guild_only()
+    @options_checked()
+    async def optin(self, interaction: discord.Interaction) -> None:
+        memory = self.memory()
+        await memory.set_opt_out(interaction.guild_id, interaction.user.id, False)
+        await interaction.response.send_message(replies.OPTED_IN, ephemeral=True)
+
+    # -- admin: backfill and settings ---------------------------------------------------------------------
+
+    @app_commands.command(name="backfill", description="Read a channel's history into memory (admins; resumable)")
+    @app_commands.describe(channel="The channel or thread to read", limit="At most this many messages this run")
+    @app_commands.guild_only()
+    @app_commands.default_permissions(manage_guild=True)
+    @options_checked()
+    @guild_admin_only()
+    async def backfill(
+        self,
+        interaction: discord.Interaction,
+        channel: discord.TextChannel | discord.Thread | discord.VoiceChannel,
+        limit: app_commands.Range[int, 1, 100_000] = 1000,
+    ) -> None:
+        memory = self.memory()
+        if channel.id in self._backfills:
+            raise UserInputError(replies.BACKFILL_RUNNING.format(channel=channel.mention))
+        report = ProgressReport(interaction)
+        await interaction.response.send_message(replies.BACKFILL_STARTED.format(channel=channel.mention), ephemeral=True)
+        self._backfills.add(channel.id)
+        try:
+            read = await read_history(memory, interaction.guild_id, channel, limit, report)
+        finally:
+            self._backfills.discard(channel.id)
+        await report.show(replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
+
+    @app_commands.command(name="settings", description="Show or change memory settings for this server (admins)")
+    @app_commands.describe(
+        auto_recall="Answer every message in the recall channels, not only mentions and replies",
+        recall_channel="Add or remove this channel from the auto-recall channels",
+        capture_channel="The channel whose capture to turn on or off (with 'capture')",
+        capture="Whether messages in 'capture_channel' are remembered",
+        retention_days="Forget messages older than this many days (0 keeps everything)",
+        forget_on_leave="Forget a member's messages when they leave the server",
+    )
+    @app_commands.guild_only()
+    @app_commands.default_permissions(manage_guild=True)
+    @options_checked()
+    @guild_admin_only()
+    async def settings(
+        self,
+        interaction: discord.Interaction,
+        auto_recall: bool | None = None,
+        recall_channel: discord.TextChannel | None = None,
+        capture_channel: discord.TextChannel | None = None,
+        capture: bool | None = None,
+        retention_days: app_commands.Range[int, 0, 3650] | None = None,
+        forget_on_leave: bool | None = None,
+    ) -> None:
+        memory = self.memory()
+        current = await memory.settings(interaction.guild_id)
+        changes: dict[str, Any] = {}
+        if auto_recall is not None:
+            changes["auto_recall"] = auto_recall
+        if recall_channel is not None:
+            changes["recall_channel_ids"] = current.recall_channel_ids ^ {recall_channel.id}
+        if (capture_channel is None) != (capture is None):
+            raise UserInputError(replies.SETTINGS_CAPTURE_PAIR)
+        if capture_channel is not None:
+            disabled = current.capture_disabled_channel_ids
+            changes["capture_disabled_channel_ids"] = (
+                disabled - {capture_channel.id} if capture else disabled | {capture_channel.id}
+            )
+        if retention_days is not None:
+            changes["retention_days"] = retention_days or None
+        if forget_on_leave is not None:
+            changes["forget_on_leave"] = forget_on_leave
+        if changes:
+            current = current.with_changes(**changes)
+            await memory.save_settings(interaction.guild_id, current)
+        await interaction.response.send_message(replies.settings_summary(current), ephemeral=True)
+
+    # -- the process-wide profile -------------------------------------------------------------------------
+
+    @profile.command(name="show", description="The profile this bot runs with")
+    @options_checked()
+    async def profile_show(self, interaction: discord.Interaction) -> None:
+        memory = self.memory()
+        await interaction.response.send_message(replies.profile_summary(memory.profile), ephemeral=True)
+
+    async def _profiles(self) -> dict[str, MemoryProfile]:
+        from ..profile import list_profiles
+
+        profiles = await asyncio.to_thread(list_profiles, self.bot.profiles_dir)
+        return {profile.name: profile for profile in profiles}
+
+    @profile.command(name="list", description="Every profile this bot can switch to")
+    @options_checked()
+    async def profile_list(self, interaction: discord.Interaction) -> None:
+        names = list(await self._profiles())
+        current = self.bot.memory.profile.name if self.bot.memory else None
+        await interaction.response.send_message(replies.profile_list(names, current), ephemeral=True)
+
+    @profile.command(name="set", description="Switch the bot to another profile, live (bot admins)")
+    @app_commands.describe(name="The profile to switch to")
+    @options_checked()
+    @bot_admin_only()
+    async def profile_set(
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, PROFILE_NAME_MAX_CHARS]
+    ) -> None:
+        from ..embedding import EmbeddingModelError
+        from ..profile import ProfileError
+
+        memory = self.memory()
+        new = (await self._profiles()).get(name)
+        if new is None:
+            raise UserInputError(replies.UNKNOWN_PROFILE.format(name=name))
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        old = memory.profile
+        try:
+            await memory.switch_profile(new)
+        except (ProfileError, EmbeddingModelError) as error:
+            await interaction.followup.send(replies.PROFILE_SWITCH_FAILED.format(name=name, error=error), ephemeral=True)
+            return
+        await self.bot.save_profile_choice(name)
+        log.info("%s switched the profile from %r to %r", interaction.user, old.name, name)
+        await interaction.followup.send(replies.profile_changes(old, new), ephemeral=True)
+
+    @profile_set.autocomplete("name")
+    async def profile_name_autocomplete(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        names = [name for name in await self._profiles() if current.lower() in name.lower()]
+        return [app_commands.Choice(name=name, value=name) for name in names[:25]]
+
+    # -- owner: deliberate command sync -------------------------------------------------------------------
+
+    @commands.command(name="sync", hidden=True)
+    async def sync(self, ctx: commands.Context) -> None:
+        """``@bot sync``: push slash commands to Discord (bot admins only)."""
+        if not await self.bot.is_bot_admin(ctx.author):
+            return
+        try:
+            synced = await self.bot.sync_commands()
+        except discord.HTTPException as exc:
+            log.warning("Slash command sync failed: %s", exc)
+            await ctx.reply(replies.SYNC_FAILED.format(status=exc.status, error=exc.text or exc.response.reason))
+            return
+        await ctx.reply(replies.SYNCED.format(count=len(synced)))

@@ -1,0 +1,18 @@
+"""How long recent searches and recalls took: measured by the commands and the listeners, shown by /memory stats."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+__all__ = ("Latencies",)
+
+SAMPLES = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Latencies:
+    """Milliseconds of the latest ``/memory search`` calls and automatic recalls; one shared by both cogs."""
+
+    search_ms: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
+    recall_ms: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))

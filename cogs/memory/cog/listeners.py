@@ -1,0 +1,226 @@
+"""The memory cog's gateway side: capture every chat message, mirror edits and deletions, and answer on mention."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import discord
+from discord.ext import commands, tasks
+
+from .audience import AudienceCache
+from .capture import is_chat_message, memory_space_id, record_from_message
+from .latency import Latencies
+from .llm import ChatClient, LLMConfig, LLMError
+from .permissions import readable_channel_ids, readable_thread_parent_ids
+from .recall import (
+    NO_MEMORIES_REPLY,
+    ONLY_SHARED_CHANNELS_NOTE,
+    build_chat_messages,
+    build_query,
+    format_memories,
+    strip_mentions,
+    with_note,
+)
+from ..settings import GuildSettings
+from ..records import Candidate, SearchFilters
+
+if TYPE_CHECKING:
+    from bot import MemoryBot
+
+    from ..memory import Memory
+
+log = logging.getLogger(__name__)
+
+# Turns just above the asker's message: read as context and never recalled back (everyone can already see them).
+RECENT_TURNS = 6
+RECALL_LIMIT = 5
+RECALL_FAILED_REPLY = "Sorry, I couldn't search my memory just now. Please try again in a moment."
+
+
+class MemoryListeners(commands.Cog):
+    """Feeds the memory core from the gateway and runs automatic recall."""
+
+    def __init__(self, bot: MemoryBot, latencies: Latencies | None = None) -> None:
+        self.bot = bot
+        self.llm: ChatClient | None = None
+        self.user_cooldown = commands.CooldownMapping.from_cooldown(1, 10.0, commands.BucketType.user)
+        self.channel_cooldown = commands.CooldownMapping.from_cooldown(4, 30.0, commands.BucketType.channel)
+        self.latencies = latencies or Latencies()
+        self.audiences = AudienceCache()
+
+    async def cog_load(self) -> None:
+        config = LLMConfig.from_env()
+        if config is not None:
+            self.llm = ChatClient(config)
+            log.info("Recall answers through the LLM at %s (model %s)", config.base_url, config.model)
+        self.retention.start()
+
+    async def cog_unload(self) -> None:
+        self.retention.cancel()
+        if self.llm is not None:
+            await self.llm.close()
+
+    @tasks.loop(hours=6)
+    async def retention(self) -> None:
+        """Forgets messages older than each guild's ``retention_days``."""
+        memory = await self.memory()
+        if memory is not None:
+            await memory.apply_retention()
+
+    @retention.error
+    async def retention_error(self, error: BaseException) -> None:
+        log.exception("Retention sweep failed; it runs again in 6 hours", exc_info=error)
+
+    async def memory(self) -> Memory | None:
+        """The memory core once it has loaded; capture waits for it so nothing said meanwhile is lost."""
+        await self.bot.memory_ready.wait()
+        return self.bot.memory
+
+    # -- capture -------------------------------------------------------------------------------------------
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        if not is_chat_message(message, store_dms=self.bot.store_dms):
+            return  # system notices, and DMs unless the host enabled them, are not stored
+        memory = await self.memory()
+        if memory is None:
+            return
+        guild_id = memory_space_id(message)
+        settings = await memory.settings(guild_id)
+        if message.channel.id not in settings.capture_disabled_channel_ids and not await memory.is_opted_out(
+            guild_id, message.author.id
+        ):
+            await memory.add(record_from_message(message))
+        if message.guild is not None and await self._wants_recall(message, settings):
+            await self.recall_and_reply(message)
+
+    @commands.Cog.listener()
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        if "content" not in payload.data:
+            return  # embeds resolving also arrive as edits; only a content change matters
+        memory = await self.memory()
+        if memory is None:
+            return
+        edited_at = discord.utils.parse_time(payload.data.get("edited_timestamp")) or discord.utils.utcnow()
+        await memory.edit(payload.message_id, payload.data["content"], edited_at)
+
+    @commands.Cog.listener()
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        if (memory := await self.memory()) is not None:
+            await memory.delete([payload.message_id])  # DMs too, where they are stored
+
+    @commands.Cog.listener()
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        if (memory := await self.memory()) is not None:
+            await memory.delete(sorted(payload.message_ids))
+
+    @commands.Cog.listener()
+    async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
+        if (memory := await self.memory()) is not None:
+            await memory.delete_channel(channel.guild.id, channel.id)
+
+    @commands.Cog.listener()
+    async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
+        if (memory := await self.memory()) is not None:
+            await memory.delete_channel(payload.guild_id, payload.thread_id)
+
+    @commands.Cog.listener()
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        if (memory := await self.memory()) is not None:
+            log.info("Removed from guild %d; forgetting its memory", guild.id)
+            await memory.delete_guild(guild.id)
+        self.audiences.forget_guild(guild.id)
+
+    @commands.Cog.listener()
+    async def on_raw_member_remove(self, payload: discord.RawMemberRemoveEvent) -> None:
+        if (memory := await self.memory()) is None:
+            return
+        if (await memory.settings(payload.guild_id)).forget_on_leave:
+            count = await memory.delete_author(payload.guild_id, payload.user.id)
+            log.info("Member %d left guild %d; forgot %d messages", payload.user.id, payload.guild_id, count)
+
+    # -- automatic recall ----------------------------------------------------------------------------------
+
+    async def _wants_recall(self, message: discord.Message, settings: GuildSettings) -> bool:
+        if message.author.bot or self.bot.user is None:
+            return False  # bots' messages are remembered but never trigger recall
+        me = self.bot.user
+        reference = message.reference
+        replied_to_me = (
+            reference is not None
+            and isinstance(reference.resolved, discord.Message)
+            and reference.resolved.author.id == me.id
+        )
+        in_auto_channel = settings.auto_recall and message.channel.id in settings.recall_channel_ids
+        if not (me in message.mentions or replied_to_me or in_auto_channel):
+            return False
+        if (await self.bot.get_context(message)).valid:
+            return False  # "@bot sync" is a command, not a question
+        retry_after = self.user_cooldown.update_rate_limit(message) or self.channel_cooldown.update_rate_limit(message)
+        if retry_after:
+            # Silence rather than a "slow down" reply: answering a flood with notices is a flood too.
+            log.debug("Recall cooldown for %d in channel %d: %.1fs left", message.author.id, message.channel.id,
+                      retry_after)
+            return False
+        return True
+
+    async def _context_turns(self, message: discord.Message) -> tuple[list[str], frozenset[int]]:
+        """The replied-to message and the recent turns (newest first), and the ids of everything already visible."""
+        turns: list[str] = []
+        seen = {message.id}
+        reference = message.reference
+        if reference is not None and isinstance(reference.resolved, discord.Message):
+            turns.append(reference.resolved.content)
+            seen.add(reference.resolved.id)
+        async for earlier in message.channel.history(limit=RECENT_TURNS, before=message):
+            turns.append(earlier.content)
+            seen.add(earlier.id)
+        return turns, frozenset(seen)
+
+    async def recall_and_reply(self, message: discord.Message) -> None:
+        try:
+            async with message.channel.typing():
+                reply = await self._answer(message)
+        except Exception:  # noqa: BLE001 - the member gets a generic reply, the log gets the traceback
+            log.exception("Recall failed for message %d in channel %d", message.id, message.channel.id)
+            reply = RECALL_FAILED_REPLY
+        await message.reply(reply, mention_author=False)
+
+    async def _answer(self, message: discord.Message) -> str:
+        """The public reply: only what everyone who sees this channel may read, and what the asker may read too."""
+        memory = self.bot.memory
+        author = message.author
+        if memory is None or not isinstance(author, discord.Member):
+            return NO_MEMORIES_REPLY
+        turns, visible = await self._context_turns(message)
+        query = build_query(message.content, turns)
+        readable = readable_channel_ids(author)
+        audience = await self.audiences.audience(message.channel)
+        # Said whenever the asker reads more than this channel's readers do, whatever matched, so the reply never
+        # hints that a hidden channel held the answer.
+        note = ONLY_SHARED_CHANNELS_NOTE if readable - audience.channel_ids else None
+        filters = SearchFilters(
+            guild_id=message.guild.id,
+            allowed_channel_ids=readable & audience.channel_ids,
+            public_thread_parent_ids=readable_thread_parent_ids(author, readable) & audience.thread_parent_ids,
+            exclude_message_ids=visible,
+        )
+        started = time.perf_counter()
+        results = await memory.recall(query, filters, RECALL_LIMIT)
+        self.latencies.recall_ms.append((time.perf_counter() - started) * 1000)
+        log.debug("Recall for %d: %r -> %d results", message.id, query, len(results))
+        if not results or self.llm is None:
+            return format_memories(results, note)
+        return await self._llm_answer(author.display_name, strip_mentions(message.content), results, note)
+
+    async def _llm_answer(self, asker: str, question: str, results: list[Candidate], note: str | None) -> str:
+        """The LLM's answer from ``results`` alone: they already obey the audience rule, so the prompt does too."""
+        assert self.llm is not None
+        try:
+            text = await self.llm.complete(build_chat_messages(asker, question, results))
+        except LLMError as error:
+            log.warning("LLM answer failed, replying with the memories instead: %s", error)
+            return format_memories(results, note)
+        return with_note(text, note)

@@ -1,0 +1,163 @@
+"""Every sentence the memory commands say to users, in one place so tests and wording stay in step."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields, is_dataclass
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+if TYPE_CHECKING:
+    from ..settings import GuildSettings
+    from ..profile import MemoryProfile
+
+MEMORY_LOADING = "Memory is still loading its models (this takes a minute after the bot starts). Try again shortly."
+MEMORY_FAILED = "Memory could not be opened; the bot's owner has been told in the logs."
+GUILD_ONLY = "Memory commands only work in a server."
+UNEXPECTED = "Something went wrong on my side; it has been logged. Please try again later."
+BAD_DATE = "`{value}` is not a date I understand. Use YYYY-MM-DD, for example 2024-05-31."
+BAD_OPTION = "I can't use `{value}` there: pick it from Discord's suggestions (a channel I can see, a member here)."
+CANNOT_READ_CHANNEL = "You can't read {channel}, so I can't search it for you."
+NO_RESULTS = "Nothing in memory matches that in the channels you can read."
+DATE_OUT_OF_RANGE = "`{value}` is outside Discord's lifetime. Use a date from 2015-01-01 to today."
+DATES_REVERSED = "`after` must be earlier than `before`; you gave after {after} and before {before}."
+
+# Options checked against what each command declares: Discord's client enforces these, a crafted request need not.
+OPTION_MISSING = "`{name}` is required; fill it in."
+OPTION_NOT_A = "`{name}` must be {kind}; you gave `{value}`."
+OPTION_CHOICE = "`{name}` must be one of {choices}; you gave `{value}`."
+OPTION_RANGE = "`{name}` must be between {low} and {high}; you gave {value}."
+OPTION_LENGTH = "`{name}` must be {low} to {high} characters long; you gave {length}."
+OPTION_BLANK = "`{name}` can't be blank; write something in it."
+
+FORGET_CONFIRM = "This will make me forget {what}. This cannot be undone. Forget it?"
+FORGET_CANCELLED = "Cancelled: nothing was forgotten."
+FORGOTTEN = "Done: forgot {count} messages ({what})."
+FORGET_ADMIN_ONLY = "Only members with Manage Server can make me forget a whole channel or another member."
+FORGET_NEEDS_CHANNEL = "Pick the channel to forget with the `channel` option."
+FORGET_NEEDS_MEMBER = "Pick the member to forget with the `member` option."
+FORGET_NEEDS_LINK = "Paste the message's link in the `message_link` option (right-click the message, Copy Message Link)."
+FORGET_OPTION_UNUSED = "`{option}` doesn't go with what:{what}; leave it out."
+FORGET_BAD_LINK = "Give a message link from this server (right-click the message, Copy Message Link)."
+FORGET_NOT_STORED = "I don't have that message in memory."
+FORGET_NOT_YOURS = "That message isn't yours; only members with Manage Server can make me forget it."
+
+OPTED_OUT = "I will no longer remember your messages here, and I forgot the {count} I had. Use /memory optin to undo."
+OPTED_IN = "I will remember your messages here again from now on."
+
+BACKFILL_STARTED = "Reading the history of {channel}…"
+BACKFILL_PROGRESS = "Reading the history of {channel}, newest first: {count} messages so far…"
+BACKFILL_DONE = "Backfill of {channel} finished: read {count} messages, newest first. Run it again to go further back."
+BACKFILL_RUNNING = "A backfill of {channel} is already running; wait for it to finish."
+
+SETTINGS_CAPTURE_PAIR = "Use `capture_channel` and `capture` together, e.g. capture_channel:#off-topic capture:False."
+
+UNKNOWN_PROFILE = "There is no profile called `{name}`. See /memory profile list."
+PROFILE_SWITCH_FAILED = "Could not switch to `{name}`; still using the old profile. Reason: {error}"
+SYNCED = "Synced {count} slash commands."
+SYNC_FAILED = ("Discord refused the command sync ({status}: {error}). For a dev guild, check DEV_GUILD_ID and that "
+               "the bot was invited there with the `applications.commands` scope.")
+
+# The profile fields worth reporting when they change, flattened as "reranker.model".
+PROFILE_DIFF_SKIP = frozenset({"name", "description", "reranker.instruction"})
+
+
+def _channels(ids: frozenset[int]) -> str:
+    return ", ".join(f"<#{i}>" for i in sorted(ids)) or "none"
+
+
+def settings_summary(settings: GuildSettings) -> str:
+    retention = "keep everything" if settings.retention_days is None else f"{settings.retention_days} days"
+    return "\n".join(
+        [
+            "**Memory settings for this server**",
+            f"Auto-recall: {'on' if settings.auto_recall else 'off'} in {_channels(settings.recall_channel_ids)}",
+            f"Not captured: {_channels(settings.capture_disabled_channel_ids)}",
+            f"Retention: {retention}",
+            f"Forget members who leave: {'yes' if settings.forget_on_leave else 'no'}",
+        ]
+    )
+
+
+def flatten_profile(profile: Any, prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for field in fields(profile):
+        value = getattr(profile, field.name)
+        if is_dataclass(value):
+            flat.update(flatten_profile(value, f"{prefix}{field.name}."))
+        else:
+            flat[f"{prefix}{field.name}"] = value
+    return flat
+
+
+def profile_summary(profile: MemoryProfile) -> str:
+    lines = [f"**Profile `{profile.name}`**: {profile.description}"]
+    lines += [f"{key}: `{value}`" for key, value in flatten_profile(profile).items() if key not in PROFILE_DIFF_SKIP | {"name"}]
+    return "\n".join(lines)
+
+
+def profile_list(names: Sequence[str], current: str | None) -> str:
+    return "\n".join(["**Profiles**", *(f"- `{n}`" + (" (current)" if n == current else "") for n in names)])
+
+
+def profile_changes(old: MemoryProfile, new: MemoryProfile) -> str:
+    before, after = flatten_profile(old), flatten_profile(new)
+    changed = [
+        f"{key}: `{before.get(key)}` → `{value}`"
+        for key, value in after.items()
+        if before.get(key) != value and key not in PROFILE_DIFF_SKIP
+    ]
+    if old.name == new.name or not changed:
+        return f"Already using `{new.name}`; nothing changed."
+    return "\n".join([f"Switched from `{old.name}` to `{new.name}`. What changed:", *changed])
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"
+
+
+def _latency(samples: Sequence[float]) -> str:
+    if not samples:
+        return "no samples yet"
+    ordered = sorted(samples)
+    p50 = ordered[len(ordered) // 2]
+    p95 = ordered[min(int(0.95 * len(ordered)), len(ordered) - 1)]
+    return f"p50 {p50:.0f} ms · p95 {p95:.0f} ms ({len(ordered)} samples)"
+
+
+def _reranker(status: dict[str, Any] | None) -> str:
+    if status is None or status["provider"] == "none":
+        return "off"
+    state = "loaded" if status["loaded"] else ("not loaded yet" if status["available"] else f"unavailable: {status['reason']}")
+    return f"{status['model']} ({status['provider']}, {state})"
+
+
+def reranking_summary(status: dict[str, Any]) -> str:
+    """How the reranker ran over the last hour: backend and dtype, ms per query, candidates scored, cache hits."""
+    runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded yet"
+    if not status["queries_last_hour"]:
+        return f"{runs_on} · no queries in the last hour"
+    prefix, queries = status["prefix_cache_hits"], status["queries_last_hour"]
+    return (f"{runs_on} · p50 {status['p50_ms']:,.0f} ms · p95 {status['p95_ms']:,.0f} ms per query "
+            f"({queries} {'query' if queries == 1 else 'queries'}) · {status['scored_per_recall']:.1f} of "
+            f"{status['offered_per_recall']:.1f} candidates scored per recall · cache hits: "
+            f"{status['cache_hits']:,} scores" + ("" if prefix is None else f", {prefix:,} prompt prefixes"))
+
+
+def stats_embed(guild_name: str, stats: dict[str, Any], profile: str, reranker: dict[str, Any] | None,
+                latencies: dict[str, Sequence[float]]) -> discord.Embed:
+    embed = discord.Embed(title=f"Memory of {guild_name}")
+    embed.add_field(name="Messages", value=f"{stats['messages']:,}")
+    embed.add_field(name="Vectors", value=f"{stats['vectors']:,} ({stats['index_kind']})")
+    embed.add_field(name="Index size", value=f"{_mib(stats['index_size_bytes'])} in memory, "
+                                             f"{_mib(stats['index_file_bytes'])} on disk")
+    embed.add_field(name="Profile", value=f"{profile} (embeddings: {stats['embedding_model']})", inline=False)
+    embed.add_field(name="Reranker", value=_reranker(reranker), inline=False)
+    if reranker is not None and reranker["provider"] != "none":
+        embed.add_field(name="Reranking (last hour)", value=reranking_summary(reranker), inline=False)
+    embed.add_field(name="Search latency", value=_latency(latencies["search"]), inline=False)
+    embed.add_field(name="Recall latency (search + rerank)", value=_latency(latencies["recall"]), inline=False)
+    if stats.get("queued"):
+        embed.set_footer(text=f"{stats['queued']} messages waiting to be indexed")
+    return embed

@@ -1,0 +1,126 @@
+"""The PostgreSQL schema as named, ordered migrations, applied once across processes under an advisory lock."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import asyncpg
+
+__all__ = ("DIMENSION", "MIGRATIONS", "Migration", "ROWID_BLOCK", "apply_migrations")
+
+log = logging.getLogger(__name__)
+
+# all-MiniLM-L6-v2's width: the HNSW index needs a fixed dimension.
+DIMENSION = 384
+# Row ids are handed out in blocks from one sequence, so processes sharing the database never collide.
+ROWID_BLOCK = 65_536
+# Any constant both sides agree on: the key of the advisory lock that serialises migrations across processes.
+MIGRATION_LOCK_KEY = 0x6D656D6F7279  # "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    name: str
+    statements: tuple[str, ...]
+
+
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)
+"""
+SELECT_APPLIED = "SELECT name FROM schema_migrations"
+INSERT_APPLIED = "INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)"
+LOCK = "SELECT pg_advisory_lock($1)"
+UNLOCK = "SELECT pg_advisory_unlock($1)"
+
+# Appended to, never edited: a database records which of these it has run.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "0001_initial",
+        (
+            "CREATE EXTENSION IF NOT EXISTS vector",
+            f"CREATE SEQUENCE message_rowid_blocks START 1 INCREMENT {ROWID_BLOCK}",
+            """
+            CREATE TABLE messages (
+                id BIGINT PRIMARY KEY,
+                message_id BIGINT NOT NULL UNIQUE,
+                guild_id BIGINT NOT NULL,
+                channel_id BIGINT NOT NULL,
+                parent_channel_id BIGINT,
+                private_thread BOOLEAN NOT NULL DEFAULT FALSE,
+                author_id BIGINT NOT NULL,
+                author_name TEXT NOT NULL,
+                author_is_bot BOOLEAN NOT NULL DEFAULT FALSE,
+                content TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                edited_at DOUBLE PRECISION,
+                reply_to_id BIGINT,
+                -- body words weighted A, author words B: a query can ask for either (word:A, word:B).
+                document TSVECTOR NOT NULL
+            )
+            """,
+            "CREATE INDEX messages_channel_order ON messages (guild_id, channel_id, created_at, message_id)",
+            "CREATE INDEX messages_guild_author ON messages (guild_id, author_id)",
+            "CREATE INDEX messages_guild_time ON messages (guild_id, created_at)",
+            """
+            CREATE INDEX messages_public_thread_parent ON messages (guild_id, parent_channel_id, created_at)
+            WHERE parent_channel_id IS NOT NULL AND NOT private_thread
+            """,
+            "CREATE INDEX messages_document ON messages USING gin (document)",
+            f"""
+            CREATE TABLE embeddings (
+                message_rowid BIGINT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+                model TEXT NOT NULL,
+                vector vector({DIMENSION}) NOT NULL,
+                PRIMARY KEY (model, message_rowid)
+            )
+            """,
+            "CREATE INDEX embeddings_message_rowid ON embeddings (message_rowid)",
+            "CREATE INDEX embeddings_vector ON embeddings USING hnsw (vector vector_cosine_ops)",
+            """
+            CREATE TABLE index_generations (
+                guild_id BIGINT NOT NULL,
+                model TEXT NOT NULL,
+                generation BIGINT NOT NULL,
+                PRIMARY KEY (guild_id, model)
+            )
+            """,
+            "CREATE TABLE guild_settings (guild_id BIGINT PRIMARY KEY, settings JSONB NOT NULL)",
+            """
+            CREATE TABLE opt_outs (
+                guild_id BIGINT NOT NULL,
+                user_id BIGINT NOT NULL,
+                PRIMARY KEY (guild_id, user_id)
+            )
+            """,
+            "CREATE TABLE message_tombstones (message_id BIGINT PRIMARY KEY, deleted_at DOUBLE PRECISION NOT NULL)",
+            "CREATE INDEX message_tombstones_deleted_at ON message_tombstones (deleted_at)",
+        ),
+    ),
+)
+
+
+async def apply_migrations(conn: asyncpg.Connection) -> list[str]:
+    """Apply every migration the database has not recorded, in order; returns the names this call applied.
+
+    The advisory lock makes processes starting together take turns: the first applies, the others find the
+    migrations recorded and apply nothing.
+    """
+    await conn.execute(LOCK, MIGRATION_LOCK_KEY)
+    try:
+        await conn.execute(CREATE_SCHEMA_MIGRATIONS)
+        applied = {row[0] for row in await conn.fetch(SELECT_APPLIED)}
+        newly_applied: list[str] = []
+        for migration in MIGRATIONS:
+            if migration.name in applied:
+                continue
+            async with conn.transaction():
+                for statement in migration.statements:
+                    await conn.execute(statement)
+                await conn.execute(INSERT_APPLIED, migration.name, time.time())
+            log.info("Applied database migration %s", migration.name)
+            newly_applied.append(migration.name)
+        return newly_applied
+    finally:
+        await conn.execute(UNLOCK, MIGRATION_LOCK_KEY)

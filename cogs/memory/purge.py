@@ -1,0 +1,181 @@
+"""Forgetting for good: after a forget, erase the forgotten text from the bytes of the database files, soon.
+
+A deleted row stays readable in SQLite's files in three places: the freed space of its pages (``PRAGMA
+secure_delete`` zeroes it; the store turns it on), the FTS5 index (a delete only appends delete markers, which
+carry the deleted terms too, and keeps the old segments until they happen to be merged), and the old page images
+in the WAL. A forget marks a purge pending in its own transaction; the purge rewrites the FTS5 index without the
+deleted entries, truncates the WAL, then clears the mark. A mark left by a crash is purged when the store opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+
+import aiosqlite
+
+__all__ = ("FTS_SECURE_DELETE", "MARK_PURGE_PENDING", "PurgeScheduler", "erase", "pending", "prepare")
+
+log = logging.getLogger(__name__)
+
+# FTS5's 'secure-delete' option (SQLite 3.42+) removes a deleted row's entries from the index segments at once, so
+# a purge needs no rewrite of the index. It raises the table's format to version 5, which an older SQLite refuses
+# to read: a database opened once on 3.42+ stays on 3.42+.
+FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
+
+# The single row of ``pending_purge``: present while something forgotten may still be readable on disk.
+MARK_PURGE_PENDING = "INSERT OR IGNORE INTO pending_purge (id, since) VALUES (1, ?)"
+SELECT_PURGE_PENDING = "SELECT since FROM pending_purge WHERE id = 1"
+CLEAR_PURGE_PENDING = "DELETE FROM pending_purge"
+# Rewrites every segment into one, leaving out deleted rows and the delete markers themselves.
+FTS_OPTIMIZE = "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')"
+FTS_SECURE_DELETE_ON = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 1)"
+SELECT_FTS_SECURE_DELETE = "SELECT v FROM messages_fts_config WHERE k = 'secure-delete'"
+# Copies the WAL into the database file, then cuts the WAL to zero bytes. It waits (busy_timeout) for readers that
+# still hold a snapshot in the WAL, and answers busy = 1 if one outlasts the wait.
+CHECKPOINT_TRUNCATE = "PRAGMA wal_checkpoint(TRUNCATE)"
+# A search holds its snapshot for milliseconds; a reader that outlasts this many busy waits is retried later.
+CHECKPOINT_ATTEMPTS = 3
+
+# A purge runs this long after the last forget, so a stream of single deletes costs one purge...
+PURGE_DELAY_S = 5.0
+# ...but never later than this after the first forget it covers...
+PURGE_MAX_DELAY_S = 30.0
+# ...nor sooner than this many times the previous purge's duration after it ended. Rewriting the FTS5 index takes
+# ~0.5 s at 100k messages on the 2-core dev box (so ~5 s at 1M) while ingest waits: this keeps background purges
+# to at most a tenth of the writer's time, however fast forgets arrive.
+PURGE_SPACING = 9.0
+
+
+async def prepare(conn: aiosqlite.Connection) -> None:
+    """Turn FTS5 secure-delete on where SQLite has it; the first time, one purge erases what older deletes left."""
+    if not FTS_SECURE_DELETE:
+        return
+    rows = await conn.execute_fetchall(SELECT_FTS_SECURE_DELETE)
+    if rows and rows[0][0]:
+        return
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        await conn.execute(FTS_SECURE_DELETE_ON)
+        await conn.execute(FTS_OPTIMIZE)
+        await conn.execute(MARK_PURGE_PENDING, (time.time(),))
+    except BaseException:
+        await conn.rollback()
+        raise
+    await conn.commit()
+    log.info("FTS5 secure-delete is on: deleted messages leave the keyword index at once")
+
+
+async def pending(conn: aiosqlite.Connection) -> bool:
+    return bool(await conn.execute_fetchall(SELECT_PURGE_PENDING))
+
+
+async def erase(conn: aiosqlite.Connection) -> bool:
+    """Erase every forgotten row's bytes from the database file and the WAL; False if a reader kept the WAL busy.
+
+    Call it from the writer, between transactions. The pending mark is cleared only once the WAL is truncated, so a
+    crash or a busy reader leaves it for the next try.
+    """
+    started = time.perf_counter()
+    if not FTS_SECURE_DELETE:
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            await conn.execute(FTS_OPTIMIZE)
+        except BaseException:
+            await conn.rollback()
+            raise
+        await conn.commit()
+    rewritten = time.perf_counter()
+    for _ in range(CHECKPOINT_ATTEMPTS):
+        busy, _, _ = (await conn.execute_fetchall(CHECKPOINT_TRUNCATE))[0]
+        if not busy:
+            break
+    else:
+        log.warning("A reader kept the WAL busy; forgotten messages stay in it until the next purge")
+        return False
+    # Writes only the mark's own page (zeroed by secure_delete) to the new, empty WAL.
+    await conn.execute(CLEAR_PURGE_PENDING)
+    log.debug("Forgotten messages erased from disk: FTS5 index rewritten in %.2f s, WAL truncated in %.2f s",
+             rewritten - started, time.perf_counter() - rewritten)
+    return True
+
+
+class PurgeScheduler:
+    """Runs ``purge`` soon after forgets: debounced in the background, or at once through ``now``.
+
+    ``purge`` returns False when it could not finish; it is then tried again after ``delay``.
+    """
+
+    def __init__(self, purge: Callable[[], Awaitable[bool]], *, delay: float = PURGE_DELAY_S,
+                 max_delay: float = PURGE_MAX_DELAY_S) -> None:
+        self._purge = purge
+        self.delay = delay
+        self.max_delay = max_delay
+        self._first: float | None = None  # loop time of the earliest forget no purge has covered yet
+        self._last = 0.0
+        self._not_before = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def soon(self) -> None:
+        """A forget has committed: purge once forgets pause for ``delay`` (``max_delay`` at the latest)."""
+        if self._closing.is_set():
+            return
+        now = asyncio.get_running_loop().time()
+        self._last = now
+        if self._first is None:
+            self._first = now
+        self._idle.clear()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run_when_due(), name="memory-purge")
+
+    async def now(self) -> bool:
+        """Purge at once (after a purge already under way); True when everything forgotten is erased."""
+        self._first = None
+        return await self._run()
+
+    async def wait_idle(self) -> None:
+        """Return once no purge is scheduled or running."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Stop scheduling; a purge under way finishes first (the owner purges once more as it closes)."""
+        self._closing.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run_when_due(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._first is not None and not self._closing.is_set():
+                due = max(min(self._last + self.delay, self._first + self.max_delay), self._not_before)
+                if loop.time() < due:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._closing.wait(), due - loop.time())
+                    continue  # forgets meanwhile may have moved the due time
+                self._first = None
+                await self._run()
+        finally:
+            self._idle.set()
+
+    async def _run(self) -> bool:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            done = await self._purge()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("Erasing forgotten messages from disk failed; trying again in %.0f s", self.delay)
+            done = False
+        ended = loop.time()
+        self._not_before = ended + (ended - started) * PURGE_SPACING
+        if not done:
+            self.soon()
+        return done

@@ -1,0 +1,224 @@
+"""Local Qwen3-Reranker scoring (transformers): the official prompt and score, computed with a shared-prefix KV
+cache, candidates packed without padding, and only the "yes"/"no" rows of the output head."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..config import DTYPES
+from ..workers import MODEL_LOADING
+from .prefix import ConstantPrefixCache
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PREFIX = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    'provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n'
+)
+PROMPT_BODY = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
+ASSISTANT_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+DEFAULT_INSTRUCTION = (
+    "Given a member's message in a chat server, judge whether this past chat message "
+    "helps to recall what the member is referring to or to answer it"
+)
+YES_TOKEN, NO_TOKEN = "yes", "no"
+TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
+# Candidates are scored in windows of this many batches, taken in first-stage order and sorted by length inside
+# (packed forwards of even size), so a time budget still cuts the list at (roughly) a first-stage prefix.
+WINDOW_BATCHES = 4
+# A packed forward attends over its whole pack (the block mask hides, but does not skip, other candidates), so packs
+# stop near the size where the GEMMs are already efficient instead of growing with batch_size.
+MAX_PACK_TOKENS = {"cpu": 384, "accelerator": 1024}
+
+
+@dataclass(frozen=True, slots=True)
+class PairTokens:
+    """One query's prompts split at the token where they start to differ: `shared` once, then each `tails[i]`."""
+
+    shared: list[int]
+    tails: list[list[int]]
+
+
+def _common_prefix_length(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+class LocalScorer:
+    """A Qwen3-Reranker (or any Qwen3ForCausalLM with yes/no tokens) loaded with `from_pretrained`.
+
+    Owned by one thread (the service's worker); nothing here is thread-safe on purpose. The model runs in two
+    places a subclass can replace (the ONNX Runtime backend does): `_extend_kv` and `forward_tails`.
+    """
+
+    backend = "torch"
+
+    def __init__(self, model_name: str, device: str, dtype: str, max_length: int) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        with MODEL_LOADING:
+            tokenizer = AutoTokenizer.from_pretrained(model_name)
+            model = AutoModelForCausalLM.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
+        self._init_prompts(model_name, tokenizer, device, dtype, max_length)
+        self.model = model.to(device).eval()
+        # Only these two rows of the 151k-word head are ever needed: [no, yes] so log_softmax[:, 1] = log P(yes).
+        head = self.model.get_output_embeddings().weight
+        self.head_rows = head[[self.no_id, self.yes_id]].detach().clone()
+
+    def _init_prompts(self, model_name: str, tokenizer: object, device: str, dtype: str, max_length: int) -> None:
+        """Everything but the model: tokenizer, prompt constants, the yes/no ids and the constant-prefix cache."""
+        self.model_name, self.device, self.dtype, self.max_length = model_name, device, dtype, max_length
+        self.tokenizer = tokenizer
+        self.max_pack_tokens = MAX_PACK_TOKENS["cpu" if device == "cpu" else "accelerator"]
+        self.yes_id = self._single_token_id(YES_TOKEN)
+        self.no_id = self._single_token_id(NO_TOKEN)
+        self.constant_prefixes = ConstantPrefixCache()
+        self.prefix_ids = self.tokenizer.encode(SYSTEM_PREFIX, add_special_tokens=False)
+        self.suffix_ids = self.tokenizer.encode(ASSISTANT_SUFFIX, add_special_tokens=False)
+        self.body_budget = max_length - len(self.prefix_ids) - len(self.suffix_ids)
+        if self.body_budget < 1:
+            raise ValueError(f"max_length={max_length} leaves no room for the prompt body")
+
+    def _single_token_id(self, token: str) -> int:
+        token_id = self.tokenizer.convert_tokens_to_ids(token)
+        if token_id is None or token_id == self.tokenizer.unk_token_id:
+            raise ValueError(f"{self.model_name}: tokenizer has no single {token!r} token")
+        return int(token_id)
+
+    # --- tokens ------------------------------------------------------------------------------------------------
+
+    def prompt_ids(self, query: str, docs: list[str], instruction: str) -> list[list[int]]:
+        """The official full prompt per doc: prefix + body (truncated to the budget) + suffix."""
+        bodies = [PROMPT_BODY.format(instruction=instruction, query=query, doc=doc) for doc in docs]
+        encoded = self.tokenizer(bodies, add_special_tokens=False)["input_ids"]
+        return [self.prefix_ids + ids[: self.body_budget] + self.suffix_ids for ids in encoded]
+
+    def split_prompts(self, query: str, docs: list[str], instruction: str) -> PairTokens:
+        """Exact split of the official prompts: the longest prefix common to all of them is shared."""
+        prompts = self.prompt_ids(query, docs, instruction)
+        shared = len(prompts[0]) - 1
+        for ids in prompts[1:]:
+            shared = min(shared, _common_prefix_length(prompts[0], ids))
+        shared = min(shared, min(len(ids) for ids in prompts) - 1)  # every tail keeps its last (scored) token
+        return PairTokens(prompts[0][:shared], [ids[shared:] for ids in prompts])
+
+    def constant_ids(self, instruction: str) -> list[int]:
+        """The tokens every prompt with this instruction starts with: system prompt, instruction, "<Query>:"."""
+        lead = PROMPT_BODY[: PROMPT_BODY.index(" {query}")].format(instruction=instruction)
+        return self.prefix_ids + self.tokenizer.encode(lead, add_special_tokens=False)
+
+    def shared_kv(self, shared: list[int], instruction: str) -> list:
+        """The KV cache of `shared` (one query's common prompt start): the instruction's cached constant part,
+        extended by the query's tokens. Only reused where the tokens really match, so scores stay exact."""
+        constant = self.constant_ids(instruction)
+        if len(shared) < len(constant) or shared[: len(constant)] != constant:
+            return self._extend_kv([], shared)
+        entry = self.constant_prefixes.get(instruction, constant, lambda ids: self._extend_kv([], ids))
+        return self._extend_kv(entry.kv, shared[len(constant):])
+
+    # --- model -------------------------------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def _extend_kv(self, past: list[tuple[torch.Tensor, torch.Tensor]],
+                   ids: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The KV cache of (the tokens behind `past`) + `ids`; `past` itself is left as it is."""
+        from transformers import DynamicCache
+
+        if not ids:
+            return past
+        cache = DynamicCache(ddp_cache_data=past) if past else None
+        out = self.model.model(input_ids=torch.tensor([ids], device=self.device), past_key_values=cache,
+                               use_cache=True)
+        return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+
+    @torch.inference_mode()
+    def forward_tails(self, prefix_kv: list[tuple[torch.Tensor, torch.Tensor]], tails: list[list[int]]) -> list[float]:
+        """P(yes) for each tail after the cached prefix.
+
+        The tails are packed into one row (no padding, the prefix cache is not copied per candidate): a block mask
+        lets each tail see the prefix and its own earlier tokens only, and its positions continue the prefix's.
+        """
+        from transformers import DynamicCache
+
+        prefix_len = prefix_kv[0][0].shape[-2] if prefix_kv else 0
+        lengths = [len(t) for t in tails]
+        total = sum(lengths)
+        ids = torch.tensor([[token for tail in tails for token in tail]], device=self.device)
+        positions = torch.cat([torch.arange(prefix_len, prefix_len + n) for n in lengths]).unsqueeze(0)
+        mask = torch.zeros((total, prefix_len + total), dtype=torch.bool)
+        mask[:, :prefix_len] = True
+        last, offset = [], 0
+        for n in lengths:
+            block = slice(prefix_len + offset, prefix_len + offset + n)
+            mask[offset : offset + n, block] = torch.ones((n, n), dtype=torch.bool).tril()
+            offset += n
+            last.append(offset - 1)
+        cache = DynamicCache(ddp_cache_data=prefix_kv) if prefix_kv else None
+        hidden = self.model.model(
+            input_ids=ids, attention_mask=mask[None, None].to(self.device), position_ids=positions.to(self.device),
+            past_key_values=cache, use_cache=cache is not None,
+        ).last_hidden_state
+        final = hidden[0, torch.tensor(last, device=self.device)]
+        logits = F.linear(final, self.head_rows).float()
+        return torch.log_softmax(logits, dim=-1)[:, 1].exp().tolist()
+
+    # --- scoring -----------------------------------------------------------------------------------------------
+
+    def score(
+        self, query: str, docs: list[str], instruction: str, batch_size: int, deadline: float | None = None
+    ) -> list[float | None]:
+        """P(yes) per doc, in first-stage order; None for docs left when the deadline passed or OOM at batch 1."""
+        scores: list[float | None] = [None] * len(docs)
+        if not docs:
+            return scores
+        pairs = self.split_prompts(query, docs, instruction)
+        prefix_kv = self.shared_kv(pairs.shared, instruction)
+        window = batch_size * WINDOW_BATCHES
+        for start in range(0, len(docs), window):
+            order = sorted(range(start, min(start + window, len(docs))), key=lambda i: len(pairs.tails[i]))
+            pending = order
+            while pending:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return scores
+                chunk = self._next_pack(pending, pairs.tails, batch_size, self.max_pack_tokens)
+                try:
+                    values = self.forward_tails(prefix_kv, [pairs.tails[i] for i in chunk])
+                except torch.OutOfMemoryError:
+                    if batch_size == 1:
+                        log.warning("reranker out of memory at batch size 1; %d candidates keep first-stage order",
+                                    sum(s is None for s in scores))
+                        return scores
+                    batch_size = max(1, batch_size // 2)
+                    log.warning("reranker out of memory; batch size halved to %d", batch_size)
+                    self._release_cached_memory()
+                    continue
+                for i, value in zip(chunk, values, strict=True):
+                    scores[i] = value
+                pending = pending[len(chunk):]
+        return scores
+
+    @staticmethod
+    def _next_pack(pending: list[int], tails: list[list[int]], batch_size: int, max_tokens: int) -> list[int]:
+        """The next candidates to score together: at most batch_size of them and max_tokens (at least one)."""
+        tokens, end = len(tails[pending[0]]), 1
+        while end < min(batch_size, len(pending)) and tokens + len(tails[pending[end]]) <= max_tokens:
+            tokens += len(tails[pending[end]])
+            end += 1
+        return pending[:end]
+
+    def _release_cached_memory(self) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+    def close(self) -> None:
+        self.constant_prefixes.clear()
+        del self.model, self.head_rows
+        self._release_cached_memory()

@@ -1,0 +1,86 @@
+"""The store's rows: where a stored message sits, what ingest reads back, and one ingest step's writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from .records import MessageRecord
+
+__all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "WriteBatch", "from_timestamp", "to_timestamp")
+
+
+def to_timestamp(moment: datetime) -> float:
+    if moment.tzinfo is None:
+        raise ValueError("times must be timezone-aware (UTC)")
+    return moment.timestamp()
+
+
+def from_timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class RowRef:
+    """Where a stored message sits: enough to remove it from FAISS and find its channel neighbours."""
+
+    rowid: int
+    message_id: int
+    guild_id: int
+    channel_id: int
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelMessage:
+    """A stored message as the embedding input needs it."""
+
+    rowid: int
+    message_id: int
+    guild_id: int
+    channel_id: int
+    author_name: str
+    content: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewRow:
+    rowid: int
+    record: MessageRecord
+    content: str
+    fts_body: str
+    vector: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class EditRow:
+    """A stored message's new text: what ``messages`` and its FTS5 row get."""
+
+    rowid: int
+    content: str
+    fts_body: str
+    author_name: str
+    edited_at: float | None
+
+
+@dataclass(slots=True)
+class WriteBatch:
+    """Everything one ingest step changes, written in one transaction."""
+
+    model: str
+    inserts: list[NewRow] = field(default_factory=list)
+    edits: list[EditRow] = field(default_factory=list)
+    vectors: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    deletes: list[int] = field(default_factory=list)
+    # (guild_id, cutoff): every message of that guild written before the cutoff goes, in one DELETE (retention).
+    older_than: tuple[int, float] | None = None
+    guild_ids: set[int] = field(default_factory=set)
+    # The text behind ``vectors`` changed (an edit, a new predecessor): other models' vectors for those rows
+    # are stale and are dropped; a later switch to such a model embeds them again.
+    replace_all_models: bool = False
+    # Deleted message ids to remember (ids only), stamped ``deleted_at``: a later add of one is not stored.
+    tombstones: list[int] = field(default_factory=list)
+    deleted_at: float = 0.0

@@ -1,0 +1,97 @@
+"""/memory backfill over long runs: progress saved as it goes, and reported past the interaction token's life."""
+
+import importlib
+from types import SimpleNamespace
+
+import discord
+import discord.ext.test as dpytest
+import pytest
+
+from cogs.memory.records import SearchFilters
+from tests.fixtures.discord import bot_replies, say
+
+
+@pytest.fixture
+def guild(memory_bot):
+    return dpytest.get_config().guilds[0]
+
+
+@pytest.fixture
+def backfill(monkeypatch):
+    """The extension's backfill module as loaded now, reporting and saving every 2 messages."""
+    module = importlib.import_module("cogs.memory.cog.backfill")
+    monkeypatch.setattr(module, "PROGRESS_EVERY", 2)
+    return module
+
+
+@pytest.fixture
+async def history(slash, guild, channel, member, admin):
+    """Three messages said while capture was off in ``channel``, oldest first."""
+    await slash.run("memory settings", admin, channel, capture_channel=channel, capture=False)
+    for age in ("oldest", "older", "newest"):
+        await say(f"{age} picnic plans", member, channel)
+    bot_replies()
+
+
+def done(channel, count):
+    return (f"Backfill of {channel.mention} finished: read {count} messages, newest first. "
+            "Run it again to go further back.")
+
+
+async def stored(bot, guild):
+    await bot.memory.flush()
+    hits = await bot.memory.search("picnic plans", SearchFilters(guild_id=guild.id), 20)
+    return sorted(hit["content"] for hit in hits if hit["content"].endswith("picnic plans"))
+
+
+def discord_history(monkeypatch, *, first_run_breaks_after):
+    """channel.history as Discord serves it, newest first (dpytest's pages run oldest first); the first run through
+    it fails after ``first_run_breaks_after`` messages, as when Discord or the connection goes away."""
+    real = discord.TextChannel.history
+    breaks = [first_run_breaks_after]
+
+    def history(self, **options):
+        async def messages():
+            newest_first = sorted([message async for message in real(self, **options)], key=lambda m: m.id,
+                                  reverse=True)
+            breaks_after = breaks.pop() if breaks else None
+            for read, message in enumerate(newest_first):
+                if read == breaks_after:
+                    raise discord.DiscordServerError(SimpleNamespace(status=503, reason="Service Unavailable"), "")
+                yield message
+
+        return messages()
+
+    monkeypatch.setattr(discord.TextChannel, "history", history)
+
+
+async def test_a_run_cut_short_resumes_from_its_last_save(memory_bot, slash, guild, channel, admin, history, backfill,
+                                                          monkeypatch):
+    discord_history(monkeypatch, first_run_breaks_after=2)
+    await slash.run("memory backfill", admin, channel, channel=channel)  # fails on the third message
+    http = await slash.run("memory backfill", admin, channel, channel=channel)
+    assert (http.last.content, await stored(memory_bot, guild)) == (
+        done(channel, 1), ["newest picnic plans", "older picnic plans", "oldest picnic plans"])
+
+
+async def test_progress_moves_to_a_channel_message_when_the_token_has_expired(memory_bot, slash, guild, channel,
+                                                                              admin, history, backfill):
+    slash.token_expired = True
+    await slash.run("memory backfill", admin, channel, channel=channel)
+    (notice,) = bot_replies()
+    assert (await channel.fetch_message(notice.id)).content == done(channel, 3)
+
+
+async def test_progress_moves_to_a_channel_message_before_the_token_expires(memory_bot, slash, guild, channel,
+                                                                            admin, history, backfill, monkeypatch):
+    monkeypatch.setattr(backfill, "INTERACTION_EDITS_FOR_S", 0)
+    http = await slash.run("memory backfill", admin, channel, channel=channel)
+    (notice,) = bot_replies()
+    assert ([sent.kind for sent in http.sent], (await channel.fetch_message(notice.id)).content) == (
+        ["response"], done(channel, 3))
+
+
+async def test_a_long_run_remembers_everything_it_read(memory_bot, slash, guild, channel, admin, history, backfill):
+    slash.token_expired = True
+    await slash.run("memory backfill", admin, channel, channel=channel)
+    assert await stored(memory_bot, guild) == ["newest picnic plans", "older picnic plans", "oldest picnic plans"]

@@ -1,0 +1,156 @@
+"""Capture through the gateway (dpytest): what the cog stores, updates and forgets."""
+
+import discord.ext.test as dpytest
+import pytest
+from discord.ext.test import backend
+
+from cogs.memory.records import SearchFilters
+from tests.fixtures.core import fetchall
+from tests.fixtures.discord import edit, say
+
+
+@pytest.fixture
+def guild(memory_bot):
+    return dpytest.get_config().guilds[0]
+
+
+async def remembered(bot, guild, query="picnic Saturday"):
+    await bot.memory.flush()
+    return [hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 10)]
+
+
+async def test_a_message_is_remembered(memory_bot, guild, channel, member):
+    await say("the picnic moved to Saturday", member, channel)
+    assert await remembered(memory_bot, guild) == ["the picnic moved to Saturday"]
+
+
+async def test_the_author_and_channel_are_kept(memory_bot, guild, channel, member):
+    message = await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    (hit,) = await memory_bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 10)
+    assert (hit["message_id"], hit["channel_id"], hit["author_id"], hit["author_name"]) == (
+        message.id, channel.id, member.id, member.display_name)
+
+
+async def test_an_edit_replaces_the_remembered_text(memory_bot, guild, channel, member):
+    message = await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    await edit(message, "the barbecue moved to Sunday")
+    assert await remembered(memory_bot, guild, "barbecue Sunday") == ["the barbecue moved to Sunday"]
+
+
+async def test_an_edited_message_is_not_found_by_its_old_words(memory_bot, guild, channel, member):
+    message = await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    await edit(message, "the barbecue moved to Sunday")
+    assert "the picnic moved to Saturday" not in await remembered(memory_bot, guild)
+
+
+async def test_a_deleted_message_is_forgotten(memory_bot, guild, channel, member):
+    message = await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    backend.delete_message(message)
+    await dpytest.run_all_events()
+    assert await remembered(memory_bot, guild) == []
+
+
+async def test_a_bulk_delete_forgets_every_message(memory_bot, guild, channel, member):
+    first = await say("the picnic moved to Saturday", member, channel)
+    second = await say("bring picnic blankets on Saturday", member, channel)
+    await memory_bot.memory.flush()
+    backend.get_state().parse_message_delete_bulk(
+        {"ids": [str(first.id), str(second.id)], "channel_id": str(channel.id), "guild_id": str(guild.id)})
+    await dpytest.run_all_events()
+    assert await remembered(memory_bot, guild) == []
+
+
+async def test_a_deleted_channel_is_forgotten(memory_bot, guild, member):
+    channel = backend.make_text_channel("events", guild)
+    await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    backend.delete_channel(channel)
+    await dpytest.run_all_events()
+    assert await remembered(memory_bot, guild) == []
+
+
+async def test_leaving_a_guild_forgets_it(memory_bot, guild, channel, member):
+    await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    memory_bot.dispatch("guild_remove", guild)
+    await dpytest.run_all_events()
+    assert await remembered(memory_bot, guild) == []
+
+
+async def test_a_bot_message_is_remembered_and_marked(memory_bot, guild, channel):
+    message = await channel.send("reminder: the picnic moved to Saturday")
+    await dpytest.run_all_events()
+    await memory_bot.memory.flush()
+    rows = await fetchall(
+        memory_bot.memory.store, "SELECT author_is_bot FROM messages WHERE message_id = ?", (message.id,))
+    assert rows == [(1,)]
+
+
+async def test_an_opted_out_member_is_not_remembered(memory_bot, guild, channel, member):
+    await memory_bot.memory.set_opt_out(guild.id, member.id, True)
+    await say("the picnic moved to Saturday", member, channel)
+    assert await remembered(memory_bot, guild) == []
+
+
+async def test_a_channel_with_capture_off_is_not_remembered(memory_bot, guild, channel, member):
+    memory = memory_bot.memory
+    settings = await memory.settings(guild.id)
+    await memory.save_settings(guild.id, settings.with_changes(capture_disabled_channel_ids=frozenset({channel.id})))
+    await say("the picnic moved to Saturday", member, channel)
+    assert await remembered(memory_bot, guild) == []
+
+
+async def test_a_member_who_leaves_is_forgotten_when_the_guild_asks(memory_bot, guild, channel, member):
+    memory = memory_bot.memory
+    settings = await memory.settings(guild.id)
+    await memory.save_settings(guild.id, settings.with_changes(forget_on_leave=True))
+    await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    backend.delete_member(member)
+    await dpytest.run_all_events()
+    assert await remembered(memory_bot, guild) == []
+
+
+async def test_a_member_who_leaves_is_kept_by_default(memory_bot, guild, channel, member):
+    await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    backend.delete_member(member)
+    await dpytest.run_all_events()
+    assert await remembered(memory_bot, guild) == ["the picnic moved to Saturday"]
+
+
+async def dm_from(member):
+    return await member.create_dm()
+
+
+async def dm_memory(bot, dm, query="picnic Saturday"):
+    await bot.memory.flush()
+    return [hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=dm.id), 10)]
+
+
+async def test_a_dm_is_not_remembered_by_default(memory_bot, member):
+    dm = await dm_from(member)
+    await say("the picnic moved to Saturday", member, dm)
+    assert await dm_memory(memory_bot, dm) == []
+
+
+async def test_a_dm_is_remembered_in_its_own_space_when_enabled(memory_bot, guild, member):
+    memory_bot.store_dms = True
+    dm = await dm_from(member)
+    await say("the picnic moved to Saturday", member, dm)
+    assert (await dm_memory(memory_bot, dm), await remembered(memory_bot, guild)) == (
+        ["the picnic moved to Saturday"], [])
+
+
+async def test_a_deleted_dm_is_forgotten(memory_bot, member):
+    memory_bot.store_dms = True
+    dm = await dm_from(member)
+    message = await say("the picnic moved to Saturday", member, dm)
+    await memory_bot.memory.flush()
+    backend.delete_message(message)
+    await dpytest.run_all_events()
+    assert await dm_memory(memory_bot, dm) == []

@@ -1,0 +1,178 @@
+"""PostgresStore on a real PostgreSQL 16 + pgvector (pgserver): rows, isolation, races between processes, forget."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import asyncpg
+import numpy as np
+import pytest
+
+from cogs.memory import text
+from cogs.memory.pg import fts
+from cogs.memory.pg.schema import DIMENSION, MIGRATIONS
+from cogs.memory.pg.store import PostgresStore
+from cogs.memory.records import MessageRecord
+from cogs.memory.store import MemoryStore
+from cogs.memory.store_protocol import Store
+from cogs.memory.rows import EditRow, NewRow, WriteBatch
+from tests.fixtures.core import RecordFactory
+
+MODEL = "test-model"
+
+
+def unit(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+async def insert(store: PostgresStore, *records: MessageRecord) -> list[int]:
+    rowids = list(store.allocate_rowids(len(records)))
+    batch = WriteBatch(MODEL, guild_ids={record.guild_id for record in records})
+    batch.inserts = [NewRow(rowid, record, record.content, text.fts_document(record.content), unit(record.message_id))
+                     for rowid, record in zip(rowids, records, strict=True)]
+    await store.write(batch)
+    return rowids
+
+
+async def scalar(url: str, sql: str, *params: object) -> object:
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetchval(sql, *params)
+    finally:
+        await conn.close()
+
+
+def test_both_stores_satisfy_the_store_protocol() -> None:
+    assert issubclass(MemoryStore, Store) and issubclass(PostgresStore, Store)
+
+
+async def test_a_written_message_reads_back_with_its_vector(pg_store: PostgresStore,
+                                                           make_record: RecordFactory) -> None:
+    [rowid] = await insert(pg_store, make_record(1, "the quick brown fox"))
+    message = await pg_store.message(1)
+    vector = await scalar(pg_store.url, "SELECT vector::text FROM embeddings WHERE message_rowid = $1", rowid)
+    assert (message.rowid, message.content, message.author_name) == (rowid, "the quick brown fox", "alice")
+    np.testing.assert_allclose(np.array(json.loads(vector), dtype=np.float32), unit(1), rtol=1e-6)
+
+
+async def test_the_document_holds_stemmed_body_and_author_words(pg_store: PostgresStore,
+                                                               make_record: RecordFactory) -> None:
+    await insert(pg_store, make_record(1, "Running to the café 東京都", author_name="Zoë"))
+    document = await scalar(pg_store.url, "SELECT document::text FROM messages WHERE message_id = 1")
+    assert document == "'cafe':4A 'run':1A 'the':3A 'to':2A 'zoe':8B '京都':6A '東京':5A '都':7A"
+
+
+async def test_a_guild_sees_only_its_own_messages(pg_store: PostgresStore, make_record: RecordFactory) -> None:
+    await insert(pg_store, make_record(1, "ours", guild_id=1), make_record(2, "theirs", guild_id=2))
+    assert await pg_store.count_messages(1) == 1
+    assert [ref.message_id for ref in await pg_store.refs_for_guild(2)] == [2]
+    assert sorted(await pg_store.guild_ids()) == [1, 2]
+
+
+async def test_channel_neighbours_follow_time_order(pg_store: PostgresStore, make_record: RecordFactory) -> None:
+    await insert(pg_store, make_record(1, "first"), make_record(2, "second"), make_record(3, "third"))
+    middle = await pg_store.message(2)
+    previous = await pg_store.previous_in_channel(1, 10, middle.created_at, 2)
+    following = await pg_store.next_in_channel(1, 10, middle.created_at, 2)
+    walked = [message.content async for message in pg_store.iter_channel(1, 10, page=2)]
+    assert (previous.content, following.content, walked) == ("first", "third", ["first", "second", "third"])
+
+
+async def test_two_processes_ingesting_one_stream_store_each_message_once(database_url: str,
+                                                                          make_record: RecordFactory) -> None:
+    first, second = await asyncio.gather(PostgresStore.open(database_url), PostgresStore.open(database_url))
+    try:
+        stream = [make_record(message_id, f"message {message_id}") for message_id in range(1, 41)]
+        await asyncio.gather(*(insert(store, record) for record in stream for store in (first, second)))
+        count = await scalar(database_url, "SELECT COUNT(*) FROM messages")
+        vectors = await scalar(database_url, "SELECT COUNT(*) FROM embeddings")
+    finally:
+        await asyncio.gather(first.close(), second.close())
+    assert (count, vectors) == (40, 40)
+
+
+async def test_processes_never_share_row_ids(database_url: str) -> None:
+    first, second = await asyncio.gather(PostgresStore.open(database_url), PostgresStore.open(database_url))
+    try:
+        ids = set(first.allocate_rowids(100))
+        assert ids.isdisjoint(second.allocate_rowids(100))
+    finally:
+        await asyncio.gather(first.close(), second.close())
+
+
+async def test_an_edit_from_one_process_is_read_by_the_other(database_url: str, make_record: RecordFactory) -> None:
+    first, second = await asyncio.gather(PostgresStore.open(database_url), PostgresStore.open(database_url))
+    try:
+        [rowid] = await insert(first, make_record(1, "before"))
+        [ref] = await second.refs_for_message_ids([1])
+        await second.write(WriteBatch(MODEL, edits=[EditRow(ref.rowid, "after", "after", "alice", None)]))
+        message = await first.message(1)
+    finally:
+        await asyncio.gather(first.close(), second.close())
+    assert (ref.rowid, message.content) == (rowid, "after")
+
+
+async def test_a_delete_from_one_process_keeps_the_other_from_storing_it_again(
+        database_url: str, make_record: RecordFactory) -> None:
+    first, second = await asyncio.gather(PostgresStore.open(database_url), PostgresStore.open(database_url))
+    try:
+        [rowid] = await insert(first, make_record(1, "gone soon"))
+        await second.write(WriteBatch(MODEL, deletes=[rowid], tombstones=[1], deleted_at=1.0))
+        await insert(first, make_record(1, "gone soon"))  # a late gateway event in the first process
+        stored, deleted = await first.known_message_ids([1])
+    finally:
+        await asyncio.gather(first.close(), second.close())
+    assert (stored, deleted) == (set(), {1})
+
+
+async def test_forget_leaves_no_row_and_vacuum_runs(pg_store: PostgresStore, make_record: RecordFactory) -> None:
+    [rowid] = await insert(pg_store, make_record(1, "a secret"))
+    await pg_store.write(WriteBatch(MODEL, deletes=[rowid]))
+    pending = await pg_store.purge_pending()
+    await pg_store.erase_forgotten()
+    rows = await scalar(pg_store.url, "SELECT COUNT(*) FROM messages WHERE content LIKE '%secret%'")
+    vectors = await scalar(pg_store.url, "SELECT COUNT(*) FROM embeddings")
+    vacuumed = await scalar(pg_store.url, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'messages'")
+    assert (pending, rows, vectors, await pg_store.purge_pending()) == (True, 0, 0, False)
+    assert vacuumed >= 1
+
+
+async def test_settings_merge_key_by_key_and_vanish_when_empty(pg_store: PostgresStore) -> None:
+    await asyncio.gather(pg_store.set_guild_setting(1, "retention_days", 30),
+                         pg_store.set_guild_setting(1, "enabled", False))
+    merged = await pg_store.guild_settings(1)
+    await pg_store.set_guild_setting(1, "retention_days", None)
+    await pg_store.set_guild_setting(1, "enabled", None)
+    assert merged == {"retention_days": 30, "enabled": False}
+    assert await scalar(pg_store.url, "SELECT COUNT(*) FROM guild_settings") == 0
+
+
+async def test_opt_outs_round_trip(pg_store: PostgresStore) -> None:
+    await pg_store.set_opt_out(1, 100, True)
+    await pg_store.set_opt_out(1, 100, True)
+    await pg_store.set_opt_out(2, 200, True)
+    await pg_store.set_opt_out(2, 200, False)
+    assert await pg_store.opt_outs() == {(1, 100)}
+
+
+async def test_processes_opening_together_apply_each_migration_once(database_url: str) -> None:
+    stores = await asyncio.gather(*(PostgresStore.open(database_url) for _ in range(4)))
+    await asyncio.gather(*(store.close() for store in stores))
+    names = await scalar(database_url, "SELECT array_agg(name ORDER BY name) FROM schema_migrations")
+    assert names == [migration.name for migration in MIGRATIONS]
+
+
+def test_query_words_are_the_stems_the_document_holds() -> None:
+    assert fts.query_words("Who was running to Tokyo's cafés?") == ["run", "tokyo", "cafe"]
+    assert fts.tsquery(["run", "京"]) == "'run' | '京':*"
+
+
+@pytest.mark.parametrize("query", ["東京", "京"])
+async def test_cjk_queries_match_like_the_sqlite_side(pg_store: PostgresStore, make_record: RecordFactory,
+                                                      query: str) -> None:
+    await insert(pg_store, make_record(1, "東京都に行った"), make_record(2, "大阪"))
+    matched = await scalar(pg_store.url, "SELECT array_agg(message_id) FROM messages "
+                           "WHERE document @@ to_tsquery('simple', $1)", fts.tsquery(fts.query_words(query)))
+    assert matched == [1]
