@@ -65,6 +65,9 @@ class RandomEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.embed_sync, list(texts))
 
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return await self.embed(queries)
+
 
 class RecordingEmbedder:
     """An ``Embedder`` over the real model, keeping every text the ingest path asked it to embed."""
@@ -77,6 +80,9 @@ class RecordingEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
         return await self._inner.embed(texts)
+
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return await self._inner.embed_queries(queries)
 
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:

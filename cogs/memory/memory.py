@@ -38,7 +38,11 @@ class MemoryOpenError(RuntimeError):
 
 def _embedder_for(profile: MemoryProfile, device: str) -> EmbeddingService:
     return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
-                            batch_size=profile.embedding_batch_size)
+                            batch_size=profile.embedding_batch_size, **_prefixes(profile))
+
+
+def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
+    return {"query_prefix": profile.embedding_query_prefix, "passage_prefix": profile.embedding_passage_prefix}
 
 
 def _wants_reranker(profile: MemoryProfile) -> bool:
@@ -265,8 +269,8 @@ class Memory:
         re-embeds every stored message before it is used.
         """
         device = await asyncio.to_thread(resolve_device, profile)
-        same_embedder = (profile.embedding_model, device, profile.dtype) == (
-            self.profile.embedding_model, self.embedder.device, self.profile.dtype)
+        same_embedder = (profile.embedding_model, device, profile.dtype, _prefixes(profile)) == (
+            self.profile.embedding_model, self.embedder.device, self.profile.dtype, _prefixes(self.profile))
         embedder = self.embedder
         if not same_embedder:
             embedder = _embedder_for(profile, device)

@@ -72,6 +72,10 @@ class MemoryProfile:
     device: str = "auto"
     dtype: str = "float32"
     embedding_model: str = "all-MiniLM-L6-v2"
+    # Text the model reads before a search query / a stored message; None = the known one for the model's name
+    # (embedding.KNOWN_PREFIXES: E5 "query: " / "passage: "), "" = none.
+    embedding_query_prefix: str | None = None
+    embedding_passage_prefix: str | None = None
     embedding_batch_size: int = 32
     vector_candidates: int = 50
     keyword_candidates: int = 50

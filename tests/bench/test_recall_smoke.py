@@ -69,3 +69,21 @@ async def test_the_scratch_database_is_dropped_afterwards(postgres_server_url: s
     finally:
         await conn.close()
     assert (name.startswith("bench_smoke_"), left) == (True, 0)
+def test_queries_with_a_language_get_per_language_figures(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    write_jsonl(data / "messages.jsonl", MESSAGES)
+    write_jsonl(data / "queries.jsonl", [dict(query, lang=lang) for query, lang in zip(QUERIES, ["en", "zh", "zh"])])
+    out = tmp_path / "recall.json"
+    recall.main(["--data", str(data), "--mode", "keyword", "--candidates", "10", "--db", str(tmp_path),
+                 "--json", str(out)])
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert {lang: figures["n_queries"] for lang, figures in result["per_language"].items()} == {"en": 1, "zh": 1}
+
+
+def test_queries_without_a_language_get_no_per_language_figures(tmp_path: Path) -> None:
+    out = tmp_path / "recall.json"
+    recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
+                 "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
+                 "--mode", "keyword", "--candidates", "10", "--db", str(tmp_path), "--json", str(out)])
+    assert "per_language" not in json.loads(out.read_text(encoding="utf-8"))

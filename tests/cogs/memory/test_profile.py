@@ -87,6 +87,24 @@ def test_unknown_profile_name_lists_the_known_ones() -> None:
         load_profile("tpu-huge")
 
 
+def test_embedding_prefixes_are_read_from_a_profile(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, 'embedding_query_prefix = "query: "\nembedding_passage_prefix = ""\n')
+    profile = load_profile(path)
+    assert (profile.embedding_query_prefix, profile.embedding_passage_prefix) == ("query: ", "")
+
+
+def test_an_embedding_prefix_must_be_a_string(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, "embedding_query_prefix = 1\n")
+    with pytest.raises(ProfileError, match=r"field 'embedding_query_prefix' = 1 is invalid; allowed: a string"):
+        load_profile(path)
+
+
+def test_the_multilingual_profile_is_never_picked_by_detection() -> None:
+    profile = load_profile("cpu-multilingual")
+    assert (profile.embedding_model, profile.embedding_query_prefix) == ("intfloat/multilingual-e5-small", "query: ")
+    assert select_profile(SMALL_CPU, environ={}).name == "cpu-small"
+
+
 def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
     assert load_profile(write_profile(tmp_path, "", name="tiny-box")).name == "tiny-box"
 
