@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
-from .profile import MemoryProfile, ProfileError, resolve_device
+from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .search import SearchEngine
@@ -39,10 +39,6 @@ class MemoryOpenError(RuntimeError):
 def _embedder_for(profile: MemoryProfile, device: str) -> EmbeddingService:
     return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
                             batch_size=profile.embedding_batch_size)
-
-
-def _wants_reranker(profile: MemoryProfile) -> bool:
-    return profile.reranker.enabled and profile.reranker.provider != "none"
 
 
 class Memory:
@@ -257,7 +253,7 @@ class Memory:
         if not same_embedder:
             embedder = _embedder_for(profile, device)
             await embedder.start()  # a model that cannot load raises here, with nothing changed yet
-        if (self.reranker is not None and _wants_reranker(profile)
+        if (self.reranker is not None and reranks(profile)
                 and not await self.reranker.switch(profile, device=device)):
             if embedder is not self.embedder:
                 await embedder.close()
@@ -278,7 +274,7 @@ class Memory:
             self.search_engine = SearchEngine(self.store, embedder, indexes, profile)
         if old is not embedder:
             await old.close()
-        if self.reranker is not None and not _wants_reranker(profile):
+        if self.reranker is not None and not reranks(profile):
             await self.reranker.aclose()
             self.reranker = None
         elif self.reranker is None:
@@ -314,7 +310,7 @@ class Memory:
 
 
 def _build_reranker(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> RerankerService | None:
-    if not _wants_reranker(profile):
+    if not reranks(profile):
         return None
     from .rerank.service import RerankerService  # loads torch: only when a profile reranks
 
