@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from cogs.memory.cog.replies import stats_embed
 from cogs.memory.memory import Memory
 from cogs.memory.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.rerank import service as reranker_service
 from cogs.memory.rerank.service import RerankerService
+from tests.cogs.memory.rerank.test_providers import STATS
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
 from tests.fixtures.core import RecordFactory
 from tests.fixtures.reranker import with_reranker
@@ -118,3 +120,29 @@ async def test_memory_recall_does_not_wait_for_a_loading_reranker(
         await memory.close()
     assert [(r["content"], r["rerank_score"]) for r in results] == [
         ("We should book the cabin by the lake for July", None)]
+
+
+async def test_a_preloaded_model_has_the_instructions_prompt_ready_for_the_first_recall(
+    preloading: MemoryProfile
+) -> None:
+    service = RerankerService(preloading)
+    try:
+        await service.aload()
+        await service.arerank_results(QUERY, candidates())
+        status = service.status()
+    finally:
+        await service.aclose()
+    assert status["prefix_cache_hits"] == 1
+
+
+async def test_stats_say_the_reranker_is_loading(preloading: MemoryProfile, slow_load: SlowLoad) -> None:
+    service = RerankerService(preloading)
+    try:
+        status = service.status()
+    finally:
+        slow_load.release.set()
+        await service.aclose()
+    embed = stats_embed("G", STATS, preloading.name, status, {"search": [], "recall": []})
+    fields = {field.name: field.value for field in embed.fields}
+    assert (fields["Reranker"], fields["Reranking (last hour)"]) == (
+        f"{preloading.reranker.model} (local, loading)", "loading · no queries in the last hour")
