@@ -157,7 +157,8 @@ def format_rerank(status: dict) -> str:
     runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded"
     if last is None:
         return f"rerank: {runs_on}, nothing scored ({status['reason'] or status['last_error'] or 'no candidates'})"
-    return (f"rerank: {runs_on}, {last['scored']} of {last['offered']} candidates scored in {last['ms']:,.0f} ms "
+    return (f"rerank: {last['by'] or runs_on}, {last['scored']} of {last['offered']} candidates scored in "
+            f"{last['ms']:,.0f} ms "
             f"({last['cached']} from the score cache; prompt prefix cache hits so far: "
             f"{status['prefix_cache_hits'] if status['prefix_cache_hits'] is not None else '-'})")
 
@@ -172,6 +173,8 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
             return 2
         guild_id = guilds[0]
     filters = SearchFilters(guild_id=guild_id, channel_ids=frozenset(args.channel) if args.channel else None)
+    if memory.reranker is not None and not args.no_rerank:
+        await memory.reranker.aload()  # the bot's recalls do not wait for the model; this one query does
     hits = await memory.recall(args.query, filters, args.limit, rerank=not args.no_rerank)
     if not hits:
         print("no results", file=out)

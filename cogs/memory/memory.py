@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .backends import indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
 from .ingest import IngestQueue
-from .profile import MemoryProfile, ProfileError, resolve_device
+from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .settings import GuildPolicy, GuildSettings
@@ -43,10 +43,6 @@ def _embedder_for(profile: MemoryProfile, device: str) -> EmbeddingService:
 
 def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
     return {"query_prefix": profile.embedding_query_prefix, "passage_prefix": profile.embedding_passage_prefix}
-
-
-def _wants_reranker(profile: MemoryProfile) -> bool:
-    return profile.reranker.enabled and profile.reranker.provider != "none"
 
 
 class Memory:
@@ -275,7 +271,7 @@ class Memory:
         if not same_embedder:
             embedder = _embedder_for(profile, device)
             await embedder.start()  # a model that cannot load raises here, with nothing changed yet
-        if (self.reranker is not None and _wants_reranker(profile)
+        if (self.reranker is not None and reranks(profile)
                 and not await self.reranker.switch(profile, device=device)):
             if embedder is not self.embedder:
                 await embedder.close()
@@ -296,7 +292,7 @@ class Memory:
             self.search_engine = search_engine_for(self.store, embedder, indexes, profile)
         if old is not embedder:
             await old.close()
-        if self.reranker is not None and not _wants_reranker(profile):
+        if self.reranker is not None and not reranks(profile):
             await self.reranker.aclose()
             self.reranker = None
         elif self.reranker is None:
@@ -332,7 +328,7 @@ class Memory:
 
 
 def _build_reranker(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> RerankerService | None:
-    if not _wants_reranker(profile):
+    if not reranks(profile):
         return None
     from .rerank.service import RerankerService  # loads torch: only when a profile reranks
 

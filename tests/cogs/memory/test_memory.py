@@ -168,6 +168,7 @@ async def test_a_local_reranker_is_exported_beside_the_database(
     try:
         await memory.add(make_record(1, "We should book the cabin by the lake for July"))
         await memory.flush()
+        await memory.reranker.aload()  # a recall does not wait for the model to load
         results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
         backend = memory.reranker.status()["backend"]
     finally:
@@ -191,6 +192,7 @@ async def test_auto_device_is_resolved_once_and_given_to_every_model(
     try:
         await memory.add(make_record(1, "the picnic moved to Saturday"))
         await memory.flush()
+        await memory.reranker.aload()
         await memory.recall("picnic", SearchFilters(guild_id=1), 1)
         devices = (memory.embedder.device, memory.reranker.status()["device"])
     finally:
