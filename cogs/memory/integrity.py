@@ -194,7 +194,7 @@ def explain_open_failure(path: Path, error: sqlite3.Error | OSError) -> str:
         return f"the memory database {path} is damaged ({error}). " + RESTORE_ADVICE.format(path=path)
     if code == sqlite3.SQLITE_BUSY:
         return f"{path} is locked by another process ({error}); try again once it is done"
-    return f"cannot open {path}: {error}"
+    return f"cannot use {path}: {error}"
 
 
 def _nearly_full(path: Path) -> bool:
