@@ -15,6 +15,7 @@ from typing import TextIO
 
 from .exporter import Export, ExportError, read_export
 from .ingest import stored_content
+from .integrity import disk_nearly_full
 from .memory import Memory
 from .records import MessageRecord
 
@@ -121,6 +122,8 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     if to_store:
         progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
         tally, reason = await _store(memory, to_store, progress)
+    if tally.not_stored and reason is None and disk_nearly_full(memory.db_path):
+        reason = f"the disk holding {memory.db_path} is full; free some space"
     skipped = len(records) - len(stored) - len(to_store)
     return FileReport(path, label, tally.stored, len(stored), skipped, len(export.rejected), tally.not_stored,
                       reason)

@@ -15,7 +15,8 @@ from .index_files import why
 from .text import fts_document
 
 __all__ = ("FTS_CHECK_BUDGET_S", "QUICK_CHECK_BUDGET_S", "CheckResult", "StoreOpenError", "check_before_open",
-           "check_fts", "explain_open_failure", "make_room_for", "quick_check", "rebuild_fts", "repair_fts")
+           "check_fts", "disk_nearly_full", "explain_open_failure", "make_room_for", "quick_check", "rebuild_fts",
+           "repair_fts")
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ def explain_open_failure(path: Path, error: sqlite3.Error | OSError) -> str:
     if isinstance(error, OSError):
         return f"cannot open {path}: {why(error)}"
     code = _code(error)
-    if code == sqlite3.SQLITE_FULL or (code == sqlite3.SQLITE_IOERR and _nearly_full(path)):
+    if code == sqlite3.SQLITE_FULL or (code == sqlite3.SQLITE_IOERR and disk_nearly_full(path)):
         return f"the disk holding {path} is full; free some space and start again (what is stored is kept)"
     if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
         return f"the memory database {path} is damaged ({error}). " + RESTORE_ADVICE.format(path=path)
@@ -197,7 +198,8 @@ def explain_open_failure(path: Path, error: sqlite3.Error | OSError) -> str:
     return f"cannot use {path}: {error}"
 
 
-def _nearly_full(path: Path) -> bool:
+def disk_nearly_full(path: Path) -> bool:
+    """Whether the disk holding ``path`` has less than 1 MiB free: a write there fails for want of room."""
     try:
         return shutil.disk_usage(path.parent).free < _NEARLY_FULL_BYTES
     except OSError:

@@ -209,6 +209,10 @@ class Memory:
         """Messages waiting for ingest."""
         return self.ingest.queued
 
+    @property
+    def db_path(self) -> Path:
+        return self.store.path
+
     async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]:
         """(stored, deleted): which of ``message_ids`` memory holds, and which were deleted (never stored again)."""
         return await self.store.known_message_ids(message_ids)
