@@ -31,17 +31,27 @@ class DatabaseLock:
         self.path = db_path.with_name(db_path.name + ".lock")
         self._fd: int | None = None
 
-    def shared(self) -> None:
-        """Mark the database in use by this process; waits only while a restore replaces it (blocking)."""
+    def shared(self) -> bool:
+        """Mark the database in use by this process; waits only while a restore replaces it (blocking).
+
+        Returns whether this process is the only one using it (False when that cannot be told).
+        """
         if fcntl is None:
-            return
+            return False
         try:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as error:
             log.debug("No lock file %s (%s): a restore cannot tell that this process uses the database",
                       self.path, error)
-            return
-        fcntl.flock(self._fd, fcntl.LOCK_SH)
+            return False
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            alone = False
+        else:
+            alone = True
+        fcntl.flock(self._fd, fcntl.LOCK_SH)  # from exclusive: shared at once; otherwise after a restore is done
+        return alone
 
     def exclusive(self) -> None:
         """Hold the database alone, or raise DatabaseInUse at once."""

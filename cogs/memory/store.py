@@ -159,15 +159,17 @@ class MemoryStore:
         conn: aiosqlite.Connection | None = None
         try:
             await asyncio.to_thread(integrity.make_room_for, path)
-            await asyncio.to_thread(lock.shared)
+            alone = await asyncio.to_thread(lock.shared)
             await asyncio.to_thread(integrity.check_before_open, path)
             # isolation_level=None: transactions are begun explicitly, so a batch is exactly one transaction.
             conn = await aiosqlite.connect(path, isolation_level=None)
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
             await apply_migrations(conn)
-            # Before anything reads the keyword index (a purge left pending rewrites it).
-            await asyncio.to_thread(integrity.repair_fts, path)
+            # Before anything reads the keyword index (a purge left pending rewrites it); only with the database to
+            # itself, as the check holds the write lock for seconds, which another process's writes would wait out.
+            if alone:
+                await asyncio.to_thread(integrity.repair_fts, path)
             await purge.finish_on_open(conn, path)
             store = cls(conn, path, lock)
             # Row ids are never reused, so a FAISS id always means one message, even across a crash.

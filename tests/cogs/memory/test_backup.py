@@ -175,13 +175,3 @@ async def test_backup_and_restore_from_a_terminal(db_path: Path, tmp_path: Path,
 async def test_a_refused_restore_is_one_error_line(db_path: Path, tmp_path: Path) -> None:
     assert await cli("--db", str(db_path), "restore", str(tmp_path / "nothing.sqlite3")) == (
         1, "", f"error: {tmp_path / 'nothing.sqlite3'} is not a file\n")
-
-
-async def test_check_rebuilds_a_damaged_keyword_index(db_path: Path, make_record: RecordFactory) -> None:
-    await stored(db_path, make_record, range(1, 301))
-    connection = sqlite3.connect(db_path, isolation_level=None)
-    connection.execute("UPDATE messages_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
-    connection.close()
-    assert await cli("--db", str(db_path), "check") == (0, (
-        "the keyword index was damaged (database disk image is malformed); rebuilt it from 300 messages\n"
-        f"{db_path}: no damage found\n"), "")

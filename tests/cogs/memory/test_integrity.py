@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import sqlite3
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cogs.memory.__main__ import parse_args, run
 from cogs.memory.integrity import RESTORE_ADVICE, quick_check
 from cogs.memory.store import MemoryStore, NewRow, StoreOpenError, WriteBatch
 from tests.fixtures.core import RecordFactory, fetchall
@@ -107,3 +109,51 @@ def test_quick_check_stops_at_its_time_limit(tmp_path: Path) -> None:
     connection.commit()
     connection.close()
     assert (quick_check(path, budget_s=0.01).complete, quick_check(path, budget_s=None).complete) == (False, True)
+
+
+async def test_a_second_process_does_not_hold_up_the_first_with_the_keyword_check(
+    db_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    await stored_store(db_path, make_record, 300)
+    running = await MemoryStore.open(db_path)  # the bot; the check holds the write lock, which it would wait for
+    damage(db_path, "UPDATE messages_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+    with caplog.at_level(logging.INFO):
+        second = await MemoryStore.open(db_path)
+    await second.close()
+    await running.close()
+    assert "rebuilding it from the messages table" not in caplog.text
+
+
+async def check(db_path: Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = await run(parse_args(["--db", str(db_path), "check"]), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+async def test_check_from_a_terminal_rebuilds_a_damaged_keyword_index(
+    db_path: Path, make_record: RecordFactory
+) -> None:
+    await stored_store(db_path, make_record, 300)
+    damage(db_path, "UPDATE messages_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+    assert await check(db_path) == (0, (
+        "the keyword index was damaged (database disk image is malformed); rebuilt it from 300 messages\n"
+        f"{db_path}: no damage found\n"), "")
+
+
+async def test_check_from_a_terminal_leaves_the_keyword_index_to_a_stopped_memory(
+    db_path: Path, make_record: RecordFactory
+) -> None:
+    await stored_store(db_path, make_record, 3)
+    running = await MemoryStore.open(db_path)
+    try:
+        result = await check(db_path)
+    finally:
+        await running.close()
+    assert result == (0, f"{db_path}: no damage found; its keyword index is checked only while memory is stopped\n",
+                      "")
+
+
+async def test_check_from_a_terminal_names_the_damage_and_what_to_do(db_path: Path) -> None:
+    db_path.write_bytes(b"not a database" * 500)
+    assert await check(db_path) == (1, "", f"error: the memory database {db_path} is damaged (file is not a "
+                                           f"database). {RESTORE_ADVICE.format(path=db_path)}\n")
