@@ -175,3 +175,12 @@ async def test_backup_and_restore_from_a_terminal(db_path: Path, tmp_path: Path,
 async def test_a_refused_restore_is_one_error_line(db_path: Path, tmp_path: Path) -> None:
     assert await cli("--db", str(db_path), "restore", str(tmp_path / "nothing.sqlite3")) == (
         1, "", f"error: {tmp_path / 'nothing.sqlite3'} is not a file\n")
+
+
+async def test_a_backup_of_a_postgresql_memory_points_to_pg_dump(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://memory@localhost/memory")
+    assert await cli("--db", str(db_path), "backup", str(tmp_path / "backup.sqlite3")) == (
+        2, "", "error: memory is kept in PostgreSQL (DATABASE_URL is set); backup works on the SQLite file: use "
+               "pg_dump and pg_restore\n")
