@@ -71,7 +71,7 @@ class Progress:
 
 
 class _StoredTally:
-    """Counts the queued messages the database holds so far."""
+    """Counts the queued messages the database holds so far, by asking it."""
 
     def __init__(self, memory: Memory) -> None:
         self._memory = memory
@@ -88,13 +88,23 @@ class _StoredTally:
         return self.stored
 
     @property
-    def not_stored(self) -> int:
-        return len(self._waiting)
+    def waiting(self) -> list[int]:
+        """The queued messages the database does not hold (yet)."""
+        return list(self._waiting)
 
 
-async def _store(memory: Memory, records: list[MessageRecord], progress: Progress) -> tuple[_StoredTally, str | None]:
-    """Queue ``records``, wait for them, and count what the database holds; the failure's words, if one came."""
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    stored: int
+    not_stored: int
+    rejected: int  # by ingest, for their data (an export's unreadable messages are rejected before)
+    reason: str | None
+
+
+async def _store(memory: Memory, records: list[MessageRecord], progress: Progress) -> _Outcome:
+    """Queue ``records``, wait for them, and count what the database holds, with the words of a failure."""
     tally = _StoredTally(memory)
+    report: object = None
     reason: str | None = None
     try:
         for done, record in enumerate(records, start=1):
@@ -102,12 +112,15 @@ async def _store(memory: Memory, records: list[MessageRecord], progress: Progres
             tally.queued(record.message_id)
             if done % PROGRESS_EVERY == 0:
                 progress.show(await tally.update())
-        await memory.flush()
+        report = await memory.flush()
     except Exception as error:  # what was not stored is counted below, and the file's report gives this reason
         log.debug("Storing an export stopped", exc_info=True)
-        reason = str(error) or type(error).__name__
+        # A flush that did not store everything says which messages ingest rejected and why the rest failed.
+        report = getattr(error, "report", None)
+        reason = getattr(report, "error", None) or str(error) or type(error).__name__
     progress.finish(await tally.update())
-    return tally, reason
+    rejected = set(getattr(report, "rejected", ())) & set(tally.waiting)
+    return _Outcome(tally.stored, len(tally.waiting) - len(rejected), len(rejected), reason)
 
 
 async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> FileReport:
@@ -117,16 +130,16 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     # Messages memory holds (or was told are deleted) never reach ingest: a re-import embeds nothing again.
     new = [r for r in records if r.message_id not in stored and r.message_id not in deleted]
     to_store = [r for r in new if stored_content(r.content, r.attachments)]
-    label = f"#{channel.channel_name} (guild {channel.guild_id})"
-    tally, reason = _StoredTally(memory), None
+    outcome = _Outcome(0, 0, 0, None)
     if to_store:
         progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
-        tally, reason = await _store(memory, to_store, progress)
-    if tally.not_stored and reason is None and disk_nearly_full(memory.db_path):
+        outcome = await _store(memory, to_store, progress)
+    reason = outcome.reason
+    if outcome.not_stored and reason is None and disk_nearly_full(memory.db_path):
         reason = f"the disk holding {memory.db_path} is full; free some space"
-    skipped = len(records) - len(stored) - len(to_store)
-    return FileReport(path, label, tally.stored, len(stored), skipped, len(export.rejected), tally.not_stored,
-                      reason)
+    return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
+                      len(records) - len(stored) - len(to_store), len(export.rejected) + outcome.rejected,
+                      outcome.not_stored, reason)
 
 
 def _show_rejected(path: Path, export: Export, err: TextIO) -> None:
