@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.__main__ import parse_args, run
+from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory
 from cogs.memory.profile import ProfileError, load_profile
 
@@ -175,3 +176,11 @@ async def test_reimporting_an_export_does_not_bring_back_a_message_deleted_since
     await cli("import", str(export_file))
     _, out, _ = await cli("search", "picnic blankets", "--no-rerank")
     assert re.findall(r"^    (.*)$", out, flags=re.M) == ["bring blankets"]
+
+
+async def test_a_damaged_database_is_one_error_line_not_a_traceback(cli, export_file, tmp_path):
+    (tmp_path / "m.sqlite3").write_bytes(b"not a database" * 500)
+    code, _, err = await cli("import", str(export_file))
+    assert (code, err.splitlines()[-1]) == (
+        1, f"error: the memory database {tmp_path / 'm.sqlite3'} is damaged (file is not a database). "
+           + RESTORE_ADVICE.format(path=tmp_path / "m.sqlite3"))
