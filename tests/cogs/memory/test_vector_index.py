@@ -324,29 +324,19 @@ async def test_dropping_a_guild_deletes_its_file(store: MemoryStore, tmp_path: P
     assert registry.count(1) == 0
 
 
-async def test_a_saved_graph_is_loaded_without_rebuild(
+@pytest.mark.parametrize(("written_after_save", "stale"), [(0, False), (5, True)])
+async def test_a_saved_graph_is_loaded_as_saved_unless_it_is_stale(
     store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, written_after_save: int, stale: bool,
 ) -> None:
     monkeypatch.setattr(vector_index, "FLAT_MAX", 10)
     registry = await saved_registry(store, tmp_path, make_record)
+    if written_after_save:
+        await stored(store, make_record, written_after_save)
     with caplog.at_level(logging.WARNING):
         await registry.load_all()
-    assert (registry.get(1).kind, registry.count(1)) == ("hnsw", 30)
-    assert "Rebuilding" not in caplog.text
-
-
-async def test_a_stale_graph_is_rebuilt_from_sqlite(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(vector_index, "FLAT_MAX", 10)
-    registry = await saved_registry(store, tmp_path, make_record)
-    await stored(store, make_record, 5)
-    with caplog.at_level(logging.WARNING):
-        await registry.load_all()
-    assert (registry.get(1).kind, registry.count(1)) == ("hnsw", 35)
-    assert "stale" in caplog.text
+    assert (registry.get(1).kind, registry.count(1)) == ("hnsw", 30 + written_after_save)
+    assert ("Rebuilding" in caplog.text, "stale" in caplog.text) == (stale, stale)
 
 
 async def test_an_index_saved_in_the_previous_format_is_rebuilt(
