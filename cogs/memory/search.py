@@ -70,7 +70,8 @@ ORDER BY rank LIMIT ?
 SELECT_PASSING = """
 SELECT m.id FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
-SELECT_NEIGHBOURS = """
+# Each row ``c``'s previous and next row id in its channel; a store's statement adds the FROM that names the rows.
+SELECT_NEIGHBOUR_IDS = """
 SELECT c.id,
   (SELECT p.id FROM messages AS p
    WHERE p.guild_id = c.guild_id AND p.channel_id = c.channel_id
@@ -80,8 +81,8 @@ SELECT c.id,
    WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
      AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
    ORDER BY n.created_at, n.message_id LIMIT 1)
-FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value
 """
+SELECT_NEIGHBOURS = SELECT_NEIGHBOUR_IDS + "FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
 FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..embedding import Embedder
 from ..records import SearchFilters
-from ..search import KEYWORD_MAX_TERMS, FirstStage, Hits, Neighbours, Row
+from ..search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Neighbours, Row
 from . import fts
 from .filters import filter_clause
 from .store import PostgresStore
@@ -44,18 +44,7 @@ FROM messages AS m, to_tsquery('simple', $1) AS q
 WHERE m.document @@ q AND {where}
 ORDER BY rank DESC, m.id LIMIT $2
 """
-SELECT_NEIGHBOURS = """
-SELECT c.id,
-  (SELECT p.id FROM messages AS p
-   WHERE p.guild_id = c.guild_id AND p.channel_id = c.channel_id
-     AND (p.created_at, p.message_id) < (c.created_at, c.message_id)
-   ORDER BY p.created_at DESC, p.message_id DESC LIMIT 1),
-  (SELECT n.id FROM messages AS n
-   WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
-     AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
-   ORDER BY n.created_at, n.message_id LIMIT 1)
-FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])
-"""
+SELECT_NEIGHBOURS = SELECT_NEIGHBOUR_IDS + "FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
 FROM messages AS m WHERE m.id = ANY($1::bigint[]) AND {where}

@@ -17,7 +17,7 @@ from cogs.memory.pg.search import PostgresSearchEngine
 from cogs.memory.pg.store import PostgresStore
 from cogs.memory.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
-from tests.fixtures.core import RecordFactory
+from tests.fixtures.core import RecordFactory, running_ingest
 
 TOUCHES_MESSAGES = re.compile(r"\b(FROM|JOIN|INTO|UPDATE)\s+messages\b", re.IGNORECASE)
 # Keyed by one message's unique id (or the whole-table statements of listing guilds and VACUUM): no other
@@ -43,11 +43,8 @@ class Logged:
 async def logged(database_url: str, embedder: EmbeddingService) -> AsyncIterator[Logged]:
     queries: list[Any] = []
     store = await PostgresStore.open(database_url, query_logger=queries.append)
-    ingest = IngestQueue(store, embedder, DatabaseIndexes(embedder.model_name, embedder.dimension), batch_size=8,
-                         queue_size=64)
-    ingest.start()
-    yield Logged(store, ingest, queries)
-    await ingest.close()
+    async with running_ingest(store, embedder, DatabaseIndexes(embedder.model_name, embedder.dimension)) as ingest:
+        yield Logged(store, ingest, queries)
     await store.close()
 
 
