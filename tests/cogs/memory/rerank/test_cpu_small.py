@@ -4,9 +4,9 @@ first-stage order at once, and a recall after it has rerank scores."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,8 +16,9 @@ from cogs.memory.memory import Memory
 from cogs.memory.profile import MemoryProfile, load_profile
 from cogs.memory.records import SearchFilters
 from cogs.memory.rerank import onnx as _rerank_onnx
+from tests.cogs.memory.rerank.test_providers import STATS
 from tests.fixtures.core import RecordFactory
-from tests.fixtures.reranker import with_reranker
+from tests.fixtures.reranker import HeldCall, hold, with_reranker
 
 MESSAGES = [
     "We should book the cabin by the lake for July",
@@ -30,22 +31,6 @@ MESSAGES = [
 QUERY = "lake cabin"
 
 
-class SlowExport:
-    """Wraps the real ONNX export: waits until `release` is set (or 30 s); remembers the thread it ran on."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-        self.started = threading.Event()
-        self.threads: list[str] = []
-        self._real = _rerank_onnx.ensure_export
-
-    def __call__(self, *args: object, **kwargs: object) -> Path:
-        self.threads.append(threading.current_thread().name)
-        self.started.set()
-        self.release.wait(30)
-        return self._real(*args, **kwargs)
-
-
 @pytest.fixture
 def cpu_small(tiny_reranker_dir: Path) -> MemoryProfile:
     """The shipped profile file as it is, but for the model: the tiny random reranker."""
@@ -53,11 +38,9 @@ def cpu_small(tiny_reranker_dir: Path) -> MemoryProfile:
 
 
 @pytest.fixture
-def slow_export(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlowExport]:
-    export = SlowExport()
-    monkeypatch.setattr(_rerank_onnx, "ensure_export", export)
-    yield export
-    export.release.set()
+def slow_export(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCall]:
+    """The ONNX export waits until the test releases it."""
+    yield from hold(monkeypatch, _rerank_onnx, "ensure_export")
 
 
 @pytest.fixture
@@ -105,7 +88,7 @@ async def test_cpu_small_falls_back_to_torch_when_onnx_runtime_cannot_load(
 
 
 async def test_a_recall_during_the_first_onnx_export_gets_first_stage_order(
-    slow_export: SlowExport, memory: Memory
+    slow_export: HeldCall, memory: Memory
 ) -> None:
     first_stage = [(c["content"], None) for c in await memory.search(QUERY, SearchFilters(guild_id=1), 5)]
     try:
@@ -116,18 +99,23 @@ async def test_a_recall_during_the_first_onnx_export_gets_first_stage_order(
 
 
 async def test_stats_say_loading_while_the_first_onnx_export_runs(
-    slow_export: SlowExport, memory: Memory
+    slow_export: HeldCall, memory: Memory
 ) -> None:
+    from cogs.memory.cog.replies import stats_embed
+
     try:
-        started = slow_export.started.wait(30)
+        started = await asyncio.to_thread(slow_export.started.wait, 30)
         status = memory.reranker.status()
     finally:
         slow_export.release.set()
-    assert (started, status["loading"], status["loaded"]) == (True, True, False)
+    embed = stats_embed("G", STATS, "cpu-small", status, {"search": [], "recall": []})
+    reranker_field = next(field.value for field in embed.fields if field.name == "Reranker")
+    assert (started, status["loading"], reranker_field) == (
+        True, True, f"{memory.profile.reranker.model} (local, loading)")
 
 
 async def test_the_first_onnx_export_runs_on_the_loader_thread_with_progress_in_the_log(
-    slow_export: SlowExport, memory: Memory, caplog: pytest.LogCaptureFixture
+    slow_export: HeldCall, memory: Memory, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger="cogs.memory.rerank"):
         slow_export.release.set()
