@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from bench.vectors import random_units
+from cogs.memory.hnsw import ef_for
 from cogs.memory.vector_index import VectorIndex
 
 __all__ = ("EF_SWEEP", "K", "ef_sweep", "exact_comparison", "percentile_ms", "random_worst_case", "recall_at_k",
@@ -15,7 +16,7 @@ __all__ = ("EF_SWEEP", "K", "ef_sweep", "exact_comparison", "percentile_ms", "ra
 
 K = 10
 # HNSW candidate counts whose recall and latency are reported beside the one the index uses.
-EF_SWEEP = (128, 256, 384, 512)
+EF_SWEEP = (128, 256, 384, 512, 768, 1024)
 
 
 def percentile_ms(samples: list[float], q: float) -> float:
@@ -50,7 +51,7 @@ def exact_comparison(index: VectorIndex, ids: np.ndarray, matrix: np.ndarray, qu
     result: dict[str, Any] = {"bruteforce_p95_ms": percentile_ms(samples, 95),
                               f"index_recall_at_10_{suffix}": recall_at_k(index, queries, exact)}
     if index.kind == "hnsw":
-        result["index_ef_search"] = index.ef_search
+        result["index_ef_search"] = ef_for(len(index))
         result["ef_sweep"] = ef_sweep(index, queries, exact, candidates)
     else:
         # What the graph would find on these vectors: the same data forced into one.

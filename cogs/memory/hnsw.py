@@ -7,15 +7,27 @@ import math
 import faiss
 import numpy as np
 
-__all__ = ("HnswGraph",)
+__all__ = ("HnswGraph", "ef_for")
 
 # Links per node (twice as many on the base layer) and candidates kept while linking a new node: FAISS's default
 # efConstruction; 80 built 1.6x slower for no recall gain on perturbed real MiniLM vectors at 100k.
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 40
+# Candidates a search keeps, by graph size. Recall@10 vs exact on perturbed real MiniLM vectors (bench/scale.py,
+# queries perturbed the same way): at 100k 0.958 / 0.984 / 0.997 at ef 128 / 256 / 384; at 1M 0.925 at 384 and
+# 0.940 at 512 in bench.scale, and in a separate build of the same kind of vectors 0.909 / 0.941 / 0.970 / 0.977
+# at 384 / 512 / 768 / 1024 (5.3 ms p95 at 768). Recall falls as a graph grows, so above EF_GROWS_AT it keeps 768.
+HNSW_EF_SEARCH = 384
+HNSW_EF_SEARCH_LARGE = 768
+EF_GROWS_AT = 100_000
 # A restricted search keeps more candidates (ef / the share of live vectors allowed), up to this many, so that
 # enough of them pass the restriction.
 EF_RESTRICTED_MAX = 4_096
+
+
+def ef_for(count: int) -> int:
+    """Candidates a search keeps in a graph of ``count`` live vectors."""
+    return HNSW_EF_SEARCH if count <= EF_GROWS_AT else HNSW_EF_SEARCH_LARGE
 
 
 def _grown(array: np.ndarray, size: int) -> np.ndarray:

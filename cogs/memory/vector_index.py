@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import faiss
 import numpy as np
 
-from .hnsw import HnswGraph
+from .hnsw import HnswGraph, ef_for
 from .index_files import IndexFileError, IndexMeta, IndexSaveError, read_index_file, why, write_index_file
 from .store import MemoryStore, id_checksum
 
@@ -29,9 +29,6 @@ log = logging.getLogger(__name__)
 # ~5 ms at 20k and ~16 ms at 50k (and ~10x more with FAISS's two OpenMP threads when the other core is busy);
 # the HNSW graph answers in ~3 ms at any of these sizes, so exact search stops at 20k.
 FLAT_MAX = 20_000
-# Candidates the HNSW search keeps: recall@10 vs exact on perturbed real MiniLM vectors (bench/scale.py) was
-# 0.94 at 128, 0.977 at 256 and 0.989 at 384 with 100k vectors; recall falls slowly as a graph grows.
-HNSW_EF_SEARCH = 384
 # Tombstoned (removed) nodes are rebuilt away once they outnumber this share of the live ones: at 100k, recall@10
 # stayed 0.95 with half of the graph dead at ef 256.
 DEAD_REBUILD_FRACTION = 0.5
@@ -73,7 +70,7 @@ class VectorIndex:
         self.dimension = dimension
         self.model = model
         self.flat_max = FLAT_MAX if flat_max is None else flat_max
-        self.ef_search = HNSW_EF_SEARCH
+        self.ef_search: int | None = None  # candidates an HNSW search keeps; None: as many as its size calls for
         self._flat: faiss.IndexIDMap2 | None = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
         self._graph: HnswGraph | None = None
         self._id_cache: np.ndarray | None = None
@@ -138,7 +135,7 @@ class VectorIndex:
             return _empty(len(queries), max(k, 0))
         with _one_thread():
             if self._graph is not None:
-                return self._graph.search(queries, k, self.ef_search, allowed_ids)
+                return self._graph.search(queries, k, self.ef_search or ef_for(len(self)), allowed_ids)
             params = None if allowed_ids is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed_ids))
             scores, ids = self._flat.search(queries, k, params=params)
         scores[ids < 0] = -np.inf

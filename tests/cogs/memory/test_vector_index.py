@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory import index_files, vector_index
+from cogs.memory import hnsw, index_files, vector_index
 from cogs.memory.store import MemoryStore, NewRow, WriteBatch
 from cogs.memory.vector_index import IndexFileError, IndexRegistry, VectorIndex
 from tests.fixtures.core import RecordFactory
@@ -105,6 +105,11 @@ def test_graph_recall_on_clustered_vectors_is_high() -> None:
     recall = np.mean([len(set(exact[i]) & set(found[i])) / 10 for i in range(50)])
     assert index.kind == "hnsw"
     assert recall >= 0.95
+
+
+@pytest.mark.parametrize(("size", "ef"), [(100_000, 384), (100_001, 768), (1_000_000, 768)])
+def test_a_larger_graph_keeps_more_candidates(size: int, ef: int) -> None:
+    assert hnsw.ef_for(size) == ef
 
 
 def test_graph_never_returns_removed_ids() -> None:
