@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory import purge
+from cogs.memory import purge, vector_index
 from cogs.memory.memory import Memory
 from cogs.memory.profile import MemoryProfile
 from cogs.memory.purge import PurgeScheduler
@@ -115,6 +115,20 @@ async def memory(core_profile: MemoryProfile, db_path: Path, index_dir: Path, em
 async def test_a_forget_and_its_purge_leave_no_trace_in_any_file(
     memory: Memory, make_record: RecordFactory, tmp_path: Path, path: str
 ) -> None:
+    await assert_forget_leaves_no_trace(memory, make_record, tmp_path, path)
+
+
+@pytest.mark.parametrize("path", ["message delete", "edit"])
+async def test_a_forget_leaves_no_trace_when_the_index_is_a_graph(
+    memory: Memory, make_record: RecordFactory, tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A graph cannot unlink a node: the forgotten vector must be zeroed in it, in memory and in its saved file.
+    monkeypatch.setattr(vector_index, "FLAT_MAX", 10)
+    await assert_forget_leaves_no_trace(memory, make_record, tmp_path, path)
+    assert memory.indexes.get(1).kind == "hnsw"
+
+
+async def assert_forget_leaves_no_trace(memory: Memory, make_record: RecordFactory, tmp_path: Path, path: str) -> None:
     vectors = await remember_nonce(memory, make_record)
     segments = (await fetchall(memory.store, "SELECT COUNT(DISTINCT segid) FROM messages_fts_idx"))[0][0]
     wal_bytes = Path(f"{memory.store.path}-wal").stat().st_size
