@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from . import text
+from .content import ATTACHMENT_PREFIX, stand_ins, stored_content
 from .embedding import Embedder
 from .records import MessageRecord
 from .store import ChannelMessage, EditRow, MemoryStore, NewRow, RowRef, WriteBatch, to_timestamp
@@ -23,39 +23,14 @@ __all__ = ("ATTACHMENT_PREFIX", "IngestQueue", "stored_content")
 
 log = logging.getLogger(__name__)
 
-# Marks an attachment/embed stand-in line in stored content, so an edit of the text keeps the stand-ins.
-ATTACHMENT_PREFIX = "📎 "
-# Discord allows 4,000 characters; imports may carry more. Anything past this is not worth a vector.
-MAX_CONTENT_CHARS = 6_000
 _BATCH_WAIT_S = 0.05
 # Under a backlog (an import, a burst after a restart) batches grow to this: the model sorts each batch by
 # length, and on chat text a 1,024-message window pads ~2% more than sorting everything, a 64-message one ~2x.
 BACKLOG_BATCH_SIZE = 1024
 # Embedded batches waiting for the writer: enough that storage overlaps the next batch's embedding.
 _HANDOFF_DEPTH = 2
-# Unicode category Cc (C0, DEL, C1) except tab and newline; "\r\n" becomes "\n" first.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Old tombstones are pruned on open and then at most this often, by a delete.
 _PRUNE_EVERY_S = 3600.0
-
-
-def clean_text(value: str) -> str:
-    """Text SQLite and the tokenizer accept: lone surrogates become U+FFFD, NUL/control characters go."""
-    value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return _CONTROLS.sub("", value.replace("\r\n", "\n"))
-
-
-def stored_content(content: str, attachments: Iterable[str] = ()) -> str:
-    """The text memory stores and indexes for a message; empty when there is nothing to remember."""
-    body = clean_text(content).strip()[:MAX_CONTENT_CHARS]
-    stand_ins = [clean_text(item).strip() for item in attachments]
-    lines = [body] if body else []
-    lines += [ATTACHMENT_PREFIX + " ".join(item.split())[:200] for item in stand_ins if item]
-    return "\n".join(lines)
-
-
-def _stand_ins(content: str) -> list[str]:
-    return [line[len(ATTACHMENT_PREFIX):] for line in content.split("\n") if line.startswith(ATTACHMENT_PREFIX)]
 
 
 @dataclass(slots=True)
@@ -309,7 +284,7 @@ class IngestQueue:
                 log.debug("Edit of message %d came before the message; kept for its add", message_id)
                 return False
             self._pending_edits.discard([message_id])
-            new_content = stored_content(content, _stand_ins(current.content))
+            new_content = stored_content(content, stand_ins(current.content))
             if new_content == current.content:
                 return True
             ref = RowRef(current.rowid, current.message_id, current.guild_id, current.channel_id, current.created_at)
