@@ -127,6 +127,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             "INSERT INTO pending_purge (id, since) VALUES (1, 0)",
         ),
     ),
+    Migration(
+        # Messages stored before their vector exists: a message is written (and keyword-searchable) as it arrives,
+        # and waits here for its vector, across restarts. One the model could not embed keeps its row, stamped
+        # ``rejected_at`` with the error, and is not tried again until its text or predecessor changes.
+        "0006_pending_vectors",
+        (
+            """
+            CREATE TABLE pending_vectors (
+                message_rowid INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+                rejected_at REAL,
+                error TEXT
+            )
+            """,
+        ),
+    ),
 )
 
 

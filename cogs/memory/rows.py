@@ -52,7 +52,8 @@ class NewRow:
     record: MessageRecord
     content: str
     fts_body: str
-    vector: np.ndarray
+    # Ingest stores a message before its vector exists (``WriteBatch.pending``); tests may store both at once.
+    vector: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,8 @@ class EditRow:
 class WriteBatch:
     """Everything one ingest step changes, written in one transaction."""
 
-    model: str
+    # The model of ``vectors``; a batch that writes no vector and bumps no generation needs none.
+    model: str = ""
     inserts: list[NewRow] = field(default_factory=list)
     edits: list[EditRow] = field(default_factory=list)
     vectors: list[tuple[int, np.ndarray]] = field(default_factory=list)
@@ -84,3 +86,12 @@ class WriteBatch:
     # Deleted message ids to remember (ids only), stamped ``deleted_at``: a later add of one is not stored.
     tombstones: list[int] = field(default_factory=list)
     deleted_at: float = 0.0
+    # Messages that need a vector (``pending_vectors``; pending_vectors.py): marked, found again after a restart,
+    # and cleared when their vector is written. ``successors_of``: new rows whose stored successor in the channel
+    # gets a new predecessor, so needs a vector again. ``rejected``: (rowid, why) the model could not embed.
+    pending: list[int] = field(default_factory=list)
+    successors_of: list[int] = field(default_factory=list)
+    resolved: list[int] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    # Rows whose vectors (every model's) no longer describe them and go now; they are in ``pending`` too.
+    dropped_vectors: list[int] = field(default_factory=list)

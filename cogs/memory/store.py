@@ -13,9 +13,10 @@ from typing import Any, TypeVar
 import aiosqlite
 import numpy as np
 
-from . import purge
+from . import pending_vectors, purge
 from .filters import filter_clause
 from .migrations import apply_migrations
+from .pending_vectors import PendingVectors
 from .readers import ReaderPool
 from .records import SearchFilters
 from .rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, to_timestamp
@@ -42,10 +43,11 @@ PRAGMAS = (
     "PRAGMA journal_mode = WAL",
     "PRAGMA foreign_keys = ON",
     "PRAGMA synchronous = NORMAL",
-    "PRAGMA busy_timeout = 5000",
     # A deleted row's bytes (and a freed page's) are overwritten with zeros instead of lingering in the file.
     "PRAGMA secure_delete = ON",
 )
+# How long a write waits for another process's lock (SQLite's busy handler) before it fails.
+BUSY_TIMEOUT_MS = 5000
 SELECT_MAX_ROWID = "SELECT COALESCE(MAX(id), 0) FROM messages"
 INSERT_MESSAGE = """
 INSERT INTO messages (id, message_id, guild_id, channel_id, parent_channel_id, private_thread, author_id,
@@ -143,15 +145,18 @@ class MemoryStore:
         self.path = path
         self._next_rowid = 1
         self._readers = ReaderPool(path)
+        self.pending = PendingVectors(conn)
 
     @classmethod
-    async def open(cls, path: Path) -> MemoryStore:
+    async def open(cls, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> MemoryStore:
+        """``busy_timeout_ms``: how long a write waits for another process's lock before it fails (and is retried)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: transactions are begun explicitly, so a batch is exactly one transaction.
         conn = await aiosqlite.connect(path, isolation_level=None)
         try:
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
+            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             await apply_migrations(conn)
             await purge.prepare(conn)
             if await purge.pending(conn):
@@ -186,6 +191,11 @@ class MemoryStore:
         self._next_rowid += count
         return range(start, start + count)
 
+    async def reload_next_rowid(self) -> None:
+        """Move past row ids another process took (a write of ours failed on one)."""
+        row = await self._fetchone(SELECT_MAX_ROWID)
+        self._next_rowid = max(self._next_rowid, row[0] + 1)
+
     async def write(self, batch: WriteBatch) -> None:
         """Apply one ingest step in a single transaction and bump the touched guilds' index generations."""
         conn = self._conn
@@ -210,17 +220,19 @@ class MemoryStore:
                 await conn.executemany(UPDATE_FTS, [(e.fts_body, e.author_name, e.rowid) for e in batch.edits])
             if batch.replace_all_models:
                 await conn.executemany(DELETE_OTHER_VECTORS, [(rowid, batch.model) for rowid, _ in batch.vectors])
-            vectors = [(row.rowid, batch.model, _vector_blob(row.vector)) for row in batch.inserts]
+            vectors = [(row.rowid, batch.model, _vector_blob(row.vector)) for row in batch.inserts
+                       if row.vector is not None]
             vectors += [(rowid, batch.model, _vector_blob(vector)) for rowid, vector in batch.vectors]
             if vectors:
                 await conn.executemany(UPSERT_VECTOR, vectors)
+            await pending_vectors.apply(conn, batch)
             await conn.executemany(BUMP_GENERATION, [(guild_id, batch.model) for guild_id in batch.guild_ids])
             if batch.tombstones:
                 await conn.executemany(UPSERT_TOMBSTONE, [(m, batch.deleted_at) for m in batch.tombstones])
+            await conn.commit()  # inside: a failed commit (a full disk) is rolled back, never left open
         except BaseException:
             await conn.rollback()
             raise
-        await conn.commit()
 
     async def purge_pending(self) -> bool:
         """Whether something forgotten may still be readable in the files (until ``erase_forgotten``)."""
