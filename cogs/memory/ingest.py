@@ -129,6 +129,9 @@ class IngestQueue:
         except Exception:  # noqa: BLE001 - closing goes on whatever failed
             log.exception("Finishing ingest before closing failed")
         else:
+            if report.vectors_pending:
+                log.info("Closing with %d stored messages waiting for their vectors; they are embedded after the "
+                         "next start", report.vectors_pending)
             if report.not_stored:
                 named = ", ".join(map(str, report.not_stored[:_NAMED_AT_CLOSE]))
                 log.error("Closing with %d messages not stored (%s): %s%s", len(report.not_stored), report.error,

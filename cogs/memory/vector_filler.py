@@ -135,7 +135,8 @@ class VectorFiller:
             changes = self._changes
             embedder = self._embedder
             try:
-                page = await self._store.pending.page(after, SLICE)
+                async with self._write_lock:  # the writers share one connection: read between transactions
+                    page = await self._store.pending.page(after, SLICE)
                 if not page:
                     return True
                 after = page[-1].rowid
