@@ -14,9 +14,10 @@ from . import text
 from .content import clean_text, stored_content
 from .ingest_report import RetryPolicy
 from .records import MessageRecord
-from .store import MemoryStore, NewRow, WriteBatch, to_timestamp
+from .rows import NewRow, WriteBatch, to_timestamp
+from .store_protocol import Store
 
-__all__ = ("BACKLOG_BATCH_SIZE", "MessageWriter", "Tally", "environmental")
+__all__ = ("BACKLOG_BATCH_SIZE", "MessageWriter", "Tally", "about_data")
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,12 @@ _PREPARE_SLICE = 256
 _INT64 = range(-(2**63), 2**63)
 _REQUIRED_IDS = ("message_id", "guild_id", "channel_id", "author_id")
 _OPTIONAL_IDS = ("parent_channel_id", "reply_to_id")
+
+# Errors about the data written; everything else is the database's. SQLSTATE class 22 is a data exception, 23 an
+# integrity constraint violation.
+_DATA_ERRORS = (ValueError, TypeError, OverflowError, sqlite3.IntegrityError, sqlite3.ProgrammingError,
+                sqlite3.DataError, sqlite3.InterfaceError, sqlite3.NotSupportedError)
+_DATA_SQLSTATE_CLASSES = ("22", "23")
 
 # Applied to a held message as it is tried again: None drops it (deleted meanwhile), or it with its edited text.
 Admit = Callable[[MessageRecord], MessageRecord | None]
@@ -69,12 +76,13 @@ class _Outcome:
     rowids: list[int] = field(default_factory=list)
 
 
-def environmental(error: BaseException) -> bool:
-    """A failure of the database, its lock or the disk, not of the messages: the same write may work later."""
-    if isinstance(error, (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.DataError,
-                          sqlite3.NotSupportedError)):
-        return False
-    return isinstance(error, (sqlite3.DatabaseError, OSError))
+def about_data(error: BaseException) -> bool:
+    """Whether ``error`` says a message's data cannot be stored (a value out of range, a constraint), rather than
+    that the database failed (a lock, a full disk, a lost connection, anything unknown): that is tried again."""
+    if isinstance(error, _DATA_ERRORS):
+        return True
+    sqlstate = getattr(error, "sqlstate", None)  # PostgreSQL's (asyncpg's) error classes
+    return isinstance(sqlstate, str) and sqlstate[:2] in _DATA_SQLSTATE_CLASSES
 
 
 def _described(error: BaseException) -> str:
@@ -102,7 +110,7 @@ class MessageWriter:
     ``stored(rowids)`` is called after each commit that stored messages (the vector filler's cue).
     """
 
-    def __init__(self, store: MemoryStore, write_lock: asyncio.Lock, admit: Admit,
+    def __init__(self, store: Store, write_lock: asyncio.Lock, admit: Admit,
                  stored: Callable[[list[int]], None], retry: RetryPolicy, *, batch_size: int,
                  queue_size: int) -> None:
         self._store = store
@@ -124,6 +132,7 @@ class MessageWriter:
         self.error: str | None = None  # why the last try failed, while messages are held
         self._progress = asyncio.Condition()
         self._tally = Tally()
+        self._stored_any = False  # whether the current write stored a message: proof the database works
 
     @property
     def enqueued(self) -> int:
@@ -206,11 +215,18 @@ class MessageWriter:
 
     async def _write_all(self, items: list[_Queued]) -> None:
         """Store ``items``: tried again after a database failure, split after a data failure, held if it fails."""
+        self._stored_any = False
+        suspects: list[tuple[_Queued, Exception]] = []
         error = await self._try(items, self._retry.write_attempts)
-        if error is not None and environmental(error):
+        if error is not None and not about_data(error):
             self._hold(items)
         elif error is not None:
-            error = await self._split(items, error)
+            error = await self._split(items, error, suspects)
+        if suspects and self._stored_any:
+            self._count(_Outcome(rejected=[(item, _described(cause)) for item, cause in suspects]))
+        elif suspects:  # no other message went in: nothing shows the fault is theirs, so they are tried again
+            self._hold([item for item, _ in suspects])
+            error = error or suspects[0][1]
         self._held.sort(key=lambda item: item.seq)
         async with self._progress:
             self._tries += 1
@@ -227,7 +243,8 @@ class MessageWriter:
             self._progress.notify_all()
 
     async def _try(self, items: list[_Queued], attempts: int) -> Exception | None:
-        """Write ``items`` in one transaction, up to ``attempts`` times; the last error, or None once written."""
+        """Write ``items`` in one transaction, up to ``attempts`` times while the database fails; the last error, or
+        None once written."""
         error: Exception | None = None
         for attempt in range(attempts):
             if attempt:
@@ -240,22 +257,22 @@ class MessageWriter:
             except Exception as exc:
                 error = exc
                 log.debug("Storing %d messages failed (try %d): %s", len(items), attempt + 1, _described(exc))
-                if isinstance(exc, sqlite3.IntegrityError):
-                    await self._reload_next_rowid()
-                if not environmental(exc):
+                if about_data(exc):
+                    await self._reload_next_rowid()  # in case another process took these row ids
                     return exc
                 continue
             self._count(outcome)
             return None
         return error
 
-    async def _split(self, items: list[_Queued], error: Exception) -> Exception | None:
-        """After a data error: store each half on its own, down to the message that fails alone, which is rejected.
+    async def _split(self, items: list[_Queued], error: Exception,
+                     suspects: list[tuple[_Queued, Exception]]) -> Exception | None:
+        """After a data error: store each half on its own, down to the messages that fail alone (``suspects``).
 
         Returns the database error that held some messages back, if one did.
         """
         if len(items) == 1:
-            self._count(_Outcome(rejected=[(items[0], _described(error))]))
+            suspects.append((items[0], error))
             return None
         held_by: Exception | None = None
         half = len(items) // 2
@@ -263,11 +280,11 @@ class MessageWriter:
             part_error = await self._try(part, 1)
             if part_error is None:
                 continue
-            if environmental(part_error):
+            if about_data(part_error):
+                held_by = await self._split(part, part_error, suspects) or held_by
+            else:
                 self._hold(part)
                 held_by = part_error
-            else:
-                held_by = await self._split(part, part_error) or held_by
         return held_by
 
     async def _reload_next_rowid(self) -> None:
@@ -340,4 +357,5 @@ class MessageWriter:
         self._tally.stored += len(outcome.stored)
         self._tally.skipped += len(outcome.skipped)
         if outcome.rowids:
+            self._stored_any = True
             self._on_stored(outcome.rowids)

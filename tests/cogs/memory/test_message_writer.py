@@ -135,6 +135,21 @@ async def test_a_row_sqlite_refuses_is_rejected_alone_and_the_rest_stored(
     assert len(await consistent_ids(store, indexes)) == 4
 
 
+async def test_a_lone_message_sqlite_refuses_waits_until_another_one_shows_the_database_works(
+    ingest: IngestQueue, db_path: Path, make_record: RecordFactory
+) -> None:
+    with sqlite3.connect(db_path) as other:
+        other.execute("CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN NEW.content LIKE '%refused%' "
+                      "BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END")
+    await ingest.add(make_record(1, "refused"))
+    with pytest.raises(IngestError) as alone:
+        await ingest.flush()
+    await ingest.add(make_record(2, "a message that goes in"))
+    with pytest.raises(IngestError) as with_another:
+        await ingest.flush()
+    assert (alone.value.report.not_stored, with_another.value.report.rejected) == ((1,), (1,))
+
+
 async def test_flush_reports_what_it_stored_and_what_it_skipped(
     ingest: IngestQueue, make_record: RecordFactory
 ) -> None:
