@@ -18,7 +18,8 @@ from .embedding import Embedder
 from .ingest_report import FlushReport, IngestError, RetryPolicy
 from .message_writer import MessageWriter
 from .records import MessageRecord
-from .store import ChannelMessage, EditRow, MemoryStore, RowRef, WriteBatch, to_timestamp
+from .rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
+from .store_protocol import Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .vector_filler import VectorFiller
 from .vector_index import IndexRegistry
@@ -51,7 +52,7 @@ class IngestQueue:
     stores the edited text.
     """
 
-    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry, *, batch_size: int = 64,
+    def __init__(self, store: Store, embedder: Embedder, indexes: IndexRegistry, *, batch_size: int = 64,
                  queue_size: int = 1024, retry: RetryPolicy = RetryPolicy()) -> None:
         self._store = store
         self._embedder = embedder
@@ -115,7 +116,7 @@ class IngestQueue:
         not_stored = self._writer.unresolved(target)
         if vectors and not not_stored:
             await self._filler.settle()
-        waiting = (await self._store.pending.count())[0]
+        waiting = (await self._store.pending_count())[0]
         tally = self._writer.take_tally()
         return FlushReport(stored=tally.stored, skipped=tally.skipped, rejected=tuple(tally.rejected),
                            not_stored=not_stored, error=self._writer.error if not_stored else None,

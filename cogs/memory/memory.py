@@ -285,7 +285,7 @@ class Memory:
             indexes = self.indexes
             if embedder.model_name != self.embedder.model_name:
                 await self._reembed_all(embedder)
-                await self.store.pending.resolve_embedded(embedder.model_name)
+                await self.store.resolve_embedded(embedder.model_name)
                 await self.indexes.close()
                 indexes = indexes_for(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
                 await indexes.load_all()

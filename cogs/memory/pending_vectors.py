@@ -6,39 +6,39 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import aiosqlite
 
-from .rows import WriteBatch
+from .rows import VectorInput, WriteBatch
 from .text import embedding_input
 
-__all__ = ("PendingVectors", "VectorInput", "apply")
+__all__ = ("PendingVectorsMixin", "apply", "vector_input")
 
 # A message whose text or predecessor changed needs a vector again, even one rejected before.
 MARK_PENDING = """
-INSERT INTO pending_vectors (message_rowid) VALUES (?)
+INSERT INTO pending_vectors (message_rowid, guild_id) SELECT id, guild_id FROM messages WHERE id = ?
 ON CONFLICT (message_rowid) DO UPDATE SET rejected_at = NULL, error = NULL
 """
 # A message stored before one it follows (an import, a late event) changes that one's predecessor.
 MARK_SUCCESSORS = """
-INSERT INTO pending_vectors (message_rowid)
+INSERT INTO pending_vectors (message_rowid, guild_id)
 SELECT (SELECT n.id FROM messages AS n
         WHERE n.guild_id = m.guild_id AND n.channel_id = m.channel_id
           AND (n.created_at, n.message_id) > (m.created_at, m.message_id)
-        ORDER BY n.created_at, n.message_id LIMIT 1) AS next_id
-FROM json_each(?) AS added CROSS JOIN messages AS m ON m.id = added.value
-WHERE next_id IS NOT NULL
+        ORDER BY n.created_at, n.message_id LIMIT 1) AS next_id, guild_id
+FROM messages AS m WHERE id IN (SELECT value FROM json_each(?)) AND next_id IS NOT NULL
 ON CONFLICT (message_rowid) DO UPDATE SET rejected_at = NULL, error = NULL
 """
 RESOLVE_PENDING = "DELETE FROM pending_vectors WHERE message_rowid = ?"
+REJECT_PENDING = "UPDATE pending_vectors SET rejected_at = ?, error = ? WHERE message_rowid = ?"
+DROP_VECTORS = "DELETE FROM embeddings WHERE message_rowid = ?"
 # After a switch to another model, every message it has a vector for is done, whatever waited before.
 RESOLVE_EMBEDDED = """
 DELETE FROM pending_vectors WHERE message_rowid IN (SELECT message_rowid FROM embeddings WHERE model = ?)
 """
-DROP_VECTORS = "DELETE FROM embeddings WHERE message_rowid = ?"
-REJECT_PENDING = "UPDATE pending_vectors SET rejected_at = ?, error = ? WHERE message_rowid = ?"
-# Each waiting message with its predecessor: the subquery walks the channel-order index one step back.
+SELECT_GUILDS = "SELECT DISTINCT guild_id FROM pending_vectors WHERE rejected_at IS NULL"
+# One guild's waiting messages, each with its predecessor: the subquery walks the channel-order index one step back.
 _SELECT_INPUTS = """
 SELECT c.id, c.message_id, c.guild_id, c.author_name, c.content, p.author_name, p.content
 FROM (
@@ -48,7 +48,7 @@ FROM (
               AND (q.created_at, q.message_id) < (m.created_at, m.message_id)
             ORDER BY q.created_at DESC, q.message_id DESC LIMIT 1) AS previous_id
     FROM pending_vectors AS v CROSS JOIN messages AS m ON m.id = v.message_rowid
-    WHERE v.rejected_at IS NULL AND {which}
+    WHERE v.guild_id = ? AND v.rejected_at IS NULL AND {which}
     ORDER BY v.message_rowid LIMIT ?
 ) AS c LEFT JOIN messages AS p ON p.id = c.previous_id
 ORDER BY c.id
@@ -56,6 +56,13 @@ ORDER BY c.id
 SELECT_PAGE = _SELECT_INPUTS.format(which="v.message_rowid > ?")
 SELECT_LISTED = _SELECT_INPUTS.format(which="v.message_rowid IN (SELECT value FROM json_each(?))")
 COUNT_PENDING = "SELECT COUNT(*) - COUNT(rejected_at), COUNT(rejected_at) FROM pending_vectors"
+
+
+def vector_input(row: Sequence[Any]) -> VectorInput:
+    """(rowid, message_id, guild_id, author, content, previous author, previous content) as a VectorInput."""
+    rowid, message_id, guild_id, author_name, content, previous_author, previous_content = row
+    previous = (previous_author, previous_content) if previous_author is not None else None
+    return VectorInput(rowid, message_id, guild_id, embedding_input(author_name, content, previous))
 
 
 async def apply(conn: aiosqlite.Connection, batch: WriteBatch) -> None:
@@ -73,45 +80,33 @@ async def apply(conn: aiosqlite.Connection, batch: WriteBatch) -> None:
         await conn.executemany(REJECT_PENDING, [(now, error, rowid) for rowid, error in batch.rejected])
 
 
-@dataclass(frozen=True, slots=True)
-class VectorInput:
-    """A stored message that needs a vector, and the text its vector is computed from."""
+class PendingVectorsMixin:
+    """``MemoryStore``'s reads of ``pending_vectors``, on its connection; its ``write`` marks and clears rows."""
 
-    rowid: int
-    message_id: int
-    guild_id: int
-    text: str
+    _conn: aiosqlite.Connection
 
+    async def pending_guilds(self) -> list[int]:
+        """The guilds with messages waiting for a vector."""
+        return [row[0] for row in await self._conn.execute_fetchall(SELECT_GUILDS)]
 
-def _input(row: Sequence) -> VectorInput:
-    rowid, message_id, guild_id, author_name, content, previous_author, previous_content = row
-    previous = (previous_author, previous_content) if previous_author is not None else None
-    return VectorInput(rowid, message_id, guild_id, embedding_input(author_name, content, previous))
+    async def pending_page(self, guild_id: int, after_rowid: int, limit: int) -> list[VectorInput]:
+        """Up to ``limit`` of the guild's messages waiting for a vector (rejected ones aside), by row id after
+        ``after_rowid``."""
+        rows = await self._conn.execute_fetchall(SELECT_PAGE, (guild_id, after_rowid, limit))
+        return [vector_input(row) for row in rows]
 
-
-class PendingVectors:
-    """``pending_vectors`` on the store's connection; the store's ``write`` marks and clears rows (``apply``)."""
-
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._conn = conn
-
-    async def page(self, after_rowid: int, limit: int) -> list[VectorInput]:
-        """Up to ``limit`` messages waiting for a vector (rejected ones aside), by row id after ``after_rowid``."""
-        rows = await self._conn.execute_fetchall(SELECT_PAGE, (after_rowid, limit))
-        return [_input(row) for row in rows]
-
-    async def listed(self, rowids: Sequence[int]) -> dict[int, str]:
-        """Of ``rowids``, those still waiting for a vector, with the text it must now be computed from."""
+    async def pending_listed(self, guild_id: int, rowids: Sequence[int]) -> dict[int, str]:
+        """Of the guild's ``rowids``, those still waiting for a vector, with the text it must now be computed from."""
         if not rowids:
             return {}
-        rows = await self._conn.execute_fetchall(SELECT_LISTED, (json.dumps(list(rowids)), len(rowids)))
-        return {item.rowid: item.text for item in map(_input, rows)}
+        rows = await self._conn.execute_fetchall(SELECT_LISTED, (guild_id, json.dumps(list(rowids)), len(rowids)))
+        return {item.rowid: item.text for item in map(vector_input, rows)}
+
+    async def pending_count(self) -> tuple[int, int]:
+        """(waiting, rejected): stored messages without a vector yet, and those the model could not embed."""
+        rows = await self._conn.execute_fetchall(COUNT_PENDING)
+        return rows[0][0], rows[0][1]
 
     async def resolve_embedded(self, model: str) -> None:
         """Clear every waiting message that has a vector for ``model`` (after a switch embedded them all)."""
         await self._conn.execute(RESOLVE_EMBEDDED, (model,))
-
-    async def count(self) -> tuple[int, int]:
-        """(waiting, rejected): stored messages without a vector yet, and those the model could not embed."""
-        rows = await self._conn.execute_fetchall(COUNT_PENDING)
-        return rows[0][0], rows[0][1]

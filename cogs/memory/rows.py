@@ -9,7 +9,8 @@ import numpy as np
 
 from .records import MessageRecord
 
-__all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "WriteBatch", "from_timestamp", "to_timestamp")
+__all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "VectorInput", "WriteBatch", "from_timestamp",
+           "to_timestamp")
 
 
 def to_timestamp(moment: datetime) -> float:
@@ -44,6 +45,16 @@ class ChannelMessage:
     author_name: str
     content: str
     created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class VectorInput:
+    """A stored message that needs a vector, and the text its vector is computed from (with its predecessor)."""
+
+    rowid: int
+    message_id: int
+    guild_id: int
+    text: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import numpy as np
 from . import pending_vectors, purge
 from .filters import filter_clause
 from .migrations import apply_migrations
-from .pending_vectors import PendingVectors
+from .pending_vectors import PendingVectorsMixin
 from .readers import ReaderPool
 from .records import SearchFilters
 from .rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, to_timestamp
@@ -134,7 +134,7 @@ def _vector_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
 
 
-class MemoryStore:
+class MemoryStore(PendingVectorsMixin):
     """One long-lived aiosqlite connection; every write goes through one transaction per call.
 
     Searches read through ``read`` on a pool of read-only connections, so they never wait for a write.
@@ -145,7 +145,6 @@ class MemoryStore:
         self.path = path
         self._next_rowid = 1
         self._readers = ReaderPool(path)
-        self.pending = PendingVectors(conn)
 
     @classmethod
     async def open(cls, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> MemoryStore:

@@ -12,8 +12,8 @@ import numpy as np
 
 from .embedding import Embedder
 from .ingest_report import RetryPolicy
-from .pending_vectors import VectorInput
-from .store import MemoryStore, WriteBatch
+from .rows import VectorInput, WriteBatch
+from .store_protocol import Store
 from .vector_index import IndexRegistry
 
 __all__ = ("PROBE_TEXT", "SLICE", "VectorFiller")
@@ -42,6 +42,7 @@ class _Result:
 
 @dataclass(frozen=True, slots=True)
 class _Embedded:
+    guild_id: int
     results: list[_Result]
     embedder: Embedder
     changes: int  # the change count when the inputs were read
@@ -63,7 +64,7 @@ class VectorFiller:
     order, their existence) calls ``changed``, so a vector computed from the old text is not written.
     """
 
-    def __init__(self, store: MemoryStore, write_lock: asyncio.Lock, embedder: Embedder, indexes: IndexRegistry,
+    def __init__(self, store: Store, write_lock: asyncio.Lock, embedder: Embedder, indexes: IndexRegistry,
                  retry: RetryPolicy) -> None:
         self._store = store
         self._write_lock = write_lock
@@ -129,32 +130,39 @@ class VectorFiller:
                 self._wake.set()  # the next pass waits out the pause first
 
     async def _one_pass(self) -> bool:
-        """Embed every message waiting, slice by slice; False when something failed (it waits for the next pass)."""
+        """Embed every message waiting, guild by guild and slice by slice; False when something failed (what is
+        left waits for the next pass)."""
+        try:
+            async with self._write_lock:  # the writers share one connection: read between their transactions
+                guilds = await self._store.pending_guilds()
+            for guild_id in guilds:
+                await self._embed_guild(guild_id)
+        except asyncio.CancelledError:
+            raise
+        except _ModelDown as error:
+            await self._failed(f"the embedding model fails ({error})")
+            return False
+        except Exception as error:  # noqa: BLE001 - reading the database failed; the pass is tried again later
+            await self._failed(f"reading the messages to embed failed ({_described(error)})")
+            return False
+        return True
+
+    async def _embed_guild(self, guild_id: int) -> None:
         after = 0
         while True:
-            changes = self._changes
-            embedder = self._embedder
-            try:
-                async with self._write_lock:  # the writers share one connection: read between transactions
-                    page = await self._store.pending.page(after, SLICE)
-                if not page:
-                    return True
-                after = page[-1].rowid
-                todo = [item for item in page if item.rowid not in self._in_flight]
-                if not todo:
-                    continue
-                results = await self._embed(embedder, todo, failed_alone=False)
-            except asyncio.CancelledError:
-                raise
-            except _ModelDown as error:
-                await self._failed(f"the embedding model fails ({error})")
-                return False
-            except Exception as error:  # noqa: BLE001 - reading SQLite failed; the pass is tried again later
-                await self._failed(f"reading the messages to embed failed ({_described(error)})")
-                return False
+            changes, embedder = self._changes, self._embedder
+            async with self._write_lock:
+                page = await self._store.pending_page(guild_id, after, SLICE)
+            if not page:
+                return
+            after = page[-1].rowid
+            todo = [item for item in page if item.rowid not in self._in_flight]
+            if not todo:
+                continue
+            results = await self._embed(embedder, todo, failed_alone=False)
             self._recovered()
             self._in_flight.update(item.rowid for item in todo)
-            await self._handoff.put(_Embedded(results, embedder, changes))
+            await self._handoff.put(_Embedded(guild_id, results, embedder, changes))
 
     async def _embed(self, embedder: Embedder, items: list[VectorInput], failed_alone: bool) -> list[_Result]:
         """Vectors for ``items``; after a failure, halves are tried alone down to the message that fails alone twice,
@@ -172,7 +180,8 @@ class VectorFiller:
                     return [_Result(items[0], None, _described(error))]
                 return await self._embed(embedder, items, failed_alone=True)
             half = len(items) // 2
-            return [*await self._embed(embedder, items[:half], False), *await self._embed(embedder, items[half:], False)]
+            first = await self._embed(embedder, items[:half], False)
+            return first + await self._embed(embedder, items[half:], False)
         return [_Result(item, vector, None) if np.isfinite(vector).all()
                 else _Result(item, None, "the model gave a vector that is not finite")
                 for item, vector in zip(items, vectors, strict=True)]
@@ -229,7 +238,7 @@ class VectorFiller:
             self._wake.set()
             return
         try:
-            self.backlog = (await self._store.pending.count())[0]
+            self.backlog = (await self._store.pending_count())[0]
         except Exception:  # noqa: BLE001 - only a figure for /memory stats
             log.debug("Counting the messages waiting for vectors failed", exc_info=True)
         async with self._progress:
@@ -242,7 +251,7 @@ class VectorFiller:
         results = embedded.results
         if embedded.changes != self._changes or self._recheck:
             # A message edited, deleted or given a new predecessor since it was read keeps waiting.
-            current = await self._store.pending.listed([result.item.rowid for result in results])
+            current = await self._store.pending_listed(embedded.guild_id, [result.item.rowid for result in results])
             results = [result for result in results if current.get(result.item.rowid) == result.item.text]
         if not results:
             self._recheck = False
@@ -253,7 +262,7 @@ class VectorFiller:
                            vectors=[(result.item.rowid, result.vector) for result in done],
                            resolved=[result.item.rowid for result in done],
                            rejected=[(result.item.rowid, result.error or "") for result in rejected],
-                           guild_ids={result.item.guild_id for result in done})
+                           guild_ids={embedded.guild_id} if done else set())
         await self._store.write(batch)
         self._recheck = False
         self.backlog = max(0, self.backlog - len(results))
@@ -261,7 +270,6 @@ class VectorFiller:
             log.warning("Message %d was not embedded (%s); it stays keyword-searchable and is not tried again",
                         result.item.message_id, result.error)
             self._rejected.append(result.item.message_id)
-        for guild_id in sorted(batch.guild_ids):
-            mine = [result for result in done if result.item.guild_id == guild_id]
-            await self._indexes.add(guild_id, np.asarray([result.item.rowid for result in mine], dtype=np.int64),
-                                    np.stack([result.vector for result in mine]))
+        if done:
+            ids = np.asarray([result.item.rowid for result in done], dtype=np.int64)
+            await self._indexes.add(embedded.guild_id, ids, np.stack([result.vector for result in done]))

@@ -61,14 +61,14 @@ class PoisonedEmbedder:
 
 
 async def ids_with_vectors(store: MemoryStore) -> list[int]:
-    rows = await fetchall(store, "SELECT m.message_id FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid "
-                                 "ORDER BY m.message_id")
+    rows = await fetchall(store, "SELECT m.message_id FROM embeddings AS e JOIN messages AS m "
+                                 "ON m.id = e.message_rowid ORDER BY m.message_id")
     return [row[0] for row in rows]
 
 
 async def ids_matching(store: MemoryStore, word: str) -> list[int]:
-    rows = await fetchall(store, "SELECT m.message_id FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
-                                 "WHERE messages_fts MATCH ? ORDER BY m.message_id", (word,))
+    rows = await fetchall(store, "SELECT m.message_id FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid"
+                                 " WHERE messages_fts MATCH ? ORDER BY m.message_id", (word,))
     return [row[0] for row in rows]
 
 
@@ -226,8 +226,8 @@ async def test_an_edit_while_the_vector_is_computed_keeps_the_edited_text(
     assert await edit
     await queue.flush()
     await queue.close()
-    np.testing.assert_allclose(await stored_vector(store, 1), expected_vector(embedder, "alice", "the final text", None),
-                               atol=1e-4)
+    want = expected_vector(embedder, "alice", "the final text", None)
+    np.testing.assert_allclose(await stored_vector(store, 1), want, atol=1e-4)
     assert len(await consistent_ids(store, indexes)) == 1
 
 
