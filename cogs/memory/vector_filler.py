@@ -1,6 +1,6 @@
-"""VectorFiller: gives each stored message its vector, in the background. It reads what needs one from SQLite, embeds
-each message with its predecessor, and writes the vectors to SQLite and FAISS. A failing model is tried again after
-growing pauses; a message the model cannot embed is set aside alone and stays keyword-searchable."""
+"""VectorFiller: gives each stored message its vector, in the background. It reads what needs one from the store,
+embeds each message with its predecessor, and writes the vectors to the store and the vector index. A failing model is
+tried again after growing pauses; a message the model cannot embed is set aside alone and stays keyword-searchable."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class VectorFiller:
         self._changes += 1
 
     def use(self, embedder: Embedder, indexes: IndexRegistry) -> None:
-        """Switch model and indexes (with ``write_lock`` held); what the old model embedded is embedded again."""
+        """Switch model and indexes (with ``write_lock`` held); what the old model had in flight is embedded again."""
         self._embedder, self._indexes = embedder, indexes
         self.changed()
         self.marked()
@@ -225,7 +225,7 @@ class VectorFiller:
                     await self._write(item)
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # noqa: BLE001 - the vectors stay waiting in SQLite; tried again
+            except Exception as error:  # noqa: BLE001 - the messages keep waiting in the store; tried again
                 self._write_failed = self._recheck = True
                 log.debug("Storing %d vectors failed", len(item.results), exc_info=True)
                 await self._failed(f"storing vectors failed ({_described(error)})")
