@@ -11,7 +11,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord.ext import commands, tasks
@@ -102,11 +102,13 @@ class MemoryBot(commands.Bot):
         store_dms: bool = False,
         open_memory: bool = True,
         intents: discord.Intents | None = None,
+        **options: Any,
     ) -> None:
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=intents or bot_intents(),
             allowed_mentions=discord.AllowedMentions.none(),
+            **options,
         )
         self.db_path = db_path
         self.index_dir = index_dir
@@ -213,10 +215,65 @@ class MemoryBot(commands.Bot):
             log.info("Memory closed: ingest queue flushed, indexes saved, database closed")
 
 
+class ShardedMemoryBot(MemoryBot, commands.AutoShardedBot):
+    """A MemoryBot that runs several gateway shards (discord.py's AutoShardedBot): ``--shards N [--shard-ids a,b]``.
+
+    Each process runs the shards it is given; processes share one memory through ``DATABASE_URL`` (PostgreSQL).
+    """
+
+
+def shard_count(value: str) -> int:
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number; you gave {value!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1; you gave {count}")
+    return count
+
+
+def shard_ids(value: str) -> list[int]:
+    try:
+        ids = [int(part) for part in value.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be shard numbers separated by commas; you gave {value!r}") from None
+    if not ids:
+        raise argparse.ArgumentTypeError("is empty; give shard numbers separated by commas, e.g. 0,1")
+    if len(set(ids)) != len(ids):
+        raise argparse.ArgumentTypeError(f"names a shard twice: {value!r}")
+    return ids
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run the Discord memory bot.")
     parser.add_argument("--sync", action="store_true", help="sync slash commands on start (DEV_GUILD_ID: that guild only)")
-    return parser.parse_args(argv)
+    parser.add_argument("--shards", type=shard_count, metavar="N",
+                        help="total number of shards across all processes (default: one unsharded connection)")
+    parser.add_argument("--shard-ids", type=shard_ids, metavar="a,b",
+                        help="the shards this process runs, numbered from 0 (default with --shards: all N)")
+    args = parser.parse_args(argv)
+    if args.shard_ids is not None:
+        if args.shards is None:
+            parser.error("--shard-ids needs --shards N (the total across all processes)")
+        outside = [shard for shard in args.shard_ids if not 0 <= shard < args.shards]
+        if outside:
+            parser.error(f"--shard-ids must be between 0 and {args.shards - 1} for --shards {args.shards}; "
+                         f"you gave {', '.join(map(str, outside))}")
+    return args
+
+
+def create_bot(args: argparse.Namespace) -> MemoryBot:
+    """The bot ``main`` runs: settings from the environment, shards from the command line."""
+    dev_guild = os.environ.get("DEV_GUILD_ID", "").strip()
+    settings: dict[str, Any] = {
+        "bot_admin_ids": parse_admin_ids(os.environ.get("BOT_ADMIN_IDS")),
+        "dev_guild_id": int(dev_guild) if dev_guild else None,
+        "sync_on_start": args.sync,
+        "store_dms": os.environ.get("MEMORY_STORE_DMS", "").strip().lower() in {"1", "true", "yes", "on"},
+    }
+    if args.shards is None:
+        return MemoryBot(**settings)
+    return ShardedMemoryBot(**settings, shard_count=args.shards, shard_ids=args.shard_ids)
 
 
 async def run_bot(token: str, bot: MemoryBot) -> None:
@@ -253,13 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     discord.utils.setup_logging()
     tune_interpreter()
-    dev_guild = os.environ.get("DEV_GUILD_ID", "").strip()
-    bot = MemoryBot(
-        bot_admin_ids=parse_admin_ids(os.environ.get("BOT_ADMIN_IDS")),
-        dev_guild_id=int(dev_guild) if dev_guild else None,
-        sync_on_start=args.sync,
-        store_dms=os.environ.get("MEMORY_STORE_DMS", "").strip().lower() in {"1", "true", "yes", "on"},
-    )
+    bot = create_bot(args)
     try:
         asyncio.run(run_bot(token, bot))
     except discord.LoginFailure:

@@ -1,14 +1,24 @@
 """Benchmark: first-stage recall of memory search on a chat dataset, ingested through the real ingest path.
 
-python -m bench.recall --messages M.jsonl --queries Q.jsonl --mode vector|keyword|hybrid [--json OUT]
-                       [--profile cpu-small] [--candidates 100] [--db DIR]
+python -m bench.recall [--data DIR | --messages M.jsonl --queries Q.jsonl] --mode vector|keyword|hybrid
+                       [--json OUT] [--profile cpu-small] [--candidates 100] [--db DIR]
+                       [--database-url postgresql://...]
+
+``--data`` is a directory holding messages.jsonl and queries.jsonl: LoCoMo (../shared/data/locomo, the default) or
+the bilingual fixture bench/data/bilingual (three conversations written for this project, in English and Chinese,
+one also in Japanese and Korean).
 
 ``--mode hybrid,vector,keyword`` ingests once and answers the queries in each mode: it prints (and writes) a JSON
 list of the per-mode objects, which share the one ingest measurement.
 
 messages.jsonl: {"channel", "msg_id", "author", "ts", "text"} a line; queries.jsonl: {"channel", "qid", "question",
-"category", "relevant": [msg_id, ...]} a line (the format of ../shared/data/locomo/). All messages go into one guild,
-one Discord channel per ``channel`` value, in file order; each query is searched within its own channel.
+"category", "relevant": [msg_id, ...]} a line (the format of ../shared/data/locomo/), optionally with "lang": then the
+result has ``per_language`` as well as ``per_category``. All messages go into one guild, one Discord channel per
+``channel`` value, in file order; each query is searched within its own channel.
+
+``--database-url`` runs the same ingest and queries on the PostgreSQL store too (in a scratch database created on
+that server and dropped afterwards, bench/pg.py): the output is then ``{"sqlite": ..., "postgresql": ...,
+"postgresql_minus_sqlite": {mode: {metric: difference}}}``.
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ from cogs.memory.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters
 
 GUILD_ID = 1
+# LoCoMo, beside the repository (never copied into it): see ../shared/data/locomo/README.md.
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
 KS = (5, 10, 20, 50)
 MODES = ("vector", "keyword", "hybrid")
 MRR_AT = 10
@@ -44,6 +56,7 @@ class Query:
     question: str
     category: str
     relevant: frozenset[int]
+    lang: str = ""
 
 
 class _TextRecorder:
@@ -87,7 +100,7 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
         relevant = frozenset(message_ids[str(m)] for m in row["relevant"] if str(m) in message_ids)
         if relevant and str(row["channel"]) in channels:
             queries.append(Query(channels[str(row["channel"])], str(row["question"]), str(row.get("category", "")),
-                                 relevant))
+                                 relevant, str(row.get("lang", ""))))
     return records, queries
 
 
@@ -115,12 +128,37 @@ def _timed(function: Callable[[list[str]], Any], texts: list[str]) -> float:
 
 
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The SQLite store's results, one object per mode."""
     records, queries = load_dataset(args.messages, args.queries)
+    return await run_store(args, records, queries, None)
+
+
+async def run_both(args: argparse.Namespace) -> dict[str, Any]:
+    """The same ingest and queries on SQLite and on PostgreSQL, and PostgreSQL's difference per metric."""
+    from .pg import scratch_database
+
+    records, queries = load_dataset(args.messages, args.queries)
+    sqlite = await run_store(args, records, queries, None)
+    async with scratch_database(args.database_url, "recall") as url:
+        postgresql = await run_store(args, records, queries, url)
+    metrics = [f"recall@{k}" for k in KS] + [f"mrr@{MRR_AT}"]
+    return {
+        "sqlite": sqlite[0] if len(sqlite) == 1 else sqlite,
+        "postgresql": postgresql[0] if len(postgresql) == 1 else postgresql,
+        "postgresql_minus_sqlite": {ours["mode"]: {m: round(theirs[m] - ours[m], 4) for m in metrics}
+                                    for ours, theirs in zip(sqlite, postgresql, strict=True)},
+    }
+
+
+async def run_store(args: argparse.Namespace, records: list[MessageRecord], queries: list[Query],
+                    database_url: str | None) -> list[dict[str, Any]]:
+    """Ingest ``records`` into a fresh store (SQLite, or PostgreSQL at ``database_url``) and answer ``queries``."""
     profile = load_profile(args.profile)
     profile = replace(profile, vector_candidates=args.candidates, keyword_candidates=args.candidates,
                       reranker=replace(profile.reranker, enabled=False))
     with tempfile.TemporaryDirectory(dir=args.db) as workdir:
-        memory = await Memory.open(profile, Path(workdir) / "memory.sqlite3", Path(workdir) / "indexes")
+        memory = await Memory.open(profile, Path(workdir) / "memory.sqlite3", Path(workdir) / "indexes",
+                                   database_url)
         try:
             recorder = _TextRecorder(memory.embedder)
             started = time.perf_counter()
@@ -131,7 +169,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
             # The model alone, twice, keeping the faster: a first pass over new text lengths pays warm-up,
             # which would flatter ingest by comparison.
-            embed_s = min(_timed(memory.embedder.embed_sync, recorder.texts) for _ in range(2))
+            inputs = memory.embedder.prefixes.passages(recorder.texts)  # what ``embed`` hands the model
+            embed_s = min(_timed(memory.embedder.embed_sync, inputs) for _ in range(2))
 
             ingest = {
                 "ingest_msgs_per_s": round(len(records) / ingest_s, 1),
@@ -147,23 +186,22 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 async def _answer(memory: Memory, queries: list[Query], mode: str, ingest: dict[str, Any], candidates: int,
                   profile: str) -> dict[str, Any]:
-    per_query: list[tuple[str, dict[str, float]]] = []
+    per_query: list[tuple[Query, dict[str, float]]] = []
     latencies: list[float] = []
     for query in queries:
         filters = SearchFilters(guild_id=GUILD_ID, channel_ids=frozenset({query.channel_id}))
         started = time.perf_counter()
         hits = await memory.search_engine.search(query.question, filters, max(KS), mode=mode)
         latencies.append((time.perf_counter() - started) * 1000)
-        per_query.append((query.category, score([hit["message_id"] for hit in hits], query.relevant)))
-    by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
-    for category, scores in per_query:
-        by_category[category].append(scores)
+        per_query.append((query, score([hit["message_id"] for hit in hits], query.relevant)))
+    languages = {"per_language": _grouped(per_query, lambda query: query.lang)} if any(
+        query.lang for query, _ in per_query) else {}
     return {
         "mode": mode,
         "n_queries": len(per_query),
         **_mean([scores for _, scores in per_query]),
-        "per_category": {category: {"n_queries": len(rows), **_mean(rows)}
-                         for category, rows in sorted(by_category.items())},
+        "per_category": _grouped(per_query, lambda query: query.category),
+        **languages,
         "ingest_msgs_per_s": ingest["ingest_msgs_per_s"],
         "embed_only_msgs_per_s": ingest["embed_only_msgs_per_s"],
         "search_p50_ms": round(_percentile(latencies, 0.50), 2),
@@ -173,6 +211,14 @@ async def _answer(memory: Memory, queries: list[Query], mode: str, ingest: dict[
         "candidates": candidates,
         "profile": profile,
     }
+
+
+def _grouped(per_query: list[tuple[Query, dict[str, float]]], key: Callable[[Query], str]) -> dict[str, Any]:
+    """The mean scores of the queries sharing each value of ``key``."""
+    groups: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for query, scores in per_query:
+        groups[key(query)].append(scores)
+    return {value: {"n_queries": len(rows), **_mean(rows)} for value, rows in sorted(groups.items())}
 
 
 def _modes(value: str) -> list[str]:
@@ -185,16 +231,28 @@ def _modes(value: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.recall", description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=Path, required=True)
-    parser.add_argument("--queries", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                        help="directory with messages.jsonl and queries.jsonl (default: LoCoMo, %(default)s)")
+    parser.add_argument("--messages", type=Path, help="messages file (default: DATA/messages.jsonl)")
+    parser.add_argument("--queries", type=Path, help="queries file (default: DATA/queries.jsonl)")
     parser.add_argument("--mode", type=_modes, default=["hybrid"], help="vector, keyword, hybrid, or a comma list")
     parser.add_argument("--json", type=Path, help="also write the result here")
     parser.add_argument("--profile", default="cpu-small", help="profile name or .toml path (reranker is off)")
     parser.add_argument("--candidates", type=int, default=100, help="vector and keyword candidates per query")
     parser.add_argument("--db", type=Path, default=None, help="directory for the temporary database")
+    parser.add_argument("--database-url", help="also run on PostgreSQL (a scratch database on this server)")
     args = parser.parse_args(argv)
-    results = asyncio.run(run(args))
-    out = json.dumps(results[0] if len(results) == 1 else results, indent=2)
+    args.messages = args.messages or args.data / "messages.jsonl"
+    args.queries = args.queries or args.data / "queries.jsonl"
+    for path in (args.messages, args.queries):
+        if not path.is_file():
+            parser.error(f"{path} does not exist: give --data DIR (with messages.jsonl and queries.jsonl), "
+                         "or --messages and --queries")
+    if args.database_url is not None:
+        out = json.dumps(asyncio.run(run_both(args)), indent=2)
+    else:
+        results = asyncio.run(run(args))
+        out = json.dumps(results[0] if len(results) == 1 else results, indent=2)
     print(out)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)

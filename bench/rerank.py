@@ -1,13 +1,15 @@
 """Benchmark: our Qwen3-Reranker scoring vs the official method and sentence-transformers' CrossEncoder.
 
 python -m bench.rerank --data ../shared/data/locomo [--queries 5] [--candidates 20,50] [--dtype bf16|fp32]
-                       [--backend torch,onnx] [--int8] [--profile cpu-small] [--baseline-pairs N]
+                       [--backend torch,onnx] [--int8] [--profile cpu-small] [--budgets 1000,3000]
+                       [--baseline-pairs N]
                        [--batch-size 16] [--model-dir DIR] [--export-dir DIR] [--json OUT]
 
 A random-weight model of the real Qwen3-Reranker-0.6B shape (real Qwen3 tokenizer) is built in a subprocess, so the
 peak RSS reported is this process's: ours runs first (each backend listed; the first one gives the top-level
 figures), then the baselines on the first N pairs (per-pair throughput). Every comparison is made pair by pair on
-exactly those N pairs. `ms_for_budget` is what the profile's time budget buys: candidates scored per query.
+exactly those N pairs. `ms_for_budget` is what the profile's time budget buys: candidates scored per query, and
+for each of --budgets the median scored (the trade-off of candidates scored against the budget on this machine).
 """
 
 from __future__ import annotations
@@ -113,19 +115,33 @@ def make_scorer(backend: str, model_dir: Path, dtype: str, export_dir: Path, int
     return OnnxScorer(str(model_dir), max_length, export_dir, int8=int8)
 
 
-def run_budget(scorer: LocalScorer, cases: list[Case], profile: MemoryProfile) -> dict:
-    """What the profile's time budget buys: candidates scored per query, in first-stage order, as the bot does."""
-    settings = profile.reranker
-    scored = []
+def scored_within(
+    scorer: LocalScorer, cases: list[Case], batch_size: int, budget_ms: int
+) -> tuple[list[int], list[float]]:
+    """Per query: candidates scored within `budget_ms` (in first-stage order, as the bot does) and the ms taken."""
+    scored, elapsed = [], []
     for case in cases:
-        docs = case.docs[: settings.candidates]
-        deadline = time.monotonic() + settings.time_budget_ms / 1000 if settings.time_budget_ms else None
-        scores = scorer.score(case.query, docs, DEFAULT_INSTRUCTION, settings.batch_size, deadline)
+        started = time.monotonic()
+        deadline = started + budget_ms / 1000 if budget_ms else None
+        scores = scorer.score(case.query, case.docs, DEFAULT_INSTRUCTION, batch_size, deadline)
+        elapsed.append(1000 * (time.monotonic() - started))
         scored.append(sum(score is not None for score in scores))
+    return scored, elapsed
+
+
+def run_budget(scorer: LocalScorer, cases: list[Case], profile: MemoryProfile, budgets_ms: list[int]) -> dict:
+    """What the profile's time budget buys (candidates scored per query, and the ms each query took), and the
+    median candidates scored for each of `budgets_ms`: the trade-off on this machine."""
+    settings = profile.reranker
+    docs = [Case(c.query, c.docs[: settings.candidates]) for c in cases]
+    scored, elapsed = scored_within(scorer, docs, settings.batch_size, settings.time_budget_ms)
     return {"profile": profile.name, "budget_ms": settings.time_budget_ms, "batch_size": settings.batch_size,
-            "candidates_offered": min(settings.candidates, min(len(c.docs) for c in cases)),
+            "candidates_offered": min(len(c.docs) for c in docs),
             "candidates_scored_per_query": scored, "min_scored": min(scored),
-            "median_scored": statistics.median(scored)}
+            "median_scored": statistics.median(scored), "ms_per_query": [round(ms) for ms in elapsed],
+            "median_scored_by_budget_ms": {
+                str(ms): statistics.median(scored_within(scorer, docs, settings.batch_size, ms)[0])
+                for ms in budgets_ms}}
 
 
 def run_ours(scorer: LocalScorer, cases: list[Case], batch_size: int) -> dict:
@@ -213,14 +229,14 @@ def run_backends(args: argparse.Namespace, model_dir: Path, dtype: str, cases: l
         raise SystemExit(f"--backend {','.join(unknown)}: allowed: {' | '.join(BACKENDS)}")
     runs = [(name, False) for name in names] + ([("onnx", True)] if args.int8 else [])
     profile = load_profile(args.profile)
-    budget_cases = [Case(c.query, c.docs[: profile.reranker.candidates]) for c in cases]
+    budgets = [int(ms) for ms in args.budgets.split(",") if ms.strip()]
     rows = {}
     for name, int8 in runs:
         started = time.perf_counter()
         scorer = make_scorer(name, model_dir, dtype, export_dir, int8)
         load_s = time.perf_counter() - started
         row = run_ours(scorer, cases, args.batch_size)
-        row.update(load_s=load_s, ms_for_budget=run_budget(scorer, budget_cases, profile))
+        row.update(load_s=load_s, ms_for_budget=run_budget(scorer, cases, profile, budgets))
         scorer.close()
         del scorer
         gc.collect()
@@ -326,6 +342,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="our backends, comma-separated (torch, onnx); the first gives the top-level figures")
     parser.add_argument("--int8", action="store_true", help="also run ONNX Runtime with int8 weights")
     parser.add_argument("--profile", default="cpu-small", help="profile whose time budget ms_for_budget measures")
+    parser.add_argument("--budgets", default="1000,2000,3000,5000",
+                        help="time budgets (ms) for the candidates-scored trade-off, comma-separated ('' = none)")
     parser.add_argument("--baseline-pairs", type=int, default=0,
                         help="run the official method and CrossEncoder on the first N pairs only (0 = all)")
     parser.add_argument("--batch-size", type=int, default=16, help="our batch size (candidates per forward)")

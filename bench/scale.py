@@ -1,6 +1,6 @@
 """Ingest rate and search latency in one guild at growing sizes, against a brute-force numpy baseline.
 
-    python -m bench.scale --sizes 10000,100000,1000000 [--json OUT]
+    python -m bench.scale --sizes 10000,100000,1000000 [--json OUT] [--database-url postgresql://...]
 
 Each size runs in a fresh process (so ``peak_rss_mb`` is that size's own peak) through the real ingest path
 and the real SearchEngine. Up to ``--model-max`` messages are embedded with the real model (``vectors":
@@ -8,6 +8,11 @@ and the real SearchEngine. Up to ``--model-max`` messages are embedded with the 
 random unit vectors stand in for the model (``"vectors": "random"``) while queries are still embedded by it.
 Message texts are sampled with replacement from a LoCoMo-format ``messages.jsonl``; queries from its
 ``queries.jsonl``.
+
+``--database-url`` runs each size on the PostgreSQL store as well, in the same process after SQLite: the same
+messages (and, above ``--model-max``, the same random vectors) through the real ingest path into a scratch
+database on that server (bench/pg.py), then the same searches; its figures are under ``"postgresql"``
+(``peak_rss_mb`` covers both runs).
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ class RandomEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.embed_sync, list(texts))
 
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return await self.embed(queries)
+
 
 class RecordingEmbedder:
     """An ``Embedder`` over the real model, keeping every text the ingest path asked it to embed."""
@@ -72,6 +80,9 @@ class RecordingEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
         return await self._inner.embed(texts)
+
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return await self._inner.embed_queries(queries)
 
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -166,8 +177,51 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         result.update(await brute_force(store, index, model, questions))
         await indexes.close()
         await store.close()
+    if args.database_url is not None:
+        result["postgresql"] = await run_size_postgres(size, args, model, questions)
     await model.close()
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return result
+
+
+async def run_size_postgres(size: int, args: argparse.Namespace, model: EmbeddingService,
+                            questions: list[str]) -> dict[str, Any]:
+    """Ingest rate and search latency of the same messages and queries on the PostgreSQL store."""
+    from cogs.memory.pg.indexes import DatabaseIndexes
+    from cogs.memory.pg.search import PostgresSearchEngine
+    from cogs.memory.pg.store import PostgresStore
+
+    from .pg import scratch_database
+
+    use_model = size <= args.model_max  # the model is warm from the SQLite run; random vectors repeat (seed 0)
+    embedder = model if use_model else RandomEmbedder(model.model_name, model.dimension, 256)
+    records = make_records(size, load_jsonl(args.data / "messages.jsonl"), seed=size)
+    result: dict[str, Any] = {}
+    async with scratch_database(args.database_url, "scale") as url:
+        store = await PostgresStore.open(url)
+        try:
+            ingest = IngestQueue(store, embedder, DatabaseIndexes(model.model_name, model.dimension),
+                                 batch_size=args.batch_size, queue_size=4 * args.batch_size)
+            ingest.start()
+            started = time.perf_counter()
+            for record in records:
+                await ingest.add(record)
+            await ingest.flush()
+            result["ingest_msgs_per_s"] = round(size / (time.perf_counter() - started), 1)
+            await ingest.close()
+            del records
+            engine = PostgresSearchEngine(store, model, MemoryProfile(name="bench-scale", vector_candidates=50,
+                                                                      keyword_candidates=50))
+            filters = SearchFilters(guild_id=GUILD)
+            for question in questions[:5]:  # warm the server's caches before timing
+                await engine.search(question, filters, K)
+            hybrid = await timed([lambda q=q: engine.search(q, filters, K) for q in questions])
+            keyword = await timed([lambda q=q: engine.search(q, filters, K, mode="keyword") for q in questions])
+            vector = await timed([lambda q=q: engine.search(q, filters, K, mode="vector") for q in questions])
+        finally:
+            await store.close()
+    result.update(search_p50_ms=percentile_ms(hybrid, 50), search_p95_ms=percentile_ms(hybrid, 95),
+                  keyword_p95_ms=percentile_ms(keyword, 95), vector_p95_ms=percentile_ms(vector, 95))
     return result
 
 
@@ -233,6 +287,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=256, help="ingest batch size")
     parser.add_argument("--embed-batch", type=int, default=64, help="embedding batch size")
     parser.add_argument("--workdir", type=Path, default=None, help="where the temporary database goes")
+    parser.add_argument("--database-url", help="also run each size on PostgreSQL (a scratch database on this server)")
     parser.add_argument("--single", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -250,6 +305,8 @@ def main(argv: list[str] | None = None) -> None:
                    "--batch-size", str(args.batch_size), "--embed-batch", str(args.embed_batch)]
         if args.workdir is not None:
             command += ["--workdir", str(args.workdir)]
+        if args.database_url is not None:
+            command += ["--database-url", args.database_url]
         completed = subprocess.run(command, check=True, capture_output=True, text=True)
         runs.append(json.loads(completed.stdout.strip().splitlines()[-1]))
         print(json.dumps(runs[-1]), file=sys.stderr, flush=True)

@@ -5,6 +5,7 @@ import weakref
 
 import discord
 import pytest
+from discord.ext import commands
 
 import bot
 
@@ -119,3 +120,52 @@ async def test_an_overdue_full_collection_runs_even_under_load(memory_bot, full_
     monkeypatch.setattr(memory_bot, "_last_full_collection", bot.time.monotonic() - bot.GC_MAX_INTERVAL_S - 1)
     await memory_bot.collect_garbage()
     assert full_collections() == 1
+
+
+# -- sharding: --shards N --shard-ids a,b ------------------------------------------------------------------------
+
+
+def test_without_shard_flags_the_bot_is_one_unsharded_connection():
+    made = bot.create_bot(bot.parse_args([]))
+    assert (type(made), made.shard_count) == (bot.MemoryBot, None)
+
+
+def test_shard_flags_build_an_auto_sharded_bot_running_those_shards():
+    made = bot.create_bot(bot.parse_args(["--shards", "4", "--shard-ids", "1,3"]))
+    assert isinstance(made, commands.AutoShardedBot)
+    assert (made.shard_count, made.shard_ids) == (4, [1, 3])
+
+
+def test_shards_without_ids_run_every_shard_in_this_process():
+    made = bot.create_bot(bot.parse_args(["--shards", "2"]))
+    assert (made.shard_count, made.shard_ids) == (2, None)
+
+
+def test_main_starts_the_bot_with_the_shards_it_was_given(monkeypatch, tmp_path):
+    monkeypatch.setenv("DISCORD_TOKEN", "token")
+    monkeypatch.setattr(bot, "ENV_FILE", tmp_path / ".env")
+    monkeypatch.setattr(bot, "tune_interpreter", lambda: None)
+    monkeypatch.setattr(discord.utils, "setup_logging", lambda: None)
+    started = []
+
+    async def fake_run_bot(token, made):
+        started.append((token, made.shard_count, made.shard_ids))
+
+    monkeypatch.setattr(bot, "run_bot", fake_run_bot)
+    assert bot.main(["--shards", "3", "--shard-ids", "2"]) == 0
+    assert started == [("token", 3, [2])]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--shard-ids", "0"], "--shard-ids needs --shards N (the total across all processes)"),
+    (["--shards", "2", "--shard-ids", "1,2"], "--shard-ids must be between 0 and 1 for --shards 2; you gave 2"),
+    (["--shards", "0"], "argument --shards: must be at least 1; you gave 0"),
+    (["--shards", "2", "--shard-ids", "0,x"], "argument --shard-ids: must be shard numbers separated by commas; "
+                                              "you gave '0,x'"),
+    (["--shards", "2", "--shard-ids", "1,1"], "argument --shard-ids: names a shard twice: '1,1'"),
+])
+def test_bad_shard_flags_are_refused_with_a_reason(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bot.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: {message}\n")

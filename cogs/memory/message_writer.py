@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -35,6 +36,10 @@ _OPTIONAL_IDS = ("parent_channel_id", "reply_to_id")
 _DATA_ERRORS = (ValueError, TypeError, OverflowError, sqlite3.IntegrityError, sqlite3.ProgrammingError,
                 sqlite3.DataError, sqlite3.InterfaceError, sqlite3.NotSupportedError)
 _DATA_SQLSTATE_CLASSES = ("22", "23")
+# SQLite's primary result codes for the failures an admin can fix, in words.
+_SQLITE_REASONS = {sqlite3.SQLITE_BUSY: "another process holds the database's write lock",
+                   sqlite3.SQLITE_LOCKED: "another connection holds the database's write lock",
+                   sqlite3.SQLITE_FULL: "the disk is full"}
 
 # Applied to a held message as it is tried again: None drops it (deleted meanwhile), or it with its edited text.
 Admit = Callable[[MessageRecord], MessageRecord | None]
@@ -86,7 +91,12 @@ def about_data(error: BaseException) -> bool:
 
 
 def _described(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+    """Why a write failed, in words: what happened to the database when that is known, else the error itself."""
+    code = getattr(error, "sqlite_errorcode", None)
+    reason = _SQLITE_REASONS.get(code & 0xFF) if isinstance(code, int) else None
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        reason = "the disk is full"
+    return reason or f"{type(error).__name__}: {error}"
 
 
 def _storable(record: MessageRecord) -> MessageRecord:

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import aiosqlite
 
-__all__ = ("MIGRATIONS", "Migration", "apply_migrations")
+from .text import fts_document
+
+__all__ = ("FTS_TOKENIZER", "MIGRATIONS", "Migration", "apply_migrations")
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,11 @@ CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at 
 """
 SELECT_APPLIED = "SELECT name FROM schema_migrations"
 INSERT_APPLIED = "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)"
+# Migrations that rebuild keyword rows call the Python document shaping (text.fts_document) from SQL.
+FTS_DOCUMENT_FUNCTION = "memory_fts_document"
+# The keyword table's tokenizer: unicode61 counts combining marks (category M) as part of a word, as a Thai,
+# Devanagari or Arabic reader does; by default they would split one word into several.
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 
 # Appended to, never edited: a database records which of these it has run.
 MIGRATIONS: tuple[Migration, ...] = (
@@ -128,10 +135,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
+        # Keyword search for every script: the tokenizer keeps combining marks inside a word (Thai, Devanagari,
+        # Arabic), and fts_document() cuts Hangul and Thai runs into bigrams and parts Latin names and numbers
+        # from CJK text. Every keyword row is rebuilt from its message in the new form.
+        "0006_fts_all_scripts",
+        (
+            "DROP TABLE messages_fts",
+            f"""
+            CREATE VIRTUAL TABLE messages_fts USING fts5(body, author, tokenize = "{FTS_TOKENIZER}")
+            """,
+            f"""
+            INSERT INTO messages_fts (rowid, body, author)
+            SELECT id, {FTS_DOCUMENT_FUNCTION}(content), author_name FROM messages
+            """,
+        ),
+    ),
+    Migration(
         # Messages stored before their vector exists: a message is written (and keyword-searchable) as it arrives,
         # and waits here (with its guild) for its vector, across restarts. One the model could not embed keeps its
         # row, stamped ``rejected_at`` with the error, and is not tried again until its text or predecessor changes.
-        "0006_pending_vectors",
+        "0007_pending_vectors",
         (
             """
             CREATE TABLE pending_vectors (
@@ -154,6 +177,7 @@ MIGRATIONS: tuple[Migration, ...] = (
 async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
     """Apply every migration the database has not recorded, in order; returns the names applied now."""
     await conn.execute(CREATE_SCHEMA_MIGRATIONS)
+    await conn.create_function(FTS_DOCUMENT_FUNCTION, 1, fts_document, deterministic=True)
     applied = {row[0] for row in await conn.execute_fetchall(SELECT_APPLIED)}
     newly_applied: list[str] = []
     for migration in MIGRATIONS:

@@ -35,6 +35,17 @@ class ProfileError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    """One entry of `[[reranker.providers]]`: who scores, tried in the listed order until one answers."""
+
+    provider: str = "local"
+    http_url: str | None = None
+    http_api: str = "cohere"
+    model: str | None = None  # None = reranker.model (for "http": the model name sent to the server)
+    timeout_ms: int = 0  # this provider's share of the budget; 0 = whatever the recall's budget has left
+
+
+@dataclass(frozen=True, slots=True)
 class RerankerSettings:
     enabled: bool = True
     provider: str = "local"
@@ -52,6 +63,16 @@ class RerankerSettings:
     instruction: str | None = None  # None = the built-in chat-memory instruction
     preload: bool = False
     cache_size: int = 4096
+    # Providers tried in order (e.g. a shared server, then the local model); empty = the single provider above.
+    providers: tuple[ProviderSettings, ...] = ()
+
+
+def provider_chain(settings: RerankerSettings) -> tuple[ProviderSettings, ...]:
+    """The providers a recall tries, in order; none when reranking is off."""
+    if not settings.enabled:
+        return ()
+    chain = settings.providers or (ProviderSettings(settings.provider, settings.http_url, settings.http_api),)
+    return tuple(p for p in chain if p.provider != "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +93,10 @@ class MemoryProfile:
     device: str = "auto"
     dtype: str = "float32"
     embedding_model: str = "all-MiniLM-L6-v2"
+    # Text the model reads before a search query / a stored message; None = the known one for the model's name
+    # (embedding.KNOWN_PREFIXES: E5 "query: " / "passage: "), "" = none.
+    embedding_query_prefix: str | None = None
+    embedding_passage_prefix: str | None = None
     embedding_batch_size: int = 32
     vector_candidates: int = 50
     keyword_candidates: int = 50
@@ -107,7 +132,10 @@ _CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "pro
 _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_size", "ingest_queue_size",
                        "batch_size", "max_length", "top_k", "min_cores"})
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",
-                           "min_ram_gb", "min_gpu_memory_gb"})
+                           "min_ram_gb", "min_gpu_memory_gb", "timeout_ms"})
+# Fields that hold an array of tables ([[reranker.providers]]), and what each table becomes.
+_TABLE_ARRAYS: dict[str, type] = {"providers": ProviderSettings}
+_SINGLE_PROVIDER_FIELDS = ("provider", "http_url", "http_api")
 
 
 def _type_name(annotation: Any) -> str:
@@ -156,6 +184,11 @@ def _build(cls: type, source: str, prefix: str, data: Mapping[str, Any], nested:
             if not isinstance(value, Mapping):
                 raise ProfileError(f"{source}: field {qualified!r} must be a table ([{qualified}])")
             kwargs[key] = _build(nested[key], source, f"{qualified}.", value, {})
+        elif key in _TABLE_ARRAYS:
+            if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+                raise ProfileError(f"{source}: field {qualified!r} must be an array of tables ([[{qualified}]])")
+            kwargs[key] = tuple(_build(_TABLE_ARRAYS[key], source, f"{qualified}[{i}].", item, {})
+                                for i, item in enumerate(value))
         else:
             kwargs[key] = _check_value(source, qualified, value, str(fields[key].type))
     missing = [name for name, f in fields.items() if f.default is dataclasses.MISSING
@@ -170,9 +203,21 @@ def parse_profile(data: Mapping[str, Any], source: str = "<profile>") -> MemoryP
     profile = _build(MemoryProfile, source, "", data,
                      {"reranker": RerankerSettings, "requirements": ProfileRequirements})
     settings = profile.reranker
+    if settings.providers and (both := [k for k in _SINGLE_PROVIDER_FIELDS if k in data.get("reranker", {})]):
+        raise ProfileError(f"{source}: field 'reranker.{both[0]}' and [[reranker.providers]] both name providers; "
+                           "keep one of them")
     if settings.enabled and settings.provider == "http" and not settings.http_url:
         raise ProfileError(f"{source}: field 'reranker.http_url' is required when reranker.provider = 'http'")
+    for i, entry in enumerate(settings.providers):
+        if entry.provider == "http" and not entry.http_url:
+            raise ProfileError(f"{source}: field 'reranker.providers[{i}].http_url' is required when its "
+                               "provider = 'http'")
     return profile
+
+
+def reranks(profile: MemoryProfile) -> bool:
+    """Whether recall runs a second stage with this profile."""
+    return bool(provider_chain(profile.reranker))
 
 
 def load_profile(name_or_path: str | Path, profiles_dir: Path = PROFILES_DIR) -> MemoryProfile:

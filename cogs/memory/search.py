@@ -178,7 +178,7 @@ class SearchEngine:
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        vectors = await self._embedder.embed([query])
+        vectors = await self._embedder.embed_queries([text.embedding_query(query)])
         if not (_narrows(filters) or filters.exclude_message_ids):
             return await self._index_search(filters.guild_id, vectors, k, None)
         # Most filtered searches (a permission set, a time range) leave most of a guild: over-fetch and drop.

@@ -39,3 +39,51 @@ def test_recall_bench_writes_the_contract_json(tmp_path: Path) -> None:
     # q3's only relevant id is not in the messages, so it is not scored; each channel has fewer than 5 messages.
     assert (result["mode"], result["n_queries"], result["recall@5"]) == ("hybrid", 2, 1.0)
     assert set(result["per_category"]) == {"1", "2"}
+
+
+def test_with_a_database_url_it_runs_both_stores_side_by_side(tmp_path: Path, postgres_server_url: str) -> None:
+    out = tmp_path / "both.json"
+    recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
+                 "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
+                 "--mode", "hybrid", "--candidates", "10", "--db", str(tmp_path), "--json", str(out),
+                 "--database-url", postgres_server_url])
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert FIELDS <= result["sqlite"].keys() and FIELDS <= result["postgresql"].keys()
+    assert (result["postgresql"]["n_messages"], result["postgresql"]["recall@5"]) == (5, 1.0)
+    # Each channel has fewer than 5 messages, so both stores find every relevant one at every k.
+    deltas = result["postgresql_minus_sqlite"]["hybrid"]
+    assert set(deltas) == {"recall@5", "recall@10", "recall@20", "recall@50", "mrr@10"}
+    assert [deltas[f"recall@{k}"] for k in (5, 10, 20, 50)] == [0.0, 0.0, 0.0, 0.0]
+
+
+async def test_the_scratch_database_is_dropped_afterwards(postgres_server_url: str) -> None:
+    import asyncpg
+
+    from bench.pg import scratch_database
+
+    async with scratch_database(postgres_server_url, "smoke") as url:
+        name = url.split("?")[0].rsplit("/", 1)[1]
+    conn = await asyncpg.connect(postgres_server_url)
+    try:
+        left = await conn.fetchval("SELECT COUNT(*) FROM pg_database WHERE datname = $1", name)
+    finally:
+        await conn.close()
+    assert (name.startswith("bench_smoke_"), left) == (True, 0)
+def test_queries_with_a_language_get_per_language_figures(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    write_jsonl(data / "messages.jsonl", MESSAGES)
+    write_jsonl(data / "queries.jsonl", [dict(query, lang=lang) for query, lang in zip(QUERIES, ["en", "zh", "zh"])])
+    out = tmp_path / "recall.json"
+    recall.main(["--data", str(data), "--mode", "keyword", "--candidates", "10", "--db", str(tmp_path),
+                 "--json", str(out)])
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert {lang: figures["n_queries"] for lang, figures in result["per_language"].items()} == {"en": 1, "zh": 1}
+
+
+def test_queries_without_a_language_get_no_per_language_figures(tmp_path: Path) -> None:
+    out = tmp_path / "recall.json"
+    recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
+                 "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
+                 "--mode", "keyword", "--candidates", "10", "--db", str(tmp_path), "--json", str(out)])
+    assert "per_language" not in json.loads(out.read_text(encoding="utf-8"))

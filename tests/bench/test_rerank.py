@@ -64,3 +64,8 @@ def test_comparison_is_pair_by_pair_on_the_baseline_pairs_in_their_order() -> No
     figures = rerank.summarise(row, cases, [3, 2], keys, official, 1.0, official[:3] + [0.4], 1.0, 1, 1.0)
     assert figures["max_abs_diff_vs_official"] == pytest.approx(1e-3)
     assert figures["st_max_abs_diff_vs_ours"] == 0.0 and figures["bitwise_equal_pairs_vs_official"] == 3
+
+
+def test_bench_reports_candidates_scored_for_each_budget(bench_result: dict) -> None:
+    by_budget = bench_result["ms_for_budget"]["median_scored_by_budget_ms"]
+    assert list(by_budget) == ["1000", "2000", "3000", "5000"] and all(0 <= n <= 5 for n in by_budget.values())

@@ -86,6 +86,9 @@ def flatten_profile(profile: Any, prefix: str = "") -> dict[str, Any]:
         value = getattr(profile, field.name)
         if is_dataclass(value):
             flat.update(flatten_profile(value, f"{prefix}{field.name}."))
+        elif isinstance(value, tuple) and all(is_dataclass(item) for item in value):  # [[reranker.providers]]
+            for i, item in enumerate(value):
+                flat.update(flatten_profile(item, f"{prefix}{field.name}[{i}]."))
         else:
             flat[f"{prefix}{field.name}"] = value
     return flat
@@ -104,9 +107,9 @@ def profile_list(names: Sequence[str], current: str | None) -> str:
 def profile_changes(old: MemoryProfile, new: MemoryProfile) -> str:
     before, after = flatten_profile(old), flatten_profile(new)
     changed = [
-        f"{key}: `{before.get(key)}` → `{value}`"
-        for key, value in after.items()
-        if before.get(key) != value and key not in PROFILE_DIFF_SKIP
+        f"{key}: `{before.get(key)}` → `{after.get(key)}`"
+        for key in dict.fromkeys([*after, *before])
+        if before.get(key) != after.get(key) and key not in PROFILE_DIFF_SKIP
     ]
     if old.name == new.name or not changed:
         return f"Already using `{new.name}`; nothing changed."
@@ -126,23 +129,36 @@ def _latency(samples: Sequence[float]) -> str:
     return f"p50 {p50:.0f} ms · p95 {p95:.0f} ms ({len(ordered)} samples)"
 
 
+def _provider_state(provider: dict[str, Any]) -> str:
+    return f"unavailable: {provider['reason']}" if provider["state"] == "unavailable" else provider["state"]
+
+
 def _reranker(status: dict[str, Any] | None) -> str:
+    """The model and each provider's state, in the order recalls try them."""
     if status is None or status["provider"] == "none":
         return "off"
-    state = "loaded" if status["loaded"] else ("not loaded yet" if status["available"] else f"unavailable: {status['reason']}")
-    return f"{status['model']} ({status['provider']}, {state})"
+    providers = status["providers"]
+    if len(providers) == 1:
+        return f"{status['model']} ({providers[0]['provider']}, {_provider_state(providers[0])})"
+    chain = " → ".join(f"{p['provider']}: {_provider_state(p)}" for p in providers)
+    return f"{status['model']} ({chain})"
 
 
 def reranking_summary(status: dict[str, Any]) -> str:
-    """How the reranker ran over the last hour: backend and dtype, ms per query, candidates scored, cache hits."""
-    runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded yet"
+    """How the reranker ran over the last hour: backend and dtype, ms per query, candidates scored, cache hits, and
+    which providers scored when more than one did."""
+    runs_on = status["providers"][0]["label"] if status["loaded"] else (
+        "loading" if status["loading"] else "not loaded yet")
     if not status["queries_last_hour"]:
         return f"{runs_on} · no queries in the last hour"
-    prefix, queries = status["prefix_cache_hits"], status["queries_last_hour"]
+    prefix, queries, by = status["prefix_cache_hits"], status["queries_last_hour"], status["scored_by"]
+    scored_by = "" if list(by) in ([], [runs_on]) else " · scored by " + ", ".join(
+        f"{label} ({count})" for label, count in by.items())
     return (f"{runs_on} · p50 {status['p50_ms']:,.0f} ms · p95 {status['p95_ms']:,.0f} ms per query "
             f"({queries} {'query' if queries == 1 else 'queries'}) · {status['scored_per_recall']:.1f} of "
             f"{status['offered_per_recall']:.1f} candidates scored per recall · cache hits: "
-            f"{status['cache_hits']:,} scores" + ("" if prefix is None else f", {prefix:,} prompt prefixes"))
+            f"{status['cache_hits']:,} scores" + ("" if prefix is None else f", {prefix:,} prompt prefixes")
+            + scored_by)
 
 
 def stats_embed(guild_name: str, stats: dict[str, Any], profile: str, reranker: dict[str, Any] | None,

@@ -99,7 +99,7 @@ class PostgresSearchEngine:
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        vectors = await self._embedder.embed([query])
+        vectors = await self._embedder.embed_queries([query])
         where, params = filter_clause(filters, first=4)
         ef_search = min(max(EF_SEARCH_MIN, 4 * k), EF_SEARCH_MAX)
         async with self._store.acquire() as conn, conn.transaction():

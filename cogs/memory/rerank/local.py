@@ -28,9 +28,8 @@ DEFAULT_INSTRUCTION = (
 )
 YES_TOKEN, NO_TOKEN = "yes", "no"
 TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
-# Candidates are scored in windows of this many batches, taken in first-stage order and sorted by length inside
-# (packed forwards of even size), so a time budget still cuts the list at (roughly) a first-stage prefix.
-WINDOW_BATCHES = 4
+# How much the newest forward counts in the learned seconds per token (the rest is the running estimate).
+SPEED_WEIGHT = 0.5
 # A packed forward attends over its whole pack (the block mask hides, but does not skip, other candidates), so packs
 # stop near the size where the GEMMs are already efficient instead of growing with batch_size.
 MAX_PACK_TOKENS = {"cpu": 384, "accelerator": 1024}
@@ -81,6 +80,9 @@ class LocalScorer:
         self.yes_id = self._single_token_id(YES_TOKEN)
         self.no_id = self._single_token_id(NO_TOKEN)
         self.constant_prefixes = ConstantPrefixCache()
+        # Seconds per token of the last forwards (None until one ran): a pack that would end past the deadline is
+        # cut to what fits, so a budget holds, and a faster machine fits more into the same budget.
+        self.seconds_per_token: float | None = None
         self.prefix_ids = self.tokenizer.encode(SYSTEM_PREFIX, add_special_tokens=False)
         self.suffix_ids = self.tokenizer.encode(ASSISTANT_SUFFIX, add_special_tokens=False)
         self.body_budget = max_length - len(self.prefix_ids) - len(self.suffix_ids)
@@ -175,35 +177,61 @@ class LocalScorer:
     def score(
         self, query: str, docs: list[str], instruction: str, batch_size: int, deadline: float | None = None
     ) -> list[float | None]:
-        """P(yes) per doc, in first-stage order; None for docs left when the deadline passed or OOM at batch 1."""
+        """P(yes) per doc. Packs are taken in first-stage order, so when the deadline comes the scored docs are a
+        first-stage prefix and the rest are None (as are all of them after an OOM at batch size 1)."""
         scores: list[float | None] = [None] * len(docs)
         if not docs:
             return scores
         pairs = self.split_prompts(query, docs, instruction)
         prefix_kv = self.shared_kv(pairs.shared, instruction)
-        window = batch_size * WINDOW_BATCHES
-        for start in range(0, len(docs), window):
-            order = sorted(range(start, min(start + window, len(docs))), key=lambda i: len(pairs.tails[i]))
-            pending = order
-            while pending:
-                if deadline is not None and time.monotonic() >= deadline:
+        pending = list(range(len(docs)))
+        while pending:
+            chunk = self._next_pack(pending, pairs.tails, batch_size, self.max_pack_tokens)
+            if deadline is not None:
+                chunk = self._fitting(chunk, pairs.tails, deadline - time.monotonic())
+                if not chunk:
                     return scores
-                chunk = self._next_pack(pending, pairs.tails, batch_size, self.max_pack_tokens)
-                try:
-                    values = self.forward_tails(prefix_kv, [pairs.tails[i] for i in chunk])
-                except torch.OutOfMemoryError:
-                    if batch_size == 1:
-                        log.warning("reranker out of memory at batch size 1; %d candidates keep first-stage order",
-                                    sum(s is None for s in scores))
-                        return scores
-                    batch_size = max(1, batch_size // 2)
-                    log.warning("reranker out of memory; batch size halved to %d", batch_size)
-                    self._release_cached_memory()
-                    continue
-                for i, value in zip(chunk, values, strict=True):
-                    scores[i] = value
-                pending = pending[len(chunk):]
+            started = time.monotonic()
+            try:
+                values = self.forward_tails(prefix_kv, [pairs.tails[i] for i in chunk])
+            except torch.OutOfMemoryError:
+                if batch_size == 1:
+                    log.warning("reranker out of memory at batch size 1; %d candidates keep first-stage order",
+                                sum(s is None for s in scores))
+                    return scores
+                batch_size = max(1, batch_size // 2)
+                log.warning("reranker out of memory; batch size halved to %d", batch_size)
+                self._release_cached_memory()
+                continue
+            self._learn_speed(time.monotonic() - started, sum(len(pairs.tails[i]) for i in chunk))
+            for i, value in zip(chunk, values, strict=True):
+                scores[i] = value
+            pending = pending[len(chunk):]
         return scores
+
+    def warm_up(self, instruction: str) -> None:
+        """Before the first recall: compute the instruction's constant prefix, and learn the speed from it."""
+        ids = self.constant_ids(instruction)
+        started = time.monotonic()
+        self.constant_prefixes.get(instruction, ids, lambda constant: self._extend_kv([], constant))
+        self._learn_speed(time.monotonic() - started, len(ids))
+
+    def _learn_speed(self, seconds: float, tokens: int) -> None:
+        latest = seconds / max(tokens, 1)
+        known = self.seconds_per_token
+        self.seconds_per_token = latest if known is None else SPEED_WEIGHT * latest + (1 - SPEED_WEIGHT) * known
+
+    def _fitting(self, chunk: list[int], tails: list[list[int]], seconds_left: float) -> list[int]:
+        """The longest start of `chunk` expected to finish in `seconds_left` (all of it while the speed is unknown)."""
+        if seconds_left <= 0:
+            return []
+        if self.seconds_per_token is None:
+            return chunk
+        tokens = end = 0
+        while end < len(chunk) and (tokens + len(tails[chunk[end]])) * self.seconds_per_token <= seconds_left:
+            tokens += len(tails[chunk[end]])
+            end += 1
+        return chunk[:end]
 
     @staticmethod
     def _next_pack(pending: list[int], tails: list[list[int]], batch_size: int, max_tokens: int) -> list[int]:

@@ -1,23 +1,26 @@
-"""RerankerService: the second stage of recall (Qwen3-Reranker), best effort, on a worker thread it owns."""
+"""RerankerService: the second stage of recall (Qwen3-Reranker), best effort: scoring on a worker thread it owns,
+model loads on a loader thread beside it, so a recall never waits for a model to load."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import queue
+import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from .backends import LocalBackend, build_local_scorer
+from .backends import build_local_scorer
+from .cache import ScoreCache
 from .http import HttpRerankError, HttpScorer
 from .local import DEFAULT_INSTRUCTION
+from .providers import Backend, Provider
 from .stats import RerankStats
 from ..config import ONNX_DIR
-from ..profile import HardwareDetector, MemoryProfile, resolve_device
+from ..profile import HardwareDetector, MemoryProfile, ProviderSettings, provider_chain, resolve_device
 from ..records import checked_limit
 from ..workers import WorkerThread
 
@@ -26,39 +29,6 @@ log = logging.getLogger(__name__)
 DEFAULT_QUEUE_SIZE = 16
 # Where local rerankers are exported to ONNX (once per model, revision and dtype): the bot's data folder.
 DEFAULT_EXPORT_DIR = ONNX_DIR
-Backend = LocalBackend | HttpScorer
-
-
-class ScoreCache:
-    """LRU of scores keyed by (model, instruction, query, document)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.hits = self.misses = 0
-        self._entries: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
-
-    def get(self, key: tuple[str, str, str, str]) -> float | None:
-        value = self._entries.get(key)
-        if value is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self._entries.move_to_end(key)
-        return value
-
-    def put(self, key: tuple[str, str, str, str], value: float) -> None:
-        if self.capacity <= 0:
-            return
-        self._entries[key] = value
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 def _ordered(candidates: list[dict], scores: list[float | None], min_score: float, top_k: int | None) -> list[dict]:
@@ -75,10 +45,12 @@ def _ordered(candidates: list[dict], scores: list[float | None], min_score: floa
 
 
 class RerankerService:
-    """Scores first-stage candidates with Qwen3-Reranker (provider "local"), a `/v1/rerank` server ("http") or
-    not at all ("none"). Never raises to the caller for a scoring problem: it falls back to first-stage order.
+    """Scores first-stage candidates with the profile's providers, tried in order: the local model (Qwen3-Reranker
+    or a cross-encoder), a rerank server ("http"), or none. Never raises to the caller for a scoring problem: what
+    no provider scored keeps its first-stage order with rerank_score None. A recall that comes while the local model
+    is still loading (or being exported to ONNX) gets first-stage order at once; the load goes on meanwhile.
 
-    `switch(profile)` replaces the profile and its model live; the Memory facade calls it from `switch_profile`.
+    `switch(profile)` replaces the profile and its models live; the Memory facade calls it from `switch_profile`.
     """
 
     def __init__(
@@ -95,25 +67,30 @@ class RerankerService:
         self._export_dir = export_dir
         self._model_name = reranker_model or profile.reranker.model
         self._detector = detector or HardwareDetector()
-        self._backend: Backend | None = None
         # Where the model goes: the Memory facade resolves "auto" once for all models; None resolves it here.
         self._target_device = device
-        self._device: str | None = None
-        self._load_error: str | None = None
+        self._providers = [Provider(settings, self._model_name) for settings in provider_chain(profile.reranker)]
+        self._lock = threading.Lock()  # guards the providers' load state and which providers are current
         self._last_error: str | None = None
         self._last_switch_error: str | None = None
         self._cache = ScoreCache(profile.reranker.cache_size)
         self._stats = RerankStats()
         self._worker = WorkerThread(f"reranker-{profile.name}", queue_size)
+        self._loader = WorkerThread(f"reranker-loader-{profile.name}")
         self._closed = False
-        if self._wants_backend(profile) and profile.reranker.preload:
-            self._worker.submit(self._ensure_loaded, block=True)
+        if profile.reranker.preload:
+            self._start_loading(warm=True)
 
     # --- public API --------------------------------------------------------------------------------------------
 
     @property
     def profile(self) -> MemoryProfile:
         return self._profile
+
+    @property
+    def _backend(self) -> Backend | None:
+        """The first provider's backend, once loaded."""
+        return self._providers[0].backend if self._providers else None
 
     def rerank_results(
         self,
@@ -123,7 +100,9 @@ class RerankerService:
         top_k: int | None = None,
         instruction: str | None = None,
     ) -> list[dict]:
-        """Blocking form (for threads and CLIs, not the event loop): a new list of copies with `rerank_score`."""
+        """Blocking form (for threads, CLIs and benchmarks, never the event loop): waits for the models to load
+        first, then returns a new list of copies with `rerank_score`."""
+        self.load()
         job = self._job(query, candidates, score_field, top_k, instruction)
         future = self._submit(job)
         return job(fallback=True) if future is None else future.result()
@@ -136,30 +115,49 @@ class RerankerService:
         top_k: int | None = None,
         instruction: str | None = None,
     ) -> list[dict]:
-        """Async form: the work runs on the service's worker thread; the event loop only waits."""
+        """Async form, the recall path: the work runs on the service's worker thread; the event loop only waits.
+        It does not wait for a model that is still loading (those candidates keep first-stage order)."""
         job = self._job(query, candidates, score_field, top_k, instruction)
         future = self._submit(job)
         return job(fallback=True) if future is None else await asyncio.wrap_future(future)
 
+    def load(self, timeout: float | None = None) -> bool:
+        """Start loading every provider not loaded yet and wait until each load has finished, either way (blocking).
+        True when some provider can score."""
+        providers = self._start_loading()
+        ends = None if timeout is None else time.monotonic() + timeout
+        for provider in providers:
+            provider.settled.wait(None if ends is None else max(0.0, ends - time.monotonic()))
+        return any(provider.backend is not None for provider in providers)
+
+    async def aload(self) -> bool:
+        """`load` without blocking the event loop: for a CLI that wants its one query reranked."""
+        return await asyncio.to_thread(self.load)
+
     def status(self) -> dict[str, Any]:
-        settings = self._profile.reranker
+        """The first provider's state at the top level (backend, dtype, loaded, ...), every provider's in
+        `providers`, and the last hour's figures."""
+        first = self._providers[0] if self._providers else Provider(ProviderSettings("none"), self._model_name)
+        prefixes = [getattr(p.backend, "constant_prefixes", None) for p in self._providers]
         return {
             "profile": self._profile.name,
-            "provider": settings.provider if settings.enabled else "none",
+            "provider": " → ".join(p.kind for p in self._providers) or "none",
             "model": self._model_name,
-            "device": self._device,
-            "backend": getattr(self._backend, "backend", None),
-            "dtype": getattr(self._backend, "dtype", self._profile.dtype),
-            "loaded": self._backend is not None,
-            "available": self._load_error is None,
-            "reason": self._load_error,
+            "device": first.device,
+            "backend": getattr(first.backend, "backend", None),
+            "dtype": getattr(first.backend, "dtype", self._profile.dtype),
+            "loaded": first.backend is not None,
+            "loading": first.loading,
+            "available": first.load_error is None,
+            "reason": first.load_error,
             "last_error": self._last_error,
             "last_switch_error": self._last_switch_error,
+            "providers": [p.describe() for p in self._providers],
             "queue_depth": self._worker.depth,
             "cache_entries": len(self._cache),
             "cache_hits": self._cache.hits,
             "cache_misses": self._cache.misses,
-            "prefix_cache_hits": getattr(getattr(self._backend, "constant_prefixes", None), "hits", None),
+            "prefix_cache_hits": next((c.hits for c in prefixes if c is not None), None),
             **self._stats.summary(),
         }
 
@@ -167,44 +165,112 @@ class RerankerService:
                      device: str | None = None) -> bool:
         """Load what `profile` needs off the loop, then swap on the worker after the work already queued.
 
-        On failure the old profile and model stay and the reason is in `status()["last_switch_error"]`.
+        On failure the old profile and models stay and the reason is in `status()["last_switch_error"]`.
         """
         model_name = reranker_model or profile.reranker.model
+        providers = [Provider(settings, model_name) for settings in provider_chain(profile.reranker)]
         try:
-            backend, loaded_on = await asyncio.to_thread(self._build_backend, profile, model_name, device) \
-                if self._wants_backend(profile) else (None, None)
+            for provider in providers:  # loaded before the swap, so a model that cannot load fails the switch
+                provider.backend, provider.device = await asyncio.to_thread(
+                    self._build_backend, profile, provider, device)
+                provider.settled.set()
         except Exception as exc:
+            for provider in providers:
+                provider.close()
             self._last_switch_error = f"{type(exc).__name__}: {exc}"
             log.warning("profile switch to %s failed, keeping %s: %s",
                         profile.name, self._profile.name, self._last_switch_error)
             return False
 
         def swap() -> None:
-            old = self._backend
-            self._profile, self._model_name, self._backend, self._device = profile, model_name, backend, loaded_on
-            self._target_device = device
-            self._load_error = self._last_switch_error = None
-            self._cache = ScoreCache(profile.reranker.cache_size)
-            self._stats = RerankStats()
-            if old is not None:
-                old.close()
+            with self._lock:
+                old, self._providers = self._providers, providers
+                self._profile, self._model_name, self._target_device = profile, model_name, device
+                self._last_switch_error = None
+                self._cache = ScoreCache(profile.reranker.cache_size)
+                self._stats = RerankStats()
+            for provider in old:
+                provider.close()
 
         await asyncio.wrap_future(await asyncio.to_thread(self._worker.submit, swap, block=True))
         log.info("reranker switched to profile %s (%s)", profile.name, model_name)
         return True
 
     def close(self) -> None:
-        """Finish queued work, stop the worker and free the model."""
-        if self._closed:
-            return
-        self._closed = True
+        """Let a load under way finish (an ONNX export is not cut in the middle), finish queued work, stop both
+        threads and free the models."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loading = [p.model_name for p in self._providers if p.loading]
+        if loading:
+            log.info("waiting for the reranker %s to finish loading before closing", ", ".join(loading))
+        self._loader.stop(timeout=None)
         self._worker.stop(timeout=None)
-        if self._backend is not None:
-            self._backend.close()
-            self._backend = None
+        for provider in self._providers:
+            provider.close()
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
+
+    # --- loading (any thread starts it; the loader thread runs it) -----------------------------------------------
+
+    def _start_loading(self, warm: bool = False) -> list[Provider]:
+        """Start the load of every provider that has none yet (an http one is ready at once); the current providers.
+        A failed load is not retried until a profile switch."""
+        with self._lock:
+            providers = list(self._providers)
+            if self._closed:
+                return providers
+            for provider in providers:
+                if provider.backend is not None or provider.loading or provider.load_error is not None:
+                    continue
+                if provider.kind == "http":
+                    provider.backend, provider.device = self._build_backend(self._profile, provider, None)
+                    provider.settled.set()
+                    continue
+                provider.loading = True
+                self._loader.submit(self._load, provider, self._profile, self._target_device, warm)
+        return providers
+
+    def _load(self, provider: Provider, profile: MemoryProfile, device: str | None, warm: bool) -> None:
+        """Loader thread: build the backend, then hand it over (or drop it if the service moved on meanwhile)."""
+        backend = loaded_on = error = None
+        if not self._closed:
+            try:
+                backend, loaded_on = self._build_backend(profile, provider, device)
+                if warm and hasattr(backend, "warm_up"):
+                    backend.warm_up(profile.reranker.instruction or DEFAULT_INSTRUCTION)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                log.warning("reranker unavailable (first-stage order will be used): cannot load %s: %s",
+                            provider.model_name, error)
+        with self._lock:
+            current = not self._closed and any(p is provider for p in self._providers)
+            provider.loading = False
+            if current:
+                provider.backend, provider.device = backend, loaded_on
+                provider.load_error = error if backend is None else None
+            else:
+                provider.load_error = error or "the service moved on before the load finished"
+        if not current and backend is not None:
+            backend.close()
+        provider.settled.set()
+
+    def _build_backend(self, profile: MemoryProfile, provider: Provider,
+                       device: str | None) -> tuple[Backend, str | None]:
+        settings = profile.reranker
+        if provider.kind == "http":
+            return HttpScorer(provider.settings.http_url or "", provider.model_name, provider.settings.http_api), None
+        device = device or resolve_device(profile, self._detector.detect())
+        started = time.perf_counter()
+        scorer = build_local_scorer(provider.model_name, backend=settings.backend, device=device,
+                                    dtype=profile.dtype, max_length=settings.max_length,
+                                    export_root=self._export_dir, int8=settings.int8)
+        log.info("reranker %s loaded on %s (%s, %s) in %.1f s", provider.model_name, device, scorer.backend,
+                 scorer.dtype, time.perf_counter() - started)
+        return scorer, device
 
     # --- worker side -------------------------------------------------------------------------------------------
 
@@ -222,6 +288,7 @@ class RerankerService:
              instruction: str | None) -> Callable[..., list[dict]]:
         if top_k is not None:
             checked_limit(top_k)
+        # The budget starts now: time spent waiting in the queue is part of the recall's wait.
         budget_ms = self._profile.reranker.time_budget_ms
         deadline = time.monotonic() + budget_ms / 1000 if budget_ms > 0 else None
         candidates = list(candidates)
@@ -230,7 +297,7 @@ class RerankerService:
             settings = self._profile.reranker
             k = settings.top_k if top_k is None else top_k
             scores: list[float | None] = [None] * len(candidates)
-            if not fallback and candidates and self._wants_backend(self._profile):
+            if not fallback and candidates and self._providers:
                 head = candidates[: settings.candidates]
                 docs = [str(c.get(score_field) or "") for c in head]
                 scores[: len(head)] = self._score(query, docs, instruction or settings.instruction
@@ -240,76 +307,42 @@ class RerankerService:
         return run
 
     def _score(self, query: str, docs: list[str], instruction: str, deadline: float | None) -> list[float | None]:
-        if not self._ensure_loaded():
-            return [None] * len(docs)
-        started, hits = time.perf_counter(), self._cache.hits
-        scores = self._score_loaded(query, docs, instruction, deadline)
+        """The providers in order, each with its cached scores first: one that fails, times out or scores nothing
+        hands the candidates to the next; one that scores part of them keeps the rest unscored, so a recall's
+        scores all come from one model."""
+        ready = [p for p in self._start_loading() if p.backend is not None]
+        scores: list[float | None] = [None] * len(docs)
+        if not ready:
+            return scores
+        started, hits, by = time.perf_counter(), self._cache.hits, ready[0]
+        for n, provider in enumerate(ready):
+            keys = [(provider.model_name, instruction, query, doc) for doc in docs]
+            scores = [self._cache.get(key) for key in keys]
+            missing = [i for i, score in enumerate(scores) if score is None]
+            if missing and (deadline is None or time.monotonic() < deadline):
+                fresh = self._score_with(provider, query, [docs[i] for i in missing], instruction, deadline,
+                                         last=n == len(ready) - 1)
+                for i, value in zip(missing, fresh, strict=True):
+                    scores[i] = value
+                    if value is not None:
+                        self._cache.put(keys[i], value)
+            if any(score is not None for score in scores):
+                by = provider
+                break
         self._stats.record(1000 * (time.perf_counter() - started), len(docs),
-                           sum(score is not None for score in scores), self._cache.hits - hits)
+                           sum(score is not None for score in scores), self._cache.hits - hits, by.label)
         return scores
 
-    def _score_loaded(self, query: str, docs: list[str], instruction: str,
-                      deadline: float | None) -> list[float | None]:
-        keys = [(self._model_name, instruction, query, doc) for doc in docs]
-        scores = [self._cache.get(key) for key in keys]
-        missing = [i for i, score in enumerate(scores) if score is None]
-        if not missing:
-            return scores
+    def _score_with(self, provider: Provider, query: str, docs: list[str], instruction: str,
+                    deadline: float | None, last: bool) -> list[float | None]:
+        then = "first-stage order kept" if last else "trying the next provider"
         try:
-            fresh = self._backend_score(query, [docs[i] for i in missing], instruction, deadline)
+            return provider.score(query, docs, instruction, self._profile.reranker.batch_size,
+                                  provider.deadline(deadline, time.monotonic()))
         except HttpRerankError as exc:
-            self._last_error = str(exc)
-            log.warning("reranking skipped, first-stage order kept: %s", exc)
-            return scores
+            provider.last_error = self._last_error = str(exc)
+            log.warning("reranking skipped, %s: %s", then, exc)
         except Exception as exc:
-            self._last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("reranking failed, first-stage order kept")
-            return scores
-        for i, value in zip(missing, fresh, strict=True):
-            scores[i] = value
-            if value is not None:
-                self._cache.put(keys[i], value)
-        return scores
-
-    def _backend_score(self, query: str, docs: list[str], instruction: str,
-                       deadline: float | None) -> list[float | None]:
-        settings = self._profile.reranker
-        if isinstance(self._backend, HttpScorer):
-            timeout = settings.time_budget_ms / 1000 if deadline is None else deadline - time.monotonic()
-            if timeout <= 0:
-                return [None] * len(docs)
-            return self._backend.score(query, docs, timeout)
-        return self._backend.score(query, docs, instruction, settings.batch_size, deadline)
-
-    def _ensure_loaded(self) -> bool:
-        """Load the backend once; a failure is remembered (not retried) until a profile switch."""
-        if self._backend is not None:
-            return True
-        if self._load_error is not None:
-            return False
-        try:
-            self._backend, self._device = self._build_backend(self._profile, self._model_name, self._target_device)
-        except Exception as exc:
-            self._load_error = f"{type(exc).__name__}: {exc}"
-            log.warning("reranker unavailable (first-stage order will be used): cannot load %s: %s",
-                        self._model_name, self._load_error)
-            return False
-        return True
-
-    @staticmethod
-    def _wants_backend(profile: MemoryProfile) -> bool:
-        return profile.reranker.enabled and profile.reranker.provider != "none"
-
-    def _build_backend(self, profile: MemoryProfile, model_name: str,
-                       device: str | None) -> tuple[Backend, str | None]:
-        settings = profile.reranker
-        if settings.provider == "http":
-            return HttpScorer(settings.http_url or "", model_name, settings.http_api), None
-        device = device or resolve_device(profile, self._detector.detect())
-        started = time.perf_counter()
-        scorer = build_local_scorer(model_name, backend=settings.backend, device=device, dtype=profile.dtype,
-                                    max_length=settings.max_length, export_root=self._export_dir,
-                                    int8=settings.int8)
-        log.info("reranker %s loaded on %s (%s, %s) in %.1f s", model_name, device, scorer.backend, scorer.dtype,
-                 time.perf_counter() - started)
-        return scorer, device
+            provider.last_error = self._last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("reranking by %s failed, %s", provider.label, then)
+        return [None] * len(docs)

@@ -14,13 +14,15 @@ WINDOW_S = 3600.0
 
 @dataclass(frozen=True, slots=True)
 class QueryRerank:
-    """One query's reranking: wall time at the scorer, candidates offered, scored (cached ones included), cached."""
+    """One query's reranking: wall time at the scorer, candidates offered, scored (cached ones included), cached,
+    and what scored them ("onnx float32", "http", ...)."""
 
     at: float
     ms: float
     offered: int
     scored: int
     cached: int
+    by: str = ""
 
 
 def _percentile(ordered: list[float], fraction: float) -> float:
@@ -36,8 +38,8 @@ class RerankStats:
         self._lock = threading.Lock()
         self.last: QueryRerank | None = None
 
-    def record(self, ms: float, offered: int, scored: int, cached: int) -> QueryRerank:
-        sample = QueryRerank(self._clock(), ms, offered, scored, cached)
+    def record(self, ms: float, offered: int, scored: int, cached: int, by: str = "") -> QueryRerank:
+        sample = QueryRerank(self._clock(), ms, offered, scored, cached, by)
         with self._lock:
             self._samples.append(sample)
             self.last = sample
@@ -50,17 +52,21 @@ class RerankStats:
             self._samples.popleft()
 
     def summary(self) -> dict[str, Any]:
-        """Queries in the window, p50/p95 ms per query, mean candidates offered and scored per recall, the last one."""
+        """Queries in the window, p50/p95 ms per query, mean candidates offered and scored per recall, how many
+        recalls each backend scored, the last one."""
         with self._lock:
             self._expire()
             samples = list(self._samples)
             last = self.last
         out: dict[str, Any] = {"queries_last_hour": len(samples), "p50_ms": None, "p95_ms": None,
-                               "offered_per_recall": None, "scored_per_recall": None,
+                               "offered_per_recall": None, "scored_per_recall": None, "scored_by": {},
                                "last_query": None if last is None else asdict(last)}
         if samples:
             ordered = sorted(s.ms for s in samples)
             out.update(p50_ms=_percentile(ordered, 0.5), p95_ms=_percentile(ordered, 0.95),
                        offered_per_recall=sum(s.offered for s in samples) / len(samples),
                        scored_per_recall=sum(s.scored for s in samples) / len(samples))
+            for sample in samples:
+                if sample.scored and sample.by:
+                    out["scored_by"][sample.by] = out["scored_by"].get(sample.by, 0) + 1
         return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
@@ -114,8 +114,16 @@ async def test_a_query_runs_before_queued_bulk_batches(embedder: EmbeddingServic
     assert finished == ["query", "bulk"]
 
 
+# A search's query (embed_queries), and a few messages' texts (an edit), both count as queries.
+QUERY_CALLS = {
+    "search query": lambda embedder: embedder.embed_queries(["a question"]),
+    "few texts": lambda embedder: embedder.embed(["a question"], interactive=True),
+}
+
+
+@pytest.mark.parametrize("query", QUERY_CALLS.values(), ids=QUERY_CALLS.keys())
 async def test_a_query_does_not_wait_for_the_bulk_batch_running(
-    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch
+    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch, query: Callable[[EmbeddingService], Awaitable]
 ) -> None:
     running, release = threading.Event(), threading.Event()
     original = embedder.embed_sync
@@ -128,13 +136,14 @@ async def test_a_query_does_not_wait_for_the_bulk_batch_running(
     monkeypatch.setattr(embedder, "embed_sync", slow_bulk)
     finished: list[str] = []
 
-    async def tagged(name: str, texts: list[str], interactive: bool) -> None:
-        await embedder.embed(texts, interactive=interactive)
+    async def tagged(name: str, work: Awaitable) -> None:
+        await work
         finished.append(name)
 
-    bulk = asyncio.create_task(tagged("bulk", ["some ingest text"] * embedder.batch_size, False))
+    bulk_texts = ["some ingest text"] * embedder.batch_size
+    bulk = asyncio.create_task(tagged("bulk", embedder.embed(bulk_texts, interactive=False)))
     await asyncio.to_thread(running.wait)
-    await tagged("query", ["a question"], True)
+    await tagged("query", query(embedder))
     release.set()
     await bulk
     assert finished == ["query", "bulk"]

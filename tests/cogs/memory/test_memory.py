@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -13,7 +14,9 @@ import numpy as np
 import pytest
 
 from cogs.memory import memory as memory_module
+from cogs.memory.database_lock import DatabaseLock
 from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
+from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
 from cogs.memory.profile import MemoryProfile
@@ -200,6 +203,7 @@ async def test_a_local_reranker_is_exported_beside_the_database(
     try:
         await memory.add(make_record(1, "We should book the cabin by the lake for July"))
         await memory.flush()
+        await memory.reranker.aload()  # a recall does not wait for the model to load
         results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
         backend = memory.reranker.status()["backend"]
     finally:
@@ -223,8 +227,36 @@ async def test_auto_device_is_resolved_once_and_given_to_every_model(
     try:
         await memory.add(make_record(1, "the picnic moved to Saturday"))
         await memory.flush()
+        await memory.reranker.aload()
         await memory.recall("picnic", SearchFilters(guild_id=1), 1)
         devices = (memory.embedder.device, memory.reranker.status()["device"])
     finally:
         await memory.close()
     assert (resolved, devices) == (["auto"], ("cpu", "cpu"))
+
+
+async def test_close_closes_the_database_when_a_step_before_it_fails(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+
+    async def disk_error() -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(memory.indexes, "close", disk_error)
+    with pytest.raises(OSError, match="Input/output error"):
+        await memory.close()
+    restore = DatabaseLock(db_path)
+    restore.exclusive()  # DatabaseInUse while any connection of this process still had the database open
+    restore.release()
+
+
+async def test_a_damaged_database_is_one_clear_error(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db_path.write_bytes(b"not a database" * 500)
+    with caplog.at_level(logging.ERROR), pytest.raises(MemoryOpenError) as error:
+        await Memory.open(core_profile, db_path, index_dir)
+    assert str(error.value) == (f"the memory database {db_path} is damaged (file is not a database). "
+                                + RESTORE_ADVICE.format(path=db_path))
+    assert caplog.messages == [f"Memory cannot start: {error.value}"]

@@ -57,8 +57,8 @@ async def test_a_locked_database_makes_flush_say_what_was_not_stored(
     with pytest.raises(IngestError) as raised:
         await queue.flush()
     assert raised.value.report.not_stored == (1, 2)
-    assert str(raised.value) == ("2 messages not stored yet (OperationalError: database is locked); memory keeps them "
-                                 "and tries again")
+    assert str(raised.value) == ("2 messages not stored yet (another process holds the database's write lock); "
+                                 "memory keeps them and tries again")
 
 
 async def test_messages_held_by_a_locked_database_are_stored_once_it_is_released(

@@ -14,8 +14,10 @@ from cogs.memory.profile import (
     HardwareInfo,
     MemoryProfile,
     ProfileError,
+    ProviderSettings,
     load_profile,
     list_profiles,
+    provider_chain,
     resolve_device,
     select_profile,
 )
@@ -85,6 +87,24 @@ def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
 def test_unknown_profile_name_lists_the_known_ones() -> None:
     with pytest.raises(ProfileError, match=r"no such profile; allowed: .*cpu-small"):
         load_profile("tpu-huge")
+
+
+def test_embedding_prefixes_are_read_from_a_profile(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, 'embedding_query_prefix = "query: "\nembedding_passage_prefix = ""\n')
+    profile = load_profile(path)
+    assert (profile.embedding_query_prefix, profile.embedding_passage_prefix) == ("query: ", "")
+
+
+def test_an_embedding_prefix_must_be_a_string(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, "embedding_query_prefix = 1\n")
+    with pytest.raises(ProfileError, match=r"field 'embedding_query_prefix' = 1 is invalid; allowed: a string"):
+        load_profile(path)
+
+
+def test_the_multilingual_profile_is_never_picked_by_detection() -> None:
+    profile = load_profile("cpu-multilingual")
+    assert (profile.embedding_model, profile.embedding_query_prefix) == ("intfloat/multilingual-e5-small", "query: ")
+    assert select_profile(SMALL_CPU, environ={}).name == "cpu-small"
 
 
 def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
@@ -209,3 +229,45 @@ def test_the_chosen_profile_is_logged_with_the_cpu_features(caplog: pytest.LogCa
     with caplog.at_level("INFO", logger="cogs.memory.profile"):
         select_profile(detector.detect(), environ={})
     assert "cpu_features=avx2," in caplog.text
+
+
+CHAIN = """[reranker]
+time_budget_ms = 3000
+
+[[reranker.providers]]
+provider = "http"
+http_url = "http://gpu-box:8080"
+http_api = "tei"
+timeout_ms = 1000
+
+[[reranker.providers]]
+provider = "local"
+"""
+
+
+def test_providers_are_read_in_the_order_listed(tmp_path: Path) -> None:
+    assert provider_chain(load_profile(write_profile(tmp_path, CHAIN)).reranker) == (
+        ProviderSettings("http", "http://gpu-box:8080", "tei", timeout_ms=1000), ProviderSettings("local"))
+
+
+def test_an_http_provider_in_the_list_needs_its_url(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, CHAIN.replace('http_url = "http://gpu-box:8080"\n', ""))
+    with pytest.raises(ProfileError, match=r"field 'reranker.providers\[0\].http_url' is required"):
+        load_profile(path)
+
+
+def test_a_provider_timeout_below_zero_names_its_entry(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, CHAIN.replace("timeout_ms = 1000", "timeout_ms = -1"))
+    with pytest.raises(ProfileError, match=r"field 'reranker.providers\[0\].timeout_ms' = -1 is invalid"):
+        load_profile(path)
+
+
+def test_one_provider_and_a_provider_list_are_refused_together(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, CHAIN.replace("time_budget_ms = 3000", 'provider = "local"'))
+    with pytest.raises(ProfileError, match=r"'reranker.provider' and \[\[reranker.providers\]\] both name providers"):
+        load_profile(path)
+
+
+def test_a_profile_without_a_list_has_its_one_provider(tmp_path: Path) -> None:
+    settings = load_profile(write_profile(tmp_path, '[reranker]\nprovider = "none"\n')).reranker
+    assert provider_chain(settings) == ()

@@ -7,10 +7,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from cogs.memory.text import Term, embedding_input, fts_document, keyword_terms, match_expression
+from cogs.memory.migrations import FTS_TOKENIZER
+from cogs.memory.text import (
+    Term,
+    embedding_input,
+    embedding_query,
+    fts_document,
+    keyword_terms,
+    match_expression,
+)
 
-FTS_SCHEMA = ("CREATE VIRTUAL TABLE messages_fts USING fts5(body, author, "
-              "tokenize = 'porter unicode61 remove_diacritics 2')")
+FTS_SCHEMA = f"CREATE VIRTUAL TABLE messages_fts USING fts5(body, author, tokenize = \"{FTS_TOKENIZER}\")"
 
 # FTS5 query syntax a user might type by accident or on purpose.
 HOSTILE_QUERIES = [
@@ -152,3 +159,110 @@ def test_ranking_only_terms_add_no_rows(fts: sqlite3.Connection) -> None:
     expression = match_expression(["pizza"], ranking_only=["park"])
     rows = fts.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (expression,)).fetchall()
     assert rows == [(1,)]
+
+
+# -- scripts other than English -----------------------------------------------------------------------------------
+
+SCRIPT_ROWS = [
+    (1, "Jun说Switch他要了，周六来拿"),  # Chinese with a Latin name and a brand written against it
+    (2, "我的iPhone15掉进水渠里了"),
+    (3, "어제 서울에서 친구를 만났어요"),  # Korean: particles glued to the words
+    (4, "서울 가는 기차표 샀어"),
+    (5, "ผมไปตลาดเมื่อวานนี้"),  # Thai, no spaces: "I went to the market yesterday"
+    (6, "พรุ่งนี้ฝนตก"),  # "it rains tomorrow"
+    (7, "नमस्ते दुनिया"),  # Devanagari: vowel signs are combining marks
+    (8, "आज अच्छा दिन है"),
+    (9, "ＡＢＣ１２３の注文"),  # full-width letters and digits
+    (10, "Kenjiは5月に成都へ行く"),
+]
+
+
+@pytest.fixture
+def scripts() -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(FTS_SCHEMA)
+    conn.executemany("INSERT INTO messages_fts (rowid, body, author) VALUES (?, ?, 'x')",
+                     [(rowid, fts_document(body)) for rowid, body in SCRIPT_ROWS])
+    yield conn
+    conn.close()
+
+
+def test_latin_words_are_split_from_a_cjk_run_in_a_query() -> None:
+    assert keyword_terms("Caroline什么时候去参加LGBTQ支持小组的？") == [
+        "caroline", "去参", "参加", "lgbtq", "支持", "持小", "小组", "组的"]
+
+
+def test_latin_words_are_split_from_a_cjk_run_in_a_message() -> None:
+    assert fts_document("Jun说Switch他要了") == "Jun 说 Switch 他要 要了 了 "
+
+
+def test_a_latin_name_inside_chinese_text_is_found(scripts: sqlite3.Connection) -> None:
+    assert search(scripts, "Switch") == [1]
+    assert search(scripts, "iPhone15") == [2]
+
+
+def test_a_mixed_script_question_finds_its_message(scripts: sqlite3.Connection) -> None:
+    # Only the Latin words can match: they must not be glued to the Chinese around them.
+    assert search(scripts, "Jun买的Switch多少钱？") == [1]
+
+
+def test_chinese_question_words_make_no_terms() -> None:
+    assert keyword_terms("什么时候？") == []
+    assert keyword_terms("Daniel在哪里上班？") == ["daniel", "在", "上班"]
+
+
+def test_full_width_letters_and_digits_fold_to_ascii() -> None:
+    assert fts_document("ＡＢＣ１２３") == "ABC123"
+    assert keyword_terms("ＡＢＣ１２３") == ["abc123"]
+
+
+def test_a_full_width_message_is_found_by_an_ascii_query(scripts: sqlite3.Connection) -> None:
+    assert search(scripts, "abc123") == [9]
+
+
+def test_half_width_katakana_fold_to_full_width() -> None:
+    assert fts_document("ｶﾀｶﾅ") == " カタ タカ カナ ナ "
+
+
+def test_a_korean_word_is_found_with_its_particle_attached(scripts: sqlite3.Connection) -> None:
+    # "서울" (Seoul) is written "서울에서" (in Seoul) in message 3 and bare in message 4.
+    assert sorted(search(scripts, "서울")) == [3, 4]
+
+
+def test_a_korean_query_word_with_a_particle_finds_the_bare_word(scripts: sqlite3.Connection) -> None:
+    assert search(scripts, "서울에")[0] == 3
+    assert 4 in search(scripts, "서울에")
+
+
+def test_a_lone_particle_after_a_name_is_not_a_term() -> None:
+    assert keyword_terms("Sara의 논문") == ["sara", "논문"]
+    assert keyword_terms("Kenjiは5月") == ["kenji", "5", "月"]
+
+
+def test_a_thai_word_is_found_inside_a_run(scripts: sqlite3.Connection) -> None:
+    assert search(scripts, "ตลาด") == [5]  # "market"
+    assert search(scripts, "พรุ่งนี้") == [6]  # "tomorrow"
+
+
+def test_thai_bigrams_keep_vowel_and_tone_marks_with_their_letter() -> None:
+    assert fts_document("ที่นี่") == " ที่นี่ นี่ "
+
+
+def test_a_devanagari_word_matches_only_itself(scripts: sqlite3.Connection) -> None:
+    # Without the marks, "दिन" (day) and "दुनिया" (world) would share the tokens द and न.
+    assert search(scripts, "दिन") == [8]
+    assert search(scripts, "दुनिया") == [7]
+
+
+def test_japanese_kana_and_kanji_are_found(scripts: sqlite3.Connection) -> None:
+    assert search(scripts, "成都へ行く")[0] == 10
+
+
+def test_english_text_is_stored_unchanged() -> None:
+    text = "Caroline's LGBTQ support group, 7 May 2023"
+    assert fts_document(text) == text
+
+
+def test_embedding_input_folds_full_width_forms() -> None:
+    assert embedding_input("ann", "Ｐｉｚｚａ", ("bob", "ｗｈｅｎ？")) == "bob: when?\nann: Pizza"
+    assert embedding_query("ＡＢＣ１２３") == "ABC123"

@@ -293,6 +293,7 @@ async def test_switch_replaces_profile_and_model(service: RerankerService, tiny_
 
 async def test_failed_switch_keeps_the_old_profile(service: RerankerService,
                                                    tiny_reranker_profile: MemoryProfile) -> None:
+    await service.aload()  # recalls do not wait for a model still loading
     before = await service.arerank_results(QUERY, candidates())
     ok = await service.switch(with_reranker(tiny_reranker_profile, model="/nonexistent/model"))
     assert not ok and "/nonexistent/model" in service.status()["last_switch_error"]
@@ -302,7 +303,7 @@ async def test_failed_switch_keeps_the_old_profile(service: RerankerService,
 async def test_work_queued_before_a_switch_finishes_on_the_old_model(
     service: RerankerService, tiny_reranker_profile: MemoryProfile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await service.arerank_results("warm up", candidates())  # loads the first model
+    await service.aload()  # loads the first model
     old_backend = service._backend
     release = threading.Event()
     service._worker.submit(release.wait, block=True)

@@ -1,0 +1,148 @@
+"""A recall never waits for the reranker's model to load: it gets first-stage order while the load (or a first
+ONNX export) goes on in the background, started at construction for a profile that preloads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cogs.memory.cog.replies import stats_embed
+from cogs.memory.memory import Memory
+from cogs.memory.profile import MemoryProfile
+from cogs.memory.records import SearchFilters
+from cogs.memory.rerank import service as reranker_service
+from cogs.memory.rerank.service import RerankerService
+from tests.cogs.memory.rerank.test_providers import STATS
+from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
+from tests.fixtures.core import RecordFactory
+from tests.fixtures.reranker import with_reranker
+
+FIRST_STAGE = [(i, None) for i in range(len(DOCS))]
+
+
+class SlowLoad:
+    """Wraps the real scorer builder: each load waits until `release` is set (or 30 s), and is counted."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.loads = 0
+        self._real = reranker_service.build_local_scorer
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        self.loads += 1
+        self.started.set()
+        self.release.wait(30)
+        return self._real(*args, **kwargs)
+
+
+@pytest.fixture
+def slow_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlowLoad]:
+    load = SlowLoad()
+    monkeypatch.setattr(reranker_service, "build_local_scorer", load)
+    yield load
+    load.release.set()
+
+
+@pytest.fixture
+def preloading(tiny_reranker_profile: MemoryProfile) -> MemoryProfile:
+    return with_reranker(tiny_reranker_profile, preload=True)
+
+
+def pairs(results: list[dict]) -> list[tuple[int, float | None]]:
+    return [(r["message_id"], r["rerank_score"]) for r in results]
+
+
+async def test_a_recall_while_the_model_loads_gets_first_stage_order(preloading: MemoryProfile,
+                                                                     slow_load: SlowLoad) -> None:
+    service = RerankerService(preloading)
+    try:
+        results = await service.arerank_results(QUERY, candidates(), top_k=None)
+    finally:
+        slow_load.release.set()
+        await service.aclose()
+    assert pairs(results) == FIRST_STAGE
+
+
+async def test_the_load_goes_on_after_a_recall_that_did_not_wait(preloading: MemoryProfile,
+                                                                 slow_load: SlowLoad) -> None:
+    service = RerankerService(preloading)
+    try:
+        await service.arerank_results(QUERY, candidates())
+        slow_load.release.set()
+        await service.aload()
+        results = await service.arerank_results(QUERY, candidates(), top_k=None)
+    finally:
+        slow_load.release.set()
+        await service.aclose()
+    assert (slow_load.loads, all(r["rerank_score"] is not None for r in results)) == (1, True)
+
+
+async def test_a_preloading_profile_starts_loading_at_construction(preloading: MemoryProfile,
+                                                                   slow_load: SlowLoad) -> None:
+    service = RerankerService(preloading)
+    try:
+        started = await asyncio.to_thread(slow_load.started.wait, 30)
+        status = service.status()
+    finally:
+        slow_load.release.set()
+        await service.aclose()
+    assert (started, status["loading"], status["loaded"]) == (True, True, False)
+
+
+async def test_without_preload_the_first_recall_starts_the_load(tiny_reranker_profile: MemoryProfile,
+                                                                slow_load: SlowLoad) -> None:
+    service = RerankerService(tiny_reranker_profile)
+    try:
+        before = service.status()["loading"]
+        results = await service.arerank_results(QUERY, candidates(), top_k=None)
+        after = service.status()["loading"]
+    finally:
+        slow_load.release.set()
+        await service.aclose()
+    assert (before, pairs(results), after) == (False, FIRST_STAGE, True)
+
+
+async def test_memory_recall_does_not_wait_for_a_loading_reranker(
+    preloading: MemoryProfile, slow_load: SlowLoad, db_path: Path, index_dir: Path, make_record: RecordFactory
+) -> None:
+    memory = await Memory.open(preloading, db_path, index_dir)
+    try:
+        await memory.add(make_record(1, "We should book the cabin by the lake for July"))
+        await memory.flush()
+        results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
+    finally:
+        slow_load.release.set()
+        await memory.close()
+    assert [(r["content"], r["rerank_score"]) for r in results] == [
+        ("We should book the cabin by the lake for July", None)]
+
+
+async def test_a_preloaded_model_has_the_instructions_prompt_ready_for_the_first_recall(
+    preloading: MemoryProfile
+) -> None:
+    service = RerankerService(preloading)
+    try:
+        await service.aload()
+        await service.arerank_results(QUERY, candidates())
+        status = service.status()
+    finally:
+        await service.aclose()
+    assert status["prefix_cache_hits"] == 1
+
+
+async def test_stats_say_the_reranker_is_loading(preloading: MemoryProfile, slow_load: SlowLoad) -> None:
+    service = RerankerService(preloading)
+    try:
+        status = service.status()
+    finally:
+        slow_load.release.set()
+        await service.aclose()
+    embed = stats_embed("G", STATS, preloading.name, status, {"search": [], "recall": []})
+    fields = {field.name: field.value for field in embed.fields}
+    assert (fields["Reranker"], fields["Reranking (last hour)"]) == (
+        f"{preloading.reranker.model} (local, loading)", "loading · no queries in the last hour")

@@ -1,0 +1,106 @@
+"""Per-model query/passage prefixes (E5's "query: " / "passage: "), on a tiny random sentence-transformers model
+saved under an E5 name: the loading path, which texts get which prefix, and re-embedding on a switch."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+from transformers import BertConfig, BertModel, BertTokenizerFast
+
+from cogs.memory.embedding import EmbeddingService, Prefixes, model_prefixes
+from cogs.memory.memory import Memory
+from cogs.memory.records import SearchFilters
+from cogs.memory.text import embedding_input
+from tests.fixtures.core import RecordFactory, core_profile_for, fetchall
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "query", "passage", "note", ":", "ann", "the", "lake",
+         "cabin", "is", "booked", "printer", "broken", "hello"]
+
+
+@pytest.fixture(scope="module")
+def tiny_e5(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-layer BERT with random weights and a word-level vocabulary, saved as "multilingual-e5-small"."""
+    root = tmp_path_factory.mktemp("tiny-e5")
+    tokenizer = BertTokenizerFast(vocab={word: i for i, word in enumerate(VOCAB)}, do_lower_case=True)
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                intermediate_size=32, max_position_embeddings=64))
+    bert.save_pretrained(root / "bert")
+    tokenizer.save_pretrained(root / "bert")
+    transformer = Transformer(str(root / "bert"), max_seq_length=64)
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")
+    path = root / "multilingual-e5-small"
+    SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(path))
+    return path
+
+
+def reference(path: Path, texts: list[str]) -> np.ndarray:
+    """What sentence-transformers itself gives for exactly these texts."""
+    return SentenceTransformer(str(path), device="cpu").encode(texts, normalize_embeddings=True)
+
+
+@pytest.fixture
+def service(tiny_e5: Path) -> Iterator[EmbeddingService]:
+    service = EmbeddingService(str(tiny_e5), device="cpu", batch_size=2)
+    service.load()
+    yield service
+    service.shutdown()
+
+
+def test_e5_models_are_known_by_name_wherever_they_are_stored(tiny_e5: Path) -> None:
+    e5 = Prefixes(query="query: ", passage="passage: ")
+    assert model_prefixes("intfloat/multilingual-e5-small") == e5
+    assert model_prefixes(str(tiny_e5)) == e5
+    assert model_prefixes("all-MiniLM-L6-v2") == Prefixes()
+
+
+def test_a_profile_prefix_replaces_the_known_one() -> None:
+    assert model_prefixes("intfloat/multilingual-e5-base", query="", passage="note: ") == Prefixes("", "note: ")
+
+
+async def test_a_query_is_embedded_with_the_query_prefix(service: EmbeddingService, tiny_e5: Path) -> None:
+    vectors = await service.embed_queries(["the lake cabin"])
+    np.testing.assert_allclose(vectors, reference(tiny_e5, ["query: the lake cabin"]), atol=1e-5)
+
+
+@pytest.mark.parametrize("interactive", [True, False])
+async def test_stored_texts_are_embedded_with_the_passage_prefix(
+    service: EmbeddingService, tiny_e5: Path, interactive: bool
+) -> None:
+    texts = ["ann: the lake cabin is booked", "the printer is broken", "hello"]  # more than one batch of 2
+    vectors = await service.embed(texts, interactive=interactive)
+    np.testing.assert_allclose(vectors, reference(tiny_e5, [f"passage: {text}" for text in texts]), atol=1e-5)
+
+
+def test_vectors_with_another_passage_prefix_are_stored_under_another_name(tiny_e5: Path) -> None:
+    usual = EmbeddingService(str(tiny_e5))
+    other_query = EmbeddingService(str(tiny_e5), query_prefix="")
+    other_passage = EmbeddingService(str(tiny_e5), passage_prefix="note: ")
+    assert usual.model_name == other_query.model_name == str(tiny_e5)
+    assert other_passage.model_name == f"{tiny_e5} (passage prefix 'note: ')"
+
+
+async def test_switching_to_an_e5_model_re_embeds_stored_messages_with_its_prefix(
+    tiny_e5: Path, db_path: Path, index_dir: Path, make_record: RecordFactory
+) -> None:
+    memory = await Memory.open(core_profile_for(embedding_model=str(tiny_e5), embedding_passage_prefix=""),
+                               db_path, index_dir)
+    try:
+        await memory.add(make_record(1, "the lake cabin is booked", author_name="ann"))
+        await memory.flush()
+        await memory.switch_profile(dataclasses.replace(memory.profile, embedding_passage_prefix=None))
+        rows = await fetchall(memory.store, "SELECT model, vector FROM embeddings")
+        hits = await memory.search_engine.search("lake cabin", SearchFilters(guild_id=1), 1, mode="vector")
+    finally:
+        await memory.close()
+    stored = {model: np.frombuffer(blob, dtype=np.float32) for model, blob in rows}
+    expected = reference(tiny_e5, ["passage: " + embedding_input("ann", "the lake cabin is booked", None)])[0]
+    np.testing.assert_allclose(stored[str(tiny_e5)], expected, atol=1e-5)
+    assert [hit["message_id"] for hit in hits] == [1]
