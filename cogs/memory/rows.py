@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -65,6 +66,14 @@ class NewRow:
     fts_body: str
     # Ingest stores a message before its vector exists (``WriteBatch.pending``); tests may store both at once.
     vector: np.ndarray | None = None
+
+    def values(self) -> tuple[Any, ...]:
+        """The ``messages`` row, in the column order both stores insert it in (id, message_id, ... reply_to_id)."""
+        record = self.record
+        return (self.rowid, record.message_id, record.guild_id, record.channel_id, record.parent_channel_id,
+                record.private_thread, record.author_id, record.author_name, record.author_is_bot, self.content,
+                to_timestamp(record.created_at), to_timestamp(record.edited_at) if record.edited_at else None,
+                record.reply_to_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,13 +4,12 @@ tombstones) applied to the database in a single transaction."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import aiosqlite
 import numpy as np
 
 from . import pending_vectors, purge
-from .rows import NewRow, WriteBatch, to_timestamp
+from .rows import WriteBatch
 
 __all__ = ("write_batch",)
 
@@ -55,7 +54,7 @@ async def write_batch(conn: aiosqlite.Connection, batch: WriteBatch) -> None:
             await conn.execute(DELETE_FTS_OLDER, batch.older_than)
             await conn.execute(DELETE_MESSAGES_OLDER, batch.older_than)
         if batch.inserts:
-            await conn.executemany(INSERT_MESSAGE, [_message_params(row) for row in batch.inserts])
+            await conn.executemany(INSERT_MESSAGE, [row.values() for row in batch.inserts])
             await conn.executemany(
                 INSERT_FTS, [(row.rowid, row.fts_body, row.record.author_name) for row in batch.inserts]
             )
@@ -81,23 +80,3 @@ async def write_batch(conn: aiosqlite.Connection, batch: WriteBatch) -> None:
 
 def _vector_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
-
-
-def _message_params(row: NewRow) -> tuple[Any, ...]:
-    record = row.record
-    return (
-        row.rowid,
-        record.message_id,
-        record.guild_id,
-        record.channel_id,
-        record.parent_channel_id,
-        int(record.private_thread),
-        record.author_id,
-        record.author_name,
-        int(record.author_is_bot),
-        row.content,
-        to_timestamp(record.created_at),
-        to_timestamp(record.edited_at) if record.edited_at else None,
-        record.reply_to_id,
-    )
-

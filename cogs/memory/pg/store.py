@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch, to_timestamp
+from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch
 from . import fts, pending
 from .pending import PostgresPendingMixin
 from .schema import ROWID_BLOCK, apply_migrations
@@ -342,21 +342,4 @@ class PostgresStore(PostgresPendingMixin):
 
 
 def _message_params(row: NewRow) -> tuple[Any, ...]:
-    record = row.record
-    return (
-        row.rowid,
-        record.message_id,
-        record.guild_id,
-        record.channel_id,
-        record.parent_channel_id,
-        record.private_thread,
-        record.author_id,
-        record.author_name,
-        record.author_is_bot,
-        row.content,
-        to_timestamp(record.created_at),
-        to_timestamp(record.edited_at) if record.edited_at else None,
-        record.reply_to_id,
-        fts.words(row.fts_body),
-        fts.words(record.author_name),
-    )
+    return (*row.values(), fts.words(row.fts_body), fts.words(row.record.author_name))

@@ -14,6 +14,7 @@ import pytest
 
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestError, IngestQueue, RetryPolicy
+from cogs.memory.records import MessageRecord
 from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
 from tests.cogs.memory.test_ingest import consistent_ids, contents
@@ -47,6 +48,22 @@ def locked(db_path: Path, quick_queue: object) -> Iterator[sqlite3.Connection]:
     blocker.close()
 
 
+@pytest.fixture
+def refusing(db_path: Path, ingest: IngestQueue) -> None:
+    """A rule only SQLite knows: an insert of a message containing "refused" fails, and the whole batch's with it."""
+    with sqlite3.connect(db_path) as other:
+        other.execute("CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN NEW.content LIKE '%refused%' "
+                      "BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END")
+
+
+async def held(queue: IngestQueue, *records: MessageRecord) -> None:
+    """Add ``records`` while the database is locked: the flush says they were not stored."""
+    for record in records:
+        await queue.add(record)
+    with pytest.raises(IngestError):
+        await queue.flush()
+
+
 async def test_a_locked_database_makes_flush_say_what_was_not_stored(
     quick_queue: tuple[IngestQueue, MemoryStore, IndexRegistry], locked: sqlite3.Connection,
     make_record: RecordFactory
@@ -66,10 +83,7 @@ async def test_messages_held_by_a_locked_database_are_stored_once_it_is_released
     make_record: RecordFactory
 ) -> None:
     queue, store, indexes = quick_queue
-    await queue.add(make_record(1, "said while another process wrote"))
-    await queue.add(make_record(2, "and this too"))
-    with pytest.raises(IngestError):
-        await queue.flush()
+    await held(queue, make_record(1, "said while another process wrote"), make_record(2, "and this too"))
     locked.rollback()
     report = await queue.flush()
     assert (report.stored, report.not_stored) == (2, ())
@@ -81,9 +95,7 @@ async def test_a_message_added_after_a_failed_write_is_stored_with_the_held_ones
     make_record: RecordFactory
 ) -> None:
     queue, store, _ = quick_queue
-    await queue.add(make_record(1, "held"))
-    with pytest.raises(IngestError):
-        await queue.flush()
+    await held(queue, make_record(1, "held"))
     await queue.add(make_record(2, "queued behind it"))
     locked.rollback()
     await queue.flush()
@@ -95,9 +107,7 @@ async def test_a_held_message_deleted_meanwhile_is_not_stored(
     make_record: RecordFactory
 ) -> None:
     queue, store, _ = quick_queue
-    await queue.add(make_record(1, "posted, then deleted while the database was locked"))
-    with pytest.raises(IngestError):
-        await queue.flush()
+    await held(queue, make_record(1, "posted, then deleted while the database was locked"))
     with pytest.raises(sqlite3.OperationalError):
         await queue.delete([1])  # its own write fails too, but the delete is remembered
     locked.rollback()
@@ -119,12 +129,9 @@ async def test_a_message_whose_data_cannot_be_stored_is_rejected_alone(
 
 
 async def test_a_row_sqlite_refuses_is_rejected_alone_and_the_rest_stored(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, db_path: Path, make_record: RecordFactory,
+    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, refusing: None, make_record: RecordFactory,
     caplog: pytest.LogCaptureFixture
 ) -> None:
-    with sqlite3.connect(db_path) as other:  # a rule only SQLite knows: the whole batch's insert fails on it
-        other.execute("CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN NEW.content LIKE '%refused%' "
-                      "BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END")
     for message_id in range(1, 6):
         await ingest.add(make_record(message_id, "refused" if message_id == 4 else f"message {message_id}"))
     with caplog.at_level(logging.ERROR, logger="cogs.memory.message_writer"), pytest.raises(IngestError) as raised:
@@ -136,11 +143,8 @@ async def test_a_row_sqlite_refuses_is_rejected_alone_and_the_rest_stored(
 
 
 async def test_a_lone_message_sqlite_refuses_waits_until_another_one_shows_the_database_works(
-    ingest: IngestQueue, db_path: Path, make_record: RecordFactory
+    ingest: IngestQueue, refusing: None, make_record: RecordFactory
 ) -> None:
-    with sqlite3.connect(db_path) as other:
-        other.execute("CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN NEW.content LIKE '%refused%' "
-                      "BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END")
     await ingest.add(make_record(1, "refused"))
     with pytest.raises(IngestError) as alone:
         await ingest.flush()

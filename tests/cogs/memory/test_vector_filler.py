@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.embedding import Embedder, EmbeddingService
 from cogs.memory.ingest import IngestQueue, RetryPolicy
 from cogs.memory.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
@@ -60,6 +60,13 @@ class PoisonedEmbedder:
         return await self._inner.embed(texts)
 
 
+def started(store: MemoryStore, indexes: IndexRegistry, model: Embedder) -> IngestQueue:
+    """A running ingest queue over ``model``, in small batches, retrying quickly."""
+    queue = IngestQueue(store, model, indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY)
+    queue.start()
+    return queue
+
+
 async def ids_with_vectors(store: MemoryStore) -> list[int]:
     rows = await fetchall(store, "SELECT m.message_id FROM embeddings AS e JOIN messages AS m "
                                  "ON m.id = e.message_rowid ORDER BY m.message_id")
@@ -86,8 +93,7 @@ async def test_a_stored_message_is_keyword_searchable_before_its_vector_exists(
     make_record: RecordFactory
 ) -> None:
     gated = GatedEmbedder(embedder)
-    queue = IngestQueue(store, gated, indexes, batch_size=8, queue_size=64)
-    queue.start()
+    queue = started(store, indexes, gated)
     await queue.add(make_record(1, "the zeppelin lands at noon"))
     await queue.flush(vectors=False)
     engine = SearchEngine(store, embedder, indexes, core_profile)
@@ -101,8 +107,7 @@ async def test_the_vector_follows_once_the_model_has_embedded_it(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     gated = GatedEmbedder(embedder)
-    queue = IngestQueue(store, gated, indexes, batch_size=8, queue_size=64)
-    queue.start()
+    queue = started(store, indexes, gated)
     await queue.add(make_record(1, "the zeppelin lands at noon"))
     await queue.flush(vectors=False)
     gated.gate.set()
@@ -116,8 +121,7 @@ async def test_a_model_that_fails_then_recovers_loses_nothing(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     flaky = FlakyEmbedder(embedder, failures=3)
-    queue = IngestQueue(store, flaky, indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY)
-    queue.start()
+    queue = started(store, indexes, flaky)
     for message_id in range(1, 6):
         await queue.add(make_record(message_id, f"message {message_id} about the picnic"))
     await flush_until_embedded(queue)
@@ -131,9 +135,7 @@ async def test_a_model_that_fails_then_recovers_loses_nothing(
 async def test_while_the_model_fails_a_flush_says_how_many_wait_for_vectors(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
-    queue = IngestQueue(store, FlakyEmbedder(embedder, failures=10**9), indexes, batch_size=8, queue_size=64,
-                        retry=QUICK_RETRY)
-    queue.start()
+    queue = started(store, indexes, FlakyEmbedder(embedder, failures=10**9))
     for message_id in range(1, 4):
         await queue.add(make_record(message_id, f"message {message_id}"))
     report = await queue.flush()
@@ -145,8 +147,7 @@ async def test_a_message_the_model_cannot_embed_is_set_aside_alone(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory,
     caplog: pytest.LogCaptureFixture
 ) -> None:
-    queue = IngestQueue(store, PoisonedEmbedder(embedder), indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY)
-    queue.start()
+    queue = started(store, indexes, PoisonedEmbedder(embedder))
     for message_id in range(1, 6):
         await queue.add(make_record(message_id, "this one is POISON" if message_id == 3 else f"message {message_id}"))
     with caplog.at_level(logging.WARNING, logger="cogs.memory.vector_filler"):
@@ -161,8 +162,7 @@ async def test_a_message_the_model_cannot_embed_is_set_aside_alone(
 async def test_a_message_set_aside_stays_keyword_searchable(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
-    queue = IngestQueue(store, PoisonedEmbedder(embedder), indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY)
-    queue.start()
+    queue = started(store, indexes, PoisonedEmbedder(embedder))
     await queue.add(make_record(1, "this one is POISON"))
     await queue.flush()
     await queue.close()
@@ -173,8 +173,7 @@ async def test_a_message_set_aside_is_not_tried_again(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     poisoned = PoisonedEmbedder(embedder)
-    queue = IngestQueue(store, poisoned, indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY)
-    queue.start()
+    queue = started(store, indexes, poisoned)
     await queue.add(make_record(1, "this one is POISON"))
     await queue.flush()
     tries = poisoned.poisoned_calls
@@ -189,8 +188,7 @@ async def test_a_restart_embeds_the_messages_left_waiting(
 ) -> None:
     store = await MemoryStore.open(db_path)
     indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
-    queue = IngestQueue(store, FlakyEmbedder(embedder, failures=10**9), indexes, retry=QUICK_RETRY)
-    queue.start()
+    queue = started(store, indexes, FlakyEmbedder(embedder, failures=10**9))
     for message_id in range(1, 4):
         await queue.add(make_record(message_id, f"said before the restart {message_id}"))
     await queue.close()
@@ -200,8 +198,7 @@ async def test_a_restart_embeds_the_messages_left_waiting(
     store = await MemoryStore.open(db_path)
     indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
     await indexes.load_all()
-    queue = IngestQueue(store, embedder, indexes)
-    queue.start()
+    queue = started(store, indexes, embedder)
     await queue.flush()
     try:
         assert len(await consistent_ids(store, indexes)) == 3
@@ -215,8 +212,7 @@ async def test_an_edit_while_the_vector_is_computed_keeps_the_edited_text(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     gated = GatedEmbedder(embedder)
-    queue = IngestQueue(store, gated, indexes, batch_size=8, queue_size=64)
-    queue.start()
+    queue = started(store, indexes, gated)
     await queue.add(make_record(1, "the draft"))
     await gated.in_flight.wait()  # the draft's vector is being computed
     edit = asyncio.create_task(queue.edit(1, "the final text", None))
@@ -247,8 +243,7 @@ async def test_an_edit_the_model_cannot_embed_drops_the_old_vector_and_waits(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     flaky = FlakyEmbedder(embedder, failures=0)
-    queue = IngestQueue(store, flaky, indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY)
-    queue.start()
+    queue = started(store, indexes, flaky)
     await queue.add(make_record(1, "my password is hunter2"))
     await queue.flush()
     flaky.failures = flaky.calls + 1  # the model fails the edit's embedding, then works again
