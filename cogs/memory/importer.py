@@ -42,8 +42,9 @@ class FileReport:
     rejected: int
     not_stored: int
     reason: str | None = None
-    # Messages in memory (this file's or earlier) stored and still waiting for a vector from the model, after it.
+    # Messages in memory (this file's or earlier) stored and still waiting for a vector after it, and why.
     vectors_pending: int = 0
+    vectors_error: str | None = None
 
     def line(self) -> str:
         text = (f"{self.path}: {self.channel}: {self.stored} stored, {self.already_stored} already stored, "
@@ -101,7 +102,8 @@ class _Outcome:
     not_stored: int
     rejected: int  # by ingest, for their data (an export's unreadable messages are rejected before)
     reason: str | None
-    vectors_pending: int = 0  # stored, and waiting for a vector the model did not give yet
+    vectors_pending: int = 0  # stored, and waiting for a vector (the model or the vectors' write failed)
+    vectors_error: str | None = None
 
 
 async def _store(memory: Memory, records: list[MessageRecord], progress: Progress) -> _Outcome:
@@ -121,7 +123,7 @@ async def _store(memory: Memory, records: list[MessageRecord], progress: Progres
     progress.finish(await tally.update())
     rejected = set(report.rejected) & set(tally.waiting)
     return _Outcome(tally.stored, len(tally.waiting) - len(rejected), len(rejected), reason,
-                    report.vectors_pending)
+                    report.vectors_pending, report.vectors_error)
 
 
 async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> FileReport:
@@ -140,7 +142,7 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
         reason = f"the disk holding {memory.db_path} is full; free some space"
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
                       len(records) - len(stored) - len(to_store), len(export.rejected) + outcome.rejected,
-                      outcome.not_stored, reason, outcome.vectors_pending)
+                      outcome.not_stored, reason, outcome.vectors_pending, outcome.vectors_error)
 
 
 def _show_rejected(path: Path, export: Export, err: TextIO) -> None:
@@ -178,7 +180,9 @@ async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err
             unreadable += len(rest)
             break
     print(_summary(reports, len(paths), unreadable), file=out)
-    failed = unreadable or any(report.rejected or report.not_stored for report in reports)
+    # Messages stored without their vectors are not recalled by meaning yet: not a success either.
+    failed = unreadable or any(report.rejected or report.not_stored for report in reports) or (
+        reports and reports[-1].vectors_pending)
     return 1 if failed else 0
 
 
@@ -191,8 +195,8 @@ def _summary(reports: list[FileReport], files: int, not_imported: int) -> str:
     text = (f"imported {files - not_imported} of {files} file(s): {stored} stored, {already} already stored, "
             f"{skipped} skipped, {rejected} rejected")
     text += f", {not_stored} NOT stored" if not_stored else ""
-    waiting = reports[-1].vectors_pending if reports else 0
-    if waiting:  # stored and found by their words; recalled by meaning once embedded
-        text += (f"; {waiting} stored messages wait for their vectors (the embedding model failed, see the log; "
-                 "they are embedded at the next start)")
+    last = reports[-1] if reports else None
+    if last is not None and last.vectors_pending:  # stored and found by their words; by meaning once embedded
+        why = last.vectors_error or "see the log"
+        text += f"; {last.vectors_pending} stored messages wait for their vectors ({why}; they are embedded later)"
     return text

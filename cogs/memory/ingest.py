@@ -125,7 +125,8 @@ class IngestQueue:
         tally = self._writer.take_tally()
         return FlushReport(stored=tally.stored, skipped=tally.skipped, rejected=tuple(tally.rejected),
                            not_stored=not_stored, error=self._writer.error if not_stored else None,
-                           vectors_pending=waiting, vectors_rejected=tuple(self._filler.take_rejected()))
+                           vectors_pending=waiting, vectors_rejected=tuple(self._filler.take_rejected()),
+                           vectors_error=self._filler.failure if waiting else None)
 
     async def close(self) -> None:
         """Store and embed what is queued (as far as the database and the model allow), then stop; never raises

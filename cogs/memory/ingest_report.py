@@ -3,9 +3,16 @@ not stored, and how ingest retries a failing database or model."""
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 from dataclasses import dataclass
 
-__all__ = ("FlushReport", "IngestError", "RetryPolicy")
+__all__ = ("FlushReport", "IngestError", "RetryPolicy", "describe")
+
+# SQLite's primary result codes for the failures an admin can fix, in words.
+_SQLITE_REASONS = {sqlite3.SQLITE_BUSY: "another process holds the database's write lock",
+                   sqlite3.SQLITE_LOCKED: "another connection holds the database's write lock",
+                   sqlite3.SQLITE_FULL: "the disk is full"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +40,9 @@ class FlushReport:
     they were stored, or with nothing to remember. ``rejected``: message ids that can never be stored (their
     data, logged one by one). ``not_stored``: message ids whose write failed (``error`` says why); memory keeps
     them and tries again, and a later flush reports them until they are stored. ``vectors_pending``: stored
-    messages whose vector is still to come (the embedding model is failing; they are retried, across restarts
-    too). ``vectors_rejected``: message ids the model could not embed; they stay keyword-searchable.
+    messages whose vector is still to come (the model or the vectors' write is failing, ``vectors_error`` says how;
+    they are retried, across restarts too). ``vectors_rejected``: message ids the model could not embed; they stay
+    keyword-searchable.
     """
 
     stored: int = 0
@@ -44,6 +52,7 @@ class FlushReport:
     error: str | None = None
     vectors_pending: int = 0
     vectors_rejected: tuple[int, ...] = ()
+    vectors_error: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -67,3 +76,13 @@ class IngestError(RuntimeError):
         if report.rejected:
             parts.append(f"{_count(len(report.rejected), 'message')} rejected as unstorable (see the log)")
         super().__init__("; ".join(parts))
+
+
+def describe(error: BaseException) -> str:
+    """Why a write or the model failed, in words: what happened to the database when that is known (a lock, a full
+    disk), else the error itself."""
+    code = getattr(error, "sqlite_errorcode", None)
+    reason = _SQLITE_REASONS.get(code & 0xFF) if isinstance(code, int) else None
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        reason = "the disk is full"
+    return reason or f"{type(error).__name__}: {error}"

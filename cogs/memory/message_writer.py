@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import errno
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from dataclasses import dataclass, field
 
 from . import text
 from .content import clean_text, stored_content
-from .ingest_report import RetryPolicy
+from .ingest_report import RetryPolicy, describe
 from .records import MessageRecord
 from .rows import NewRow, WriteBatch, to_timestamp
 from .store_protocol import Store
@@ -36,10 +35,6 @@ _OPTIONAL_IDS = ("parent_channel_id", "reply_to_id")
 _DATA_ERRORS = (ValueError, TypeError, OverflowError, sqlite3.IntegrityError, sqlite3.ProgrammingError,
                 sqlite3.DataError, sqlite3.InterfaceError, sqlite3.NotSupportedError)
 _DATA_SQLSTATE_CLASSES = ("22", "23")
-# SQLite's primary result codes for the failures an admin can fix, in words.
-_SQLITE_REASONS = {sqlite3.SQLITE_BUSY: "another process holds the database's write lock",
-                   sqlite3.SQLITE_LOCKED: "another connection holds the database's write lock",
-                   sqlite3.SQLITE_FULL: "the disk is full"}
 
 # Applied to a held message as it is tried again: None drops it (deleted meanwhile), or it with its edited text.
 Admit = Callable[[MessageRecord], MessageRecord | None]
@@ -88,15 +83,6 @@ def about_data(error: BaseException) -> bool:
         return True
     sqlstate = getattr(error, "sqlstate", None)  # PostgreSQL's (asyncpg's) error classes
     return isinstance(sqlstate, str) and sqlstate[:2] in _DATA_SQLSTATE_CLASSES
-
-
-def _described(error: BaseException) -> str:
-    """Why a write failed, in words: what happened to the database when that is known, else the error itself."""
-    code = getattr(error, "sqlite_errorcode", None)
-    reason = _SQLITE_REASONS.get(code & 0xFF) if isinstance(code, int) else None
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-        reason = "the disk is full"
-    return reason or f"{type(error).__name__}: {error}"
 
 
 def _storable(record: MessageRecord) -> MessageRecord:
@@ -233,7 +219,7 @@ class MessageWriter:
         elif error is not None:
             error = await self._split(items, error, suspects)
         if suspects and self._stored_any:
-            self._count(_Outcome(rejected=[(item, _described(cause)) for item, cause in suspects]))
+            self._count(_Outcome(rejected=[(item, describe(cause)) for item, cause in suspects]))
         elif suspects:  # no other message went in: nothing shows the fault is theirs, so they are tried again
             self._hold([item for item, _ in suspects])
             error = error or suspects[0][1]
@@ -243,7 +229,7 @@ class MessageWriter:
             self._tried = max(self._tried, items[-1].seq)
             if self._held:
                 self._failures += 1
-                self.error = _described(error) if error is not None else self.error
+                self.error = describe(error) if error is not None else self.error
                 log.error("Storing %d messages failed (%s); they are kept and tried again in %.1f s",
                           len(self._held), self.error, self._retry.delay(self._failures))
             else:
@@ -266,7 +252,7 @@ class MessageWriter:
                 raise
             except Exception as exc:
                 error = exc
-                log.debug("Storing %d messages failed (try %d): %s", len(items), attempt + 1, _described(exc))
+                log.debug("Storing %d messages failed (try %d): %s", len(items), attempt + 1, describe(exc))
                 if about_data(exc):
                     await self._reload_next_rowid()  # in case another process took these row ids
                     return exc
@@ -317,7 +303,7 @@ class MessageWriter:
                 try:
                     row = self._prepare(item)
                 except Exception as exc:  # noqa: BLE001 - any error in one message's data rejects that message
-                    outcome.rejected.append((item, _described(exc)))
+                    outcome.rejected.append((item, describe(exc)))
                     continue
                 if row is None:
                     outcome.skipped.append(item.seq)

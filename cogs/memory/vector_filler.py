@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .embedding import Embedder
-from .ingest_report import RetryPolicy
+from .ingest_report import RetryPolicy, describe
 from .rows import VectorInput, WriteBatch
 from .store_protocol import Store
 from .vector_index import IndexRegistry
@@ -53,10 +53,6 @@ class _PassDone:
     marks: int  # the mark count when the pass began
 
 
-def _described(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
-
-
 class VectorFiller:
     """Two tasks: one reads waiting messages and embeds them, one writes their vectors under ``write_lock``.
 
@@ -83,6 +79,7 @@ class VectorFiller:
         self._failures = 0
         self._resume_at = 0.0  # after a failure, no pass starts before this (event-loop time)
         self.failing = False
+        self.failure: str | None = None  # why vectors are late, while they are
         self.backlog = 0  # messages waiting for a vector, as last counted plus marked since
         self._rejected: list[int] = []
 
@@ -143,7 +140,7 @@ class VectorFiller:
             await self._failed(f"the embedding model fails ({error})")
             return False
         except Exception as error:  # noqa: BLE001 - reading the database failed; the pass is tried again later
-            await self._failed(f"reading the messages to embed failed ({_described(error)})")
+            await self._failed(f"reading the messages to embed failed ({describe(error)})")
             return False
         return True
 
@@ -177,7 +174,7 @@ class VectorFiller:
             await self._probe(embedder)
             if len(items) == 1:
                 if failed_alone:
-                    return [_Result(items[0], None, _described(error))]
+                    return [_Result(items[0], None, describe(error))]
                 return await self._embed(embedder, items, failed_alone=True)
             half = len(items) // 2
             first = await self._embed(embedder, items[:half], False)
@@ -192,7 +189,7 @@ class VectorFiller:
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - whatever it is, the model does not work now
-            raise _ModelDown(_described(error)) from error
+            raise _ModelDown(describe(error)) from error
 
     async def _failed(self, reason: str) -> None:
         self._failures += 1
@@ -204,13 +201,13 @@ class VectorFiller:
         else:
             log.debug("Vectors still late: %s; tried again in %.1f s", reason, delay)
         async with self._progress:
-            self.failing = True
+            self.failing, self.failure = True, reason
             self._progress.notify_all()
 
     def _recovered(self) -> None:
         if self.failing:
             log.info("The embedding model works again; the messages waiting for vectors are embedded")
-        self.failing, self._failures = False, 0
+        self.failing, self.failure, self._failures = False, None, 0
 
     # -- writing --------------------------------------------------------------------------------------------
 
@@ -228,7 +225,7 @@ class VectorFiller:
             except Exception as error:  # noqa: BLE001 - the messages keep waiting in the store; tried again
                 self._write_failed = self._recheck = True
                 log.debug("Storing %d vectors failed", len(item.results), exc_info=True)
-                await self._failed(f"storing vectors failed ({_described(error)})")
+                await self._failed(f"storing vectors failed ({describe(error)})")
             finally:
                 self._in_flight.difference_update(result.item.rowid for result in item.results)
 
