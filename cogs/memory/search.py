@@ -22,12 +22,14 @@ from .vector_index import IndexRegistry
 if TYPE_CHECKING:
     from .profile import MemoryProfile
 
-__all__ = ("Mode", "SearchEngine", "fuse", "spread_to_neighbours")
+__all__ = ("FirstStage", "Mode", "SearchEngine", "fuse", "spread_to_neighbours")
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "keyword"]
 Hits = list[tuple[int, float]]
+# Each source row id's previous and next row id in its channel.
+Neighbours = dict[int, tuple[int | None, int | None]]
 # A SELECT_CANDIDATES row after its row id: message_id, guild_id, channel_id, author_id, author_name, content,
 # created_at.
 Row = tuple[Any, ...]
@@ -68,7 +70,8 @@ ORDER BY rank LIMIT ?
 SELECT_PASSING = """
 SELECT m.id FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
-SELECT_NEIGHBOURS = """
+# Each row ``c``'s previous and next row id in its channel; a store's statement adds the FROM that names the rows.
+SELECT_NEIGHBOUR_IDS = """
 SELECT c.id,
   (SELECT p.id FROM messages AS p
    WHERE p.guild_id = c.guild_id AND p.channel_id = c.channel_id
@@ -78,8 +81,8 @@ SELECT c.id,
    WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
      AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
    ORDER BY n.created_at, n.message_id LIMIT 1)
-FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value
 """
+SELECT_NEIGHBOURS = SELECT_NEIGHBOUR_IDS + "FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
 FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
@@ -115,7 +118,7 @@ def fuse(vector: Hits, keyword: Hits, vector_weight: float = VECTOR_WEIGHT) -> t
     return fused, sum(weight * floor for weight, _, floor in sides)
 
 
-def spread_to_neighbours(scores: dict[int, float], neighbours: dict[int, tuple[int | None, int | None]],
+def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours,
                          floor: float, weight: float = CONTEXT_WEIGHT) -> dict[int, float]:
     """Each source's positive score, times ``weight``, added to its previous and next message in the channel.
 
@@ -139,18 +142,12 @@ def _json_ids(ids: Sequence[int]) -> str:
     return json.dumps([int(i) for i in ids])
 
 
-class SearchEngine:
-    """Hybrid first-stage search over one MemoryStore and its per-guild vector indexes.
+class FirstStage:
+    """The first stage every store shares: each side's hits under the filters, fused by standardised scores,
+    widened to channel neighbours, then the passing rows ranked. A store supplies the three look-ups."""
 
-    SQLite runs on the store's reader threads (each step's queries in one hop), FAISS on the index registry's
-    thread and the query embedding on the model's thread; the event loop only awaits them.
-    """
-
-    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry,
-                 profile: MemoryProfile) -> None:
-        self._store = store
+    def __init__(self, embedder: Embedder, profile: MemoryProfile) -> None:
         self._embedder = embedder
-        self._indexes = indexes
         self.vector_candidates: int = profile.vector_candidates
         self.keyword_candidates: int = profile.keyword_candidates
 
@@ -171,11 +168,42 @@ class SearchEngine:
         for rowid, _ in keyword:
             sources_of.setdefault(rowid, []).append("keyword")
         strongest = sorted(scores, key=scores.__getitem__, reverse=True)[:CONTEXT_SOURCES]
-        neighbours, rows = await self._store.read(_context_and_rows, strongest, list(scores), filters)
+        neighbours, rows = await self._context_and_rows(strongest, list(scores), filters)
         scores = spread_to_neighbours(scores, neighbours, floor)
         ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
         return [_candidate(rows[rowid], scores[rowid], sources_of.get(rowid, ["context"]), rank)
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
+
+    async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+        """The ``k`` nearest messages that pass ``filters``, as (row id, cosine), best first."""
+        raise NotImplementedError
+
+    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+        """The ``k`` best keyword matches that pass ``filters``, as (row id, higher-is-better score)."""
+        raise NotImplementedError
+
+    async def _context_and_rows(self, sources: list[int], candidates: list[int],
+                                filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
+        """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
+        raise NotImplementedError
+
+
+class SearchEngine(FirstStage):
+    """Hybrid first-stage search over one MemoryStore and its per-guild vector indexes.
+
+    SQLite runs on the store's reader threads (each step's queries in one hop), FAISS on the index registry's
+    thread and the query embedding on the model's thread; the event loop only awaits them.
+    """
+
+    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry,
+                 profile: MemoryProfile) -> None:
+        super().__init__(embedder, profile)
+        self._store = store
+        self._indexes = indexes
+
+    async def _context_and_rows(self, sources: list[int], candidates: list[int],
+                                filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
+        return await self._store.read(_context_and_rows, sources, candidates, filters)
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embedder.embed_queries([text.embedding_query(query)])
@@ -240,7 +268,7 @@ def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str
 
 
 def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candidates: list[int],
-                      filters: SearchFilters) -> tuple[dict[int, tuple[int | None, int | None]], dict[int, Row]]:
+                      filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
     """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
     neighbours = {rowid: (previous, following) for rowid, previous, following
                   in connection.execute(SELECT_NEIGHBOURS, [_json_ids(sources)])}

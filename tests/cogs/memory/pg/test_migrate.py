@@ -10,32 +10,15 @@ import asyncpg
 import numpy as np
 import pytest
 
-from cogs.memory import text
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.pg import migrate as pg_migrate
-from cogs.memory.pg.schema import DIMENSION
 from cogs.memory.pg.store import PostgresStore
-from cogs.memory.records import MessageRecord
-from cogs.memory.rows import NewRow, WriteBatch
+from cogs.memory.rows import WriteBatch
 from cogs.memory.store import MemoryStore
 from tests.fixtures.core import RecordFactory
+from tests.fixtures.stores import MODEL, insert, unit
 
-MODEL = "test-model"
 OTHER_MODEL = "other-model"
-
-
-def unit(seed: int) -> np.ndarray:
-    vector = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
-    return vector / np.linalg.norm(vector)
-
-
-async def write(store: MemoryStore, model: str, *records: MessageRecord) -> list[int]:
-    rowids = list(store.allocate_rowids(len(records)))
-    batch = WriteBatch(model, guild_ids={record.guild_id for record in records})
-    batch.inserts = [NewRow(rowid, record, record.content, text.fts_document(record.content), unit(record.message_id))
-                     for rowid, record in zip(rowids, records, strict=True)]
-    await store.write(batch)
-    return rowids
 
 
 @pytest.fixture
@@ -44,9 +27,9 @@ async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
     path = tmp_path / "memory.sqlite3"
     store = await MemoryStore.open(path)
     try:
-        await write(store, MODEL, make_record(1, "the quick brown fox"), make_record(2, "jumps over"),
-                    make_record(3, "the lazy dog", guild_id=2, author_name="bob"))
-        await write(store, OTHER_MODEL, make_record(4, "written by another model"))
+        await insert(store, make_record(1, "the quick brown fox"), make_record(2, "jumps over"),
+                     make_record(3, "the lazy dog", guild_id=2, author_name="bob"))
+        await insert(store, make_record(4, "written by another model"), model=OTHER_MODEL)
         await store.set_guild_setting(1, "retention_days", 30)
         await store.set_opt_out(2, 200, True)
         await store.write(WriteBatch(MODEL, tombstones=[99], deleted_at=1_700_000_000.0))
