@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .backends import indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
-from .ingest import IngestQueue
+from .ingest import FlushReport, IngestQueue
 from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
@@ -179,8 +179,10 @@ class Memory:
     async def add(self, record: MessageRecord) -> None:
         await self.ingest.add(record)
 
-    async def flush(self) -> None:
-        await self.ingest.flush()
+    async def flush(self) -> FlushReport:
+        """Wait until what was added is stored and embedded; raises ``IngestError`` (with the report) when some of
+        it was not stored. See ``IngestQueue.flush``."""
+        return await self.ingest.flush()
 
     # Edits and deletes schedule a purge (``purges``) that erases the old text from disk a few seconds later.
 
@@ -206,7 +208,7 @@ class Memory:
 
     @property
     def queued(self) -> int:
-        """Messages waiting for ingest."""
+        """Messages waiting for ingest: not stored yet, or stored and waiting for their vector."""
         return self.ingest.queued
 
     @property
@@ -307,11 +309,12 @@ class Memory:
             raise ProfileError(f"the reranker of profile {profile.name!r} did not load: "
                                f"{self.reranker.status()['last_switch_error']}")
         embedder.batch_size = profile.embedding_batch_size
-        await self.ingest.flush()
+        await self.ingest.settle(vectors=False)
         async with self.ingest.write_lock:
             indexes = self.indexes
             if embedder.model_name != self.embedder.model_name:
                 await self._reembed_all(embedder)
+                await self.store.resolve_embedded(embedder.model_name)
                 await self.indexes.close()
                 indexes = indexes_for(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
                 await indexes.load_all()

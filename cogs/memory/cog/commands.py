@@ -13,7 +13,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from . import replies
-from .backfill import ProgressReport, read_history
+from .backfill import ProgressReport, backfill_channel
 from .capture import parse_message_link
 from .latency import Latencies
 from .options import DateTransformer, UserInputError, check_date_order, check_forget_options, options_checked
@@ -281,10 +281,9 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         await interaction.response.send_message(replies.BACKFILL_STARTED.format(channel=channel.mention), ephemeral=True)
         self._backfills.add(channel.id)
         try:
-            read = await read_history(memory, interaction.guild_id, channel, limit, report)
+            await backfill_channel(memory, interaction.guild_id, channel, limit, report)
         finally:
             self._backfills.discard(channel.id)
-        await report.show(replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
 
     @app_commands.command(name="settings", description="Show or change memory settings for this server (admins)")
     @app_commands.describe(

@@ -50,6 +50,8 @@ BACKFILL_STARTED = "Reading the history of {channel}…"
 BACKFILL_PROGRESS = "Reading the history of {channel}, newest first: {count} messages so far…"
 BACKFILL_DONE = "Backfill of {channel} finished: read {count} messages, newest first. Run it again to go further back."
 BACKFILL_RUNNING = "A backfill of {channel} is already running; wait for it to finish."
+BACKFILL_NOT_STORED = ("Backfill of {channel} stopped after reading {count} messages: {not_stored} of them could not "
+                       "be stored ({reason}). I keep them and keep trying; run the backfill again later to go on.")
 
 SETTINGS_CAPTURE_PAIR = "Use `capture_channel` and `capture` together, e.g. capture_channel:#off-topic capture:False."
 

@@ -92,6 +92,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX message_tombstones_deleted_at ON message_tombstones (deleted_at)",
         ),
     ),
+    Migration(
+        # Messages stored before their vector exists (pending_vectors.py on the SQLite side says why).
+        "0002_pending_vectors",
+        (
+            """
+            CREATE TABLE pending_vectors (
+                message_rowid BIGINT PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+                guild_id BIGINT NOT NULL,
+                rejected_at DOUBLE PRECISION,
+                error TEXT
+            )
+            """,
+            """
+            CREATE INDEX pending_vectors_waiting ON pending_vectors (guild_id, message_rowid)
+            WHERE rejected_at IS NULL
+            """,
+        ),
+    ),
 )
 
 

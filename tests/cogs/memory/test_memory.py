@@ -5,11 +5,14 @@ those that open a Memory on ``db_path`` themselves are about the SQLite file and
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import errno
 import logging
+import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cogs.memory import memory as memory_module
@@ -74,6 +77,35 @@ async def test_recall_without_reranker_keeps_first_stage_order(memory: Memory, m
     recalled = await memory.recall("printer", SearchFilters(guild_id=1), 3)
     assert [r["message_id"] for r in recalled] == [r["message_id"] for r in first_stage] and recalled
     assert [r["rerank_score"] for r in recalled] == [None] * len(first_stage)
+
+
+async def test_a_recall_does_not_wait_for_the_bulk_embedding_running(
+    memory: Memory, make_record: RecordFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await fill(memory, make_record)
+    running, release = threading.Event(), threading.Event()
+    original = memory.embedder.embed_sync
+
+    def slow_bulk(texts: list[str]) -> np.ndarray:
+        running.set()
+        release.wait(timeout=10)  # a recall stuck behind this batch fails the order below instead of hanging
+        return original(texts)
+
+    monkeypatch.setattr(memory.embedder, "embed_sync", slow_bulk)
+    finished: list[str] = []
+
+    async def bulk() -> None:
+        await memory.embedder.embed(["a big import"] * memory.embedder.batch_size, interactive=False)
+        finished.append("bulk")
+
+    importing = asyncio.create_task(bulk())
+    await asyncio.to_thread(running.wait)
+    recalled = await memory.recall("printer", SearchFilters(guild_id=1), 3)
+    finished.append("recall")
+    release.set()
+    await importing
+    assert finished == ["recall", "bulk"]
+    assert "vector" in recalled[0]["sources"]
 
 
 async def test_deleted_messages_are_not_found(memory: Memory, make_record: RecordFactory) -> None:

@@ -1,6 +1,7 @@
 """/memory backfill over long runs: progress saved as it goes, and reported past the interaction token's life."""
 
 import importlib
+import sqlite3
 from types import SimpleNamespace
 
 import discord
@@ -95,3 +96,18 @@ async def test_a_long_run_remembers_everything_it_read(memory_bot, slash, guild,
     slash.token_expired = True
     await slash.run("memory backfill", admin, channel, channel=channel)
     assert await stored(memory_bot, guild) == ["newest picnic plans", "older picnic plans", "oldest picnic plans"]
+
+
+async def test_a_write_that_fails_stops_the_run_and_says_so(memory_bot, slash, guild, channel, admin, history,
+                                                            backfill):
+    # Another process holds the database's write lock for the whole run: ingest's retries all fail.
+    locker = sqlite3.connect(memory_bot.db_path, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        http = await slash.run("memory backfill", admin, channel, channel=channel)
+    finally:
+        locker.rollback()
+        locker.close()
+    assert http.last.content == (
+        f"Backfill of {channel.mention} stopped after reading 2 messages: 2 of them could not be stored (another "
+        "process holds the database's write lock). I keep them and keep trying; run the backfill again later to go on.")

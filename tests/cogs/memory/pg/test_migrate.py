@@ -93,6 +93,14 @@ async def test_only_the_chosen_models_vectors_are_copied_exactly(migrate_cli, da
     np.testing.assert_array_equal(np.array(json.loads(rows[2][2]), dtype=np.float32), unit(3))
 
 
+async def test_a_message_without_the_models_vector_waits_for_one_in_postgresql(migrate_cli, database_url: str
+                                                                               ) -> None:
+    await migrate_cli()
+    rows = await fetch(database_url, "SELECT m.message_id FROM pending_vectors AS p JOIN messages AS m "
+                                     "ON m.id = p.message_rowid WHERE p.rejected_at IS NULL")
+    assert [row[0] for row in rows] == [4]
+
+
 async def test_settings_opt_outs_and_tombstones_are_copied(migrate_cli, database_url: str) -> None:
     await migrate_cli()
     store = await PostgresStore.open(database_url)
