@@ -121,6 +121,8 @@ class MemoryStore(PendingVectorsMixin):
         self._next_rowid = 1
         self._readers = ReaderPool(path)
         self._lock = lock
+        # A setting is read, changed and written back: two changes to one guild at once must not lose either.
+        self._settings_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> MemoryStore:
@@ -333,15 +335,16 @@ class MemoryStore(PendingVectorsMixin):
 
     async def set_guild_setting(self, guild_id: int, key: str, value: Any) -> None:
         """Set one JSON-serialisable setting; ``None`` removes the key."""
-        settings = await self.guild_settings(guild_id)
-        if value is None:
-            settings.pop(key, None)
-        else:
-            settings[key] = value
-        if settings:
-            await self._conn.execute(UPSERT_SETTINGS, (guild_id, json.dumps(settings, sort_keys=True)))
-        else:
-            await self._conn.execute(DELETE_SETTINGS, (guild_id,))
+        async with self._settings_lock:
+            settings = await self.guild_settings(guild_id)
+            if value is None:
+                settings.pop(key, None)
+            else:
+                settings[key] = value
+            if settings:
+                await self._conn.execute(UPSERT_SETTINGS, (guild_id, json.dumps(settings, sort_keys=True)))
+            else:
+                await self._conn.execute(DELETE_SETTINGS, (guild_id,))
 
     async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
         await self._conn.execute(INSERT_OPT_OUT if opted_out else DELETE_OPT_OUT, (guild_id, user_id))

@@ -3,6 +3,7 @@ transaction, look-ups, settings, opt-outs. Tests that ask for ``store`` are abou
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sqlite3
 from datetime import timedelta
@@ -192,9 +193,9 @@ async def test_setting_none_removes_the_key(memory_store: Store) -> None:
 
 
 async def test_settings_merge_key_by_key_and_vanish_when_empty(memory_store: Store) -> None:
-    # Set one after the other: tests/cogs/memory/pg/test_pg_store.py sets them at once, which PostgreSQL merges.
-    await memory_store.set_guild_setting(1, "retention_days", 30)
-    await memory_store.set_guild_setting(1, "enabled", False)
+    # Set at once: two commands changing different keys of one guild together both keep theirs.
+    await asyncio.gather(memory_store.set_guild_setting(1, "retention_days", 30),
+                         memory_store.set_guild_setting(1, "enabled", False))
     merged = await memory_store.guild_settings(1)
     await memory_store.set_guild_setting(1, "retention_days", None)
     await memory_store.set_guild_setting(1, "enabled", None)

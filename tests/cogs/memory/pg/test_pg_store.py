@@ -91,17 +91,6 @@ async def test_forget_leaves_no_row_and_vacuum_runs(pg_store: PostgresStore, mak
     assert vacuumed >= 1
 
 
-async def test_settings_set_at_once_merge_key_by_key_and_vanish_when_empty(pg_store: PostgresStore) -> None:
-    # One UPDATE merges each key: two processes (or tasks) setting different keys together both keep theirs.
-    await asyncio.gather(pg_store.set_guild_setting(1, "retention_days", 30),
-                         pg_store.set_guild_setting(1, "enabled", False))
-    merged = await pg_store.guild_settings(1)
-    await pg_store.set_guild_setting(1, "retention_days", None)
-    await pg_store.set_guild_setting(1, "enabled", None)
-    assert merged == {"retention_days": 30, "enabled": False}
-    assert await scalar(pg_store.url, "SELECT COUNT(*) FROM guild_settings") == 0
-
-
 async def test_processes_opening_together_apply_each_migration_once(database_url: str) -> None:
     stores = await asyncio.gather(*(PostgresStore.open(database_url) for _ in range(4)))
     await asyncio.gather(*(store.close() for store in stores))
