@@ -19,7 +19,7 @@ from .store import ChannelMessage, EditRow, MemoryStore, NewRow, RowRef, WriteBa
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .vector_index import IndexRegistry
 
-__all__ = ("ATTACHMENT_PREFIX", "IngestQueue", "stored_content")
+__all__ = ("ATTACHMENT_PREFIX", "IngestQueue", "edited_content", "stored_content")
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,12 @@ def stored_content(content: str, attachments: Iterable[str] = ()) -> str:
 
 def _stand_ins(content: str) -> list[str]:
     return [line[len(ATTACHMENT_PREFIX):] for line in content.split("\n") if line.startswith(ATTACHMENT_PREFIX)]
+
+
+def edited_content(content: str, current: str) -> str:
+    """The text stored after an edit to ``content`` of a message stored as ``current``: an edit changes the words,
+    the attachment stand-ins stay."""
+    return stored_content(content, _stand_ins(current))
 
 
 @dataclass(slots=True)
@@ -309,7 +315,7 @@ class IngestQueue:
                 log.debug("Edit of message %d came before the message; kept for its add", message_id)
                 return False
             self._pending_edits.discard([message_id])
-            new_content = stored_content(content, _stand_ins(current.content))
+            new_content = edited_content(content, current.content)
             if new_content == current.content:
                 return True
             ref = RowRef(current.rowid, current.message_id, current.guild_id, current.channel_id, current.created_at)
@@ -362,12 +368,15 @@ class IngestQueue:
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
         """Forget a channel and its threads; nothing outside them had them as a predecessor.
 
-        Messages created before now that arrive later in the channel or its threads are dropped too.
+        Messages created before now that arrive later in the channel or its threads are dropped too, and each
+        forgotten id leaves a tombstone: reading the channel's history again (catch-up, backfill) does not bring
+        them back.
         """
         self._tombstones.bury_channel(guild_id, channel_id)
         await self.flush()
         async with self.write_lock:
-            return await self._delete_refs(await self._store.refs_for_channel(guild_id, channel_id), relink=False)
+            refs = await self._store.refs_for_channel(guild_id, channel_id)
+            return await self._delete_refs(refs, relink=False, tombstones=[ref.message_id for ref in refs])
 
     async def delete_guild(self, guild_id: int) -> int:
         """Forget a guild; its messages created before now that arrive later are dropped too."""
@@ -382,7 +391,8 @@ class IngestQueue:
         """Forget every message of a user (in one guild, or everywhere with ``guild_id=None``; or one channel).
 
         Without a channel, their messages created before now that arrive later are dropped too; newer ones (after
-        an opt-in, a rejoin) are stored as usual.
+        an opt-in, a rejoin) are stored as usual. Each forgotten id leaves a tombstone, so reading the history again
+        (catch-up, backfill) does not bring it back.
         """
         if channel_id is None:
             self._tombstones.bury_author(guild_id, author_id)
@@ -391,7 +401,7 @@ class IngestQueue:
             refs = await self._store.refs_for_author(guild_id, author_id)
             if channel_id is not None:
                 refs = [ref for ref in refs if ref.channel_id == channel_id]
-            return await self._delete_refs(refs, relink=True)
+            return await self._delete_refs(refs, relink=True, tombstones=[ref.message_id for ref in refs])
 
     async def delete_older_than(self, guild_id: int, cutoff: datetime) -> int:
         """Forget a guild's messages written before ``cutoff`` (retention), in one DELETE."""
