@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .backends import indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
+from .history import HistoryLedger
 from .ingest import IngestQueue
 from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
@@ -60,6 +61,8 @@ class Memory:
         self.reranker = reranker
         self.search_engine = search_engine_for(store, embedder, indexes, profile)
         self._policy = GuildPolicy(store, ingest)
+        # What reading channels' history again needs (catch-up, backfill): stored spans and saved progress.
+        self.history = HistoryLedger(store, ingest.write_lock)
         self._autosave: asyncio.Task[None] | None = None
         self.purges = PurgeScheduler(self._erase_forgotten)
 
@@ -173,9 +176,11 @@ class Memory:
         return self._forgot(await self.ingest.delete(message_ids))
 
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
+        await self.history.forget(guild_id, channel_id)
         return self._forgot(await self.ingest.delete_channel(guild_id, channel_id))
 
     async def delete_guild(self, guild_id: int) -> int:
+        await self.history.forget(guild_id)
         count = self._forgot(await self.ingest.delete_guild(guild_id))
         self._policy.forget_guild(guild_id)
         return count
