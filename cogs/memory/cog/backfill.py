@@ -1,8 +1,9 @@
-"""/memory backfill's work: read a channel's history into memory, newest first, saving how far back it got as it
-goes, and reporting progress for as long as the run takes."""
+"""/memory backfill's work: read a channel's history into memory in both directions from what earlier runs read,
+saving how far it got as it goes, and reporting progress for as long as the run takes."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -10,16 +11,17 @@ from typing import TYPE_CHECKING
 import discord
 
 from . import replies
-from .capture import is_chat_message, record_from_message
+from .reconcile import PAGE_SIZE, Reconciler, parent_id, read_page
+from ..history import BackfillProgress
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
-__all__ = ("ProgressReport", "read_history")
+__all__ = ("BackfillInterrupted", "ProgressReport", "read_history")
 
 log = logging.getLogger(__name__)
 
-# Progress is shown, and saved, every this many messages read.
+# Progress is shown every this many messages read (and saved after every page).
 PROGRESS_EVERY = 250
 # Discord's interaction token lasts 15 minutes: after 14, progress moves from the command's private reply to a
 # message in the channel the command was run in.
@@ -56,30 +58,89 @@ class ProgressReport:
             log.warning("Backfill progress not shown in channel %s: %s", self._interaction.channel_id, error)
 
 
+class BackfillInterrupted(Exception):
+    """Discord stopped serving the history part way; what was read before is stored and its place saved."""
+
+    def __init__(self, read: int, error: discord.HTTPException) -> None:
+        super().__init__(f"stopped after {read} messages: {error}")
+        self.read = read
+        self.error = error
+
+
 async def read_history(memory: Memory, guild_id: int, channel: discord.abc.Messageable, limit: int,
                        report: ProgressReport) -> int:
-    """Reads up to ``limit`` messages, newest first (what members most likely ask about), from where the last run
-    stopped; returns how many it read. Every ``PROGRESS_EVERY`` messages the ones read so far are stored and the
-    point reached is saved, so a run cut short (a restart, an error) loses at most that much."""
-    resume = (await memory.settings(guild_id)).backfill_progress.get(channel.id)
-    read, oldest = 0, resume
-    async for message in channel.history(limit=limit, before=discord.Object(resume) if resume else None):
-        oldest = message.id if oldest is None else min(oldest, message.id)
-        read += 1
-        if is_chat_message(message) and not await memory.is_opted_out(guild_id, message.author.id):
-            await memory.add(record_from_message(message))
-        if read % PROGRESS_EVERY == 0:
-            await _save_progress(memory, guild_id, channel.id, oldest)
-            await report.show(replies.BACKFILL_PROGRESS.format(count=read, channel=channel.mention))
-    await _save_progress(memory, guild_id, channel.id, oldest)
-    return read
+    """Reads up to ``limit`` messages and returns how many it read: first forward from the newest message the last
+    run read (what was said since, a gap an outage left), then back from the oldest (further into the past).
+
+    Memory ends up matching every page read: what it lacks is stored (opted-out members aside), edits are applied,
+    and what Discord no longer has is forgotten. Each page is stored and its place saved before the next is read,
+    so a run cut short (a restart, an error) loses nothing it read. Raises ``BackfillInterrupted`` on an error.
+    """
+    progress = await memory.history.backfill_progress(channel.id)
+    if progress is None:
+        progress = BackfillProgress(channel.id, guild_id, parent_id(channel))
+    run = _Run(memory, Reconciler(memory, guild_id, channel), report, channel, limit)
+    try:
+        if progress.newest_id is not None:
+            progress = await run.forward(progress)
+        if not progress.reached_start:
+            await run.backward(progress)
+    except discord.HTTPException as error:
+        raise BackfillInterrupted(run.read, error) from error
+    return run.read
 
 
-async def _save_progress(memory: Memory, guild_id: int, channel_id: int, oldest: int | None) -> None:
-    """Stores what was read, then records the oldest message reached: the next run starts before it."""
-    await memory.flush()
-    settings = await memory.settings(guild_id)
-    if oldest is None or settings.backfill_progress.get(channel_id) == oldest:
-        return
-    progress = {**settings.backfill_progress, channel_id: oldest}
-    await memory.save_settings(guild_id, settings.with_changes(backfill_progress=progress))
+class _Run:
+    """One backfill run: pages read in one direction, each stored and its place saved, progress shown as it goes."""
+
+    def __init__(self, memory: Memory, reconciler: Reconciler, report: ProgressReport,
+                 channel: discord.abc.Messageable, limit: int) -> None:
+        self._memory = memory
+        self._reconciler = reconciler
+        self._report = report
+        self._channel = channel
+        self._limit = limit
+        self.read = 0
+
+    async def forward(self, progress: BackfillProgress) -> BackfillProgress:
+        """Pages after ``newest_id`` to the present (or the limit)."""
+        while self.read < self._limit and progress.newest_id is not None:
+            wanted = min(PAGE_SIZE, self._limit - self.read)
+            page = await read_page(self._channel, after=progress.newest_id, limit=wanted)
+            newest = page[-1].id if page else progress.newest_id
+            await self._apply(page, progress.newest_id, newest)
+            progress = await self._save(dataclasses.replace(progress, newest_id=newest))
+            if len(page) < wanted:
+                break
+        return progress
+
+    async def backward(self, progress: BackfillProgress) -> BackfillProgress:
+        """Pages before ``oldest_id`` (before the present on a first run) to the channel's start (or the limit)."""
+        while self.read < self._limit and not progress.reached_start:
+            wanted = min(PAGE_SIZE, self._limit - self.read)
+            page = await read_page(self._channel, before=progress.oldest_id, limit=wanted)
+            reached_start = len(page) < wanted
+            # The span this page covers: from its oldest message (or the channel's start) to where the last one began.
+            after = 0 if reached_start else page[0].id - 1
+            upto = progress.oldest_id - 1 if progress.oldest_id is not None else (page[-1].id if page else 0)
+            await self._apply(page, after, upto)
+            # A first run's first page is also the newest read: the next run reads forward from there (from the
+            # channel's start if it was empty).
+            newest = progress.newest_id if progress.newest_id is not None else (page[-1].id if page else 0)
+            progress = await self._save(dataclasses.replace(
+                progress, oldest_id=page[0].id if page else progress.oldest_id, newest_id=newest,
+                reached_start=reached_start))
+        return progress
+
+    async def _apply(self, page: list[discord.Message], after: int, upto: int) -> None:
+        before = self.read
+        await self._reconciler.apply(page, after, upto)
+        self.read += len(page)
+        if self.read // PROGRESS_EVERY > before // PROGRESS_EVERY:
+            await self._report.show(replies.BACKFILL_PROGRESS.format(count=self.read, channel=self._channel.mention))
+
+    async def _save(self, progress: BackfillProgress) -> BackfillProgress:
+        """Stores what was read, then records how far the run got: the next run starts from there."""
+        await self._memory.flush()
+        await self._memory.history.save_backfill(progress)
+        return progress

@@ -13,7 +13,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from . import replies
-from .backfill import ProgressReport, read_history
+from .backfill import BackfillInterrupted, ProgressReport, read_history
+from .catchup import CatchUp, heard_until_now
 from .capture import parse_message_link
 from .latency import Latencies
 from .options import DateTransformer, UserInputError, check_date_order, check_forget_options, options_checked
@@ -67,9 +68,10 @@ def result_pages(query: str, results: list[Candidate]) -> list[discord.Embed]:
 class MemoryCommands(commands.GroupCog, group_name="memory", group_description="Search and manage the bot's memory"):
     profile = app_commands.Group(name="profile", description="The hardware profile that sizes the memory models")
 
-    def __init__(self, bot: MemoryBot, latencies: Latencies | None = None) -> None:
+    def __init__(self, bot: MemoryBot, latencies: Latencies | None = None, catch_up: CatchUp | None = None) -> None:
         self.bot = bot
         self.latencies = latencies or Latencies()
+        self.catch_up = catch_up
         self._backfills: set[int] = set()
 
     def memory(self) -> Memory:
@@ -149,7 +151,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         stats = await memory.stats(interaction.guild_id)
         reranker = memory.reranker.status() if memory.reranker is not None else None
         latencies = {"search": self.latencies.search_ms, "recall": self.latencies.recall_ms}
-        embed = replies.stats_embed(interaction.guild.name, stats, memory.profile.name, reranker, latencies)
+        catch_up = self.catch_up.status.get(interaction.guild_id) if self.catch_up is not None else None
+        embed = replies.stats_embed(interaction.guild.name, stats, memory.profile.name, reranker, latencies, catch_up)
         await interaction.followup.send(embed=embed, ephemeral=True)
 
     # -- forgetting and opting out ------------------------------------------------------------------------
@@ -282,6 +285,12 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         self._backfills.add(channel.id)
         try:
             read = await read_history(memory, interaction.guild_id, channel, limit, report)
+        except BackfillInterrupted as stopped:
+            error = stopped.error
+            log.warning("Backfill of channel %d stopped after %d messages: %s", channel.id, stopped.read, error)
+            await report.show(replies.BACKFILL_FAILED.format(channel=channel.mention, count=stopped.read,
+                                                             status=error.status, error=error.text or "no details"))
+            return
         finally:
             self._backfills.discard(channel.id)
         await report.show(replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
@@ -323,6 +332,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             changes["capture_disabled_channel_ids"] = (
                 disabled - {capture_channel.id} if capture else disabled | {capture_channel.id}
             )
+            if capture and capture_channel.id in disabled:  # what was said while it was off stays unstored
+                await heard_until_now(memory, interaction.guild_id, capture_channel)
         if retention_days is not None:
             changes["retention_days"] = retention_days or None
         if forget_on_leave is not None:
