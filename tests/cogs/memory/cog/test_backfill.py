@@ -1,9 +1,7 @@
 """/memory backfill over long runs: progress saved as it goes, and reported past the interaction token's life."""
 
 import importlib
-from types import SimpleNamespace
 
-import discord
 import discord.ext.test as dpytest
 import pytest
 
@@ -18,9 +16,10 @@ def guild(memory_bot):
 
 @pytest.fixture
 def backfill(monkeypatch):
-    """The extension's backfill module as loaded now, reporting and saving every 2 messages."""
+    """The extension's backfill module as loaded now, reading pages of 2 messages, reporting every 2."""
     module = importlib.import_module("cogs.memory.cog.backfill")
     monkeypatch.setattr(module, "PROGRESS_EVERY", 2)
+    monkeypatch.setattr(module, "PAGE_SIZE", 2)
     return module
 
 
@@ -44,31 +43,10 @@ async def stored(bot, guild):
     return sorted(hit["content"] for hit in hits if hit["content"].endswith("picnic plans"))
 
 
-def discord_history(monkeypatch, *, first_run_breaks_after):
-    """channel.history as Discord serves it, newest first (dpytest's pages run oldest first); the first run through
-    it fails after ``first_run_breaks_after`` messages, as when Discord or the connection goes away."""
-    real = discord.TextChannel.history
-    breaks = [first_run_breaks_after]
-
-    def history(self, **options):
-        async def messages():
-            newest_first = sorted([message async for message in real(self, **options)], key=lambda m: m.id,
-                                  reverse=True)
-            breaks_after = breaks.pop() if breaks else None
-            for read, message in enumerate(newest_first):
-                if read == breaks_after:
-                    raise discord.DiscordServerError(SimpleNamespace(status=503, reason="Service Unavailable"), "")
-                yield message
-
-        return messages()
-
-    monkeypatch.setattr(discord.TextChannel, "history", history)
-
-
 async def test_a_run_cut_short_resumes_from_its_last_save(memory_bot, slash, guild, channel, admin, history, backfill,
-                                                          monkeypatch):
-    discord_history(monkeypatch, first_run_breaks_after=2)
-    await slash.run("memory backfill", admin, channel, channel=channel)  # fails on the third message
+                                                          history_api):
+    history_api.fail(len(history_api.requests) + 2)
+    await slash.run("memory backfill", admin, channel, channel=channel)  # fails on its second page, the third message
     http = await slash.run("memory backfill", admin, channel, channel=channel)
     assert (http.last.content, await stored(memory_bot, guild)) == (
         done(channel, 1), ["newest picnic plans", "older picnic plans", "oldest picnic plans"])
