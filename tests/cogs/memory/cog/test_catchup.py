@@ -1,6 +1,7 @@
 """Catch-up after the bot was away: what was said, edited and deleted meanwhile reaches memory once a new gateway
 session begins. The outage is simulated at Discord's edge: history changes, and no gateway event arrives."""
 
+import asyncio
 import importlib
 import re
 
@@ -96,6 +97,7 @@ async def test_a_resumed_session_reads_no_history(memory_bot, guild, channel, me
     asked = len(history_api.requests)
     memory_bot.dispatch("resumed")  # Discord replays every missed event itself
     await dpytest.run_all_events()
+    await catch_up.wait()
     assert len(history_api.requests) == asked
 
 
@@ -103,7 +105,8 @@ async def test_a_resumed_session_reads_no_history(memory_bot, guild, channel, me
 
 
 async def test_a_newer_edit_heard_live_is_kept(memory_bot, guild, channel, member, catch_up, before_outage):
-    await edit(before_outage[0], "picnic plans: the lake")  # heard live; Discord's history here still predates it
+    edited_while_away(before_outage[0], "picnic plans: the beach")
+    await edit(before_outage[0], "picnic plans: the lake")  # a later edit, heard live after the history was read
     await reconnect(memory_bot)
     assert await remembered(memory_bot, guild) == ["picnic plans: bring blankets", "picnic plans: the lake"]
 
@@ -164,7 +167,7 @@ async def test_an_interrupted_catch_up_goes_on_from_its_saved_place(memory_bot, 
     held = history_api.hold(channel.id, nth=3)  # pages: the 2 heard live, notes 0-1, then the bot stops
     memory_bot.dispatch("connect")
     memory_bot.dispatch("ready")
-    await held.wait()
+    await asyncio.wait_for(held.wait(), 30)  # fails, rather than hangs, if no catch-up reads
     await memory_bot.reload_extension(EXTENSION)  # a restart: the catch-up in flight is cancelled
     memory_bot.get_cog("MemoryCatchUp").page_pause_s = 0
     resumed = len(history_api.requests)
@@ -201,7 +204,7 @@ async def test_stats_show_a_catch_up_in_progress(memory_bot, slash, guild, chann
     held = history_api.hold(channel.id)
     memory_bot.dispatch("connect")
     memory_bot.dispatch("ready")
-    await held.wait()
+    await asyncio.wait_for(held.wait(), 30)  # fails, rather than hangs, if no catch-up reads
     http = await slash.run("memory stats", member, channel)
     fields = {field.name: field.value for field in http.last.embeds[0].fields}
     assert fields["Catch-up"] == "reading channel 1 of 2: 0 messages read, 0 new, 0 edited, 0 deleted so far."
