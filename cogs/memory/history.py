@@ -35,6 +35,10 @@ SELECT_NEWEST_IN_GUILD = """
 SELECT message_id FROM messages WHERE guild_id = ? AND created_at < ?
 ORDER BY created_at DESC, message_id DESC LIMIT 1
 """
+SELECT_NEWEST_IN_CHANNEL = """
+SELECT message_id FROM messages WHERE guild_id = ? AND channel_id = ?
+ORDER BY created_at DESC, message_id DESC LIMIT 1
+"""
 CATCHUP_COLUMNS = "channel_id, guild_id, parent_channel_id, position, anchor, read, added, edited, deleted, finished"
 SELECT_CATCHUP = f"SELECT {CATCHUP_COLUMNS} FROM catchup_progress WHERE channel_id = ?"
 SELECT_CATCHUP_REACH = "SELECT MAX(position) FROM catchup_progress WHERE guild_id = ? AND finished = 1"
@@ -151,6 +155,11 @@ class HistoryLedger:
     async def newest_message_id(self, guild_id: int, before: datetime) -> int | None:
         """The id of the guild's newest stored message created before ``before``, if any."""
         row = await self._store.read(_one, SELECT_NEWEST_IN_GUILD, (guild_id, to_timestamp(before)))
+        return row[0] if row else None
+
+    async def newest_in_channel(self, guild_id: int, channel_id: int) -> int | None:
+        """The id of the channel's newest stored message, if any."""
+        row = await self._store.read(_one, SELECT_NEWEST_IN_CHANNEL, (guild_id, channel_id))
         return row[0] if row else None
 
     # -- catch-up progress ------------------------------------------------------------------------------------

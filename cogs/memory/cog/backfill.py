@@ -79,7 +79,7 @@ async def read_history(memory: Memory, guild_id: int, channel: discord.abc.Messa
     progress = await memory.history.backfill_progress(channel.id)
     if progress is None:
         progress = BackfillProgress(channel.id, guild_id, parent_id(channel))
-    run = _Run(memory, Reconciler(memory, guild_id, channel), report, channel, limit)
+    run = _Run(memory, Reconciler(memory, guild_id, channel), report, guild_id, channel, limit)
     try:
         if progress.newest_id is not None:
             progress = await run.forward(progress)
@@ -93,9 +93,10 @@ async def read_history(memory: Memory, guild_id: int, channel: discord.abc.Messa
 class _Run:
     """One backfill run: pages read in one direction, each stored and its place saved, progress shown as it goes."""
 
-    def __init__(self, memory: Memory, reconciler: Reconciler, report: ProgressReport,
+    def __init__(self, memory: Memory, reconciler: Reconciler, report: ProgressReport, guild_id: int,
                  channel: discord.abc.Messageable, limit: int) -> None:
         self._memory = memory
+        self._guild_id = guild_id
         self._reconciler = reconciler
         self._report = report
         self._channel = channel
@@ -106,11 +107,13 @@ class _Run:
         """Pages after ``newest_id`` to the present (or the limit)."""
         while self.read < self._limit and progress.newest_id is not None:
             wanted = min(PAGE_SIZE, self._limit - self.read)
+            stored_before = await self._newest_stored()
             page = await read_page(self._channel, after=progress.newest_id, limit=wanted)
             newest = page[-1].id if page else progress.newest_id
-            await self._apply(page, progress.newest_id, newest)
+            reached_present = len(page) < wanted
+            await self._apply(page, progress.newest_id, max(newest, stored_before) if reached_present else newest)
             progress = await self._save(dataclasses.replace(progress, newest_id=newest))
-            if len(page) < wanted:
+            if reached_present:
                 break
         return progress
 
@@ -118,11 +121,16 @@ class _Run:
         """Pages before ``oldest_id`` (before the present on a first run) to the channel's start (or the limit)."""
         while self.read < self._limit and not progress.reached_start:
             wanted = min(PAGE_SIZE, self._limit - self.read)
+            stored_before = await self._newest_stored()
             page = await read_page(self._channel, before=progress.oldest_id, limit=wanted)
             reached_start = len(page) < wanted
-            # The span this page covers: from its oldest message (or the channel's start) to where the last one began.
+            # The span this page covers: from its oldest message (or the channel's start) to where the last one began,
+            # or to the present on a first run.
             after = 0 if reached_start else page[0].id - 1
-            upto = progress.oldest_id - 1 if progress.oldest_id is not None else (page[-1].id if page else 0)
+            if progress.oldest_id is not None:
+                upto = progress.oldest_id - 1
+            else:
+                upto = max(page[-1].id if page else 0, stored_before)
             await self._apply(page, after, upto)
             # A first run's first page is also the newest read: the next run reads forward from there (from the
             # channel's start if it was empty).
@@ -131,6 +139,11 @@ class _Run:
                 progress, oldest_id=page[0].id if page else progress.oldest_id, newest_id=newest,
                 reached_start=reached_start))
         return progress
+
+    async def _newest_stored(self) -> int:
+        """Taken before a request that reaches the present: every message stored by then existed before the request,
+        so one of them the page lacks is gone from Discord (one stored after it may be newer than the page)."""
+        return await self._memory.history.newest_in_channel(self._guild_id, self._channel.id) or 0
 
     async def _apply(self, page: list[discord.Message], after: int, upto: int) -> None:
         before = self.read

@@ -7,6 +7,7 @@ import pytest
 
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import bot_replies, say
+from tests.fixtures.history import deleted_while_away, said_while_away
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ async def stored(bot, guild):
 
 async def test_a_run_cut_short_resumes_from_its_last_save(memory_bot, slash, guild, channel, admin, history, backfill,
                                                           history_api):
-    history_api.fail(len(history_api.requests) + 2)
+    history_api.fail(channel.id, nth=2)
     await slash.run("memory backfill", admin, channel, channel=channel)  # fails on its second page, the third message
     http = await slash.run("memory backfill", admin, channel, channel=channel)
     assert (http.last.content, await stored(memory_bot, guild)) == (
@@ -73,3 +74,46 @@ async def test_a_long_run_remembers_everything_it_read(memory_bot, slash, guild,
     slash.token_expired = True
     await slash.run("memory backfill", admin, channel, channel=channel)
     assert await stored(memory_bot, guild) == ["newest picnic plans", "older picnic plans", "oldest picnic plans"]
+
+
+# -- gaps on either side, and what Discord no longer has ----------------------------------------------------------
+
+
+async def test_a_first_run_fills_a_gap_in_the_middle(memory_bot, slash, guild, channel, member, admin, backfill):
+    await say("oldest picnic plans", member, channel)
+    said_while_away("older picnic plans", member, channel)  # the bot was away: a gap between what it heard
+    await say("newest picnic plans", member, channel)
+    await slash.run("memory backfill", admin, channel, channel=channel)
+    assert await stored(memory_bot, guild) == ["newest picnic plans", "older picnic plans", "oldest picnic plans"]
+
+
+async def test_a_later_run_fills_what_was_missed_since_the_last(memory_bot, slash, guild, channel, member, admin,
+                                                                backfill):
+    await say("oldest picnic plans", member, channel)
+    await slash.run("memory backfill", admin, channel, channel=channel)
+    said_while_away("older picnic plans", member, channel)
+    await say("newest picnic plans", member, channel)
+    http = await slash.run("memory backfill", admin, channel, channel=channel)
+    assert (http.last.content, await stored(memory_bot, guild)) == (
+        done(channel, 2), ["newest picnic plans", "older picnic plans", "oldest picnic plans"])
+
+
+async def test_a_run_forgets_what_discord_no_longer_has(memory_bot, slash, guild, channel, member, admin, backfill):
+    kept = await say("oldest picnic plans", member, channel)
+    gone = await say("older picnic plans", member, channel)
+    await memory_bot.memory.flush()
+    deleted_while_away(gone)
+    await slash.run("memory backfill", admin, channel, channel=channel)
+    assert (kept.content, await stored(memory_bot, guild)) == ("oldest picnic plans", ["oldest picnic plans"])
+
+
+# -- a run cut short ------------------------------------------------------------------------------------------------
+
+
+async def test_a_run_cut_short_says_how_far_it_got(memory_bot, slash, guild, channel, admin, history, backfill,
+                                                   history_api):
+    history_api.fail(channel.id, nth=2)
+    http = await slash.run("memory backfill", admin, channel, channel=channel)
+    assert http.last.content == (
+        f"Backfill of {channel.mention} stopped after 2 messages: Discord answered 503 (upstream connect error). "
+        "What it read is saved; run it again to go on from there.")
