@@ -41,7 +41,6 @@ ORDER BY created_at DESC, message_id DESC LIMIT 1
 """
 CATCHUP_COLUMNS = "channel_id, guild_id, parent_channel_id, position, anchor, read, added, edited, deleted, finished"
 SELECT_CATCHUP = f"SELECT {CATCHUP_COLUMNS} FROM catchup_progress WHERE channel_id = ?"
-SELECT_CATCHUP_REACH = "SELECT MAX(position) FROM catchup_progress WHERE guild_id = ? AND finished = 1"
 UPSERT_CATCHUP = f"""
 INSERT INTO catchup_progress ({CATCHUP_COLUMNS}, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (channel_id) DO UPDATE SET
@@ -167,11 +166,6 @@ class HistoryLedger:
     async def catchup_progress(self, channel_id: int) -> CatchUpProgress | None:
         row = await self._store.read(_one, SELECT_CATCHUP, (channel_id,))
         return CatchUpProgress(*row[:-1], finished=bool(row[-1])) if row else None
-
-    async def catchup_reach(self, guild_id: int) -> int | None:
-        """The furthest any finished catch-up of the guild read: the bot had heard everything up to there."""
-        row = await self._store.read(_one, SELECT_CATCHUP_REACH, (guild_id,))
-        return row[0] if row else None
 
     async def save_catchup(self, progress: CatchUpProgress) -> None:
         p = progress

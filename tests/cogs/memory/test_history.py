@@ -1,0 +1,120 @@
+"""HistoryLedger on a real SQLite file: the stored spans catch-up and backfill compare with Discord, and their saved
+progress, which survives a restart and goes when its channel is forgotten."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import aiosqlite
+import pytest
+
+from cogs.memory import migrations
+from cogs.memory.history import BackfillProgress, CatchUpProgress, HistoryLedger
+from cogs.memory.ingest import IngestQueue
+from cogs.memory.store import MemoryStore
+from tests.fixtures.core import T0, RecordFactory
+
+
+@pytest.fixture
+def ledger(store: MemoryStore, ingest: IngestQueue) -> HistoryLedger:
+    return HistoryLedger(store, ingest.write_lock)
+
+
+@pytest.fixture
+async def channel_messages(ingest: IngestQueue, make_record: RecordFactory) -> None:
+    """Messages 1-4 in channel 10 at minutes 1-4, message 5 in channel 11 at minute 5, message 6 in guild 2."""
+    for message_id in range(1, 5):
+        await ingest.add(make_record(message_id, f"message {message_id}"))
+    await ingest.add(make_record(5, "message 5", channel_id=11))
+    await ingest.add(make_record(6, "message 6", guild_id=2))
+    await ingest.flush()
+
+
+# -- stored spans ---------------------------------------------------------------------------------------------------
+
+
+async def test_recent_messages_are_the_newest_before_a_time_newest_first(ledger: HistoryLedger,
+                                                                         channel_messages: None) -> None:
+    recent = await ledger.recent_messages(1, 10, T0 + timedelta(minutes=3, seconds=30), 2)
+    assert [(m.message_id, m.content) for m in recent] == [(3, "message 3"), (2, "message 2")]
+
+
+async def test_messages_between_include_both_ends(ledger: HistoryLedger, channel_messages: None) -> None:
+    between = await ledger.messages_between(1, 10, T0 + timedelta(minutes=2), T0 + timedelta(minutes=4))
+    assert [m.message_id for m in between] == [2, 3, 4]
+
+
+async def test_an_edit_is_seen_with_its_time(ledger: HistoryLedger, ingest: IngestQueue,
+                                             channel_messages: None) -> None:
+    await ingest.edit(2, "message 2, edited", T0 + timedelta(hours=1))
+    (edited,) = await ledger.messages_between(1, 10, T0 + timedelta(minutes=2), T0 + timedelta(minutes=2))
+    assert (edited.content, edited.edited_at) == ("message 2, edited", (T0 + timedelta(hours=1)).timestamp())
+
+
+async def test_the_guilds_newest_message_before_a_time(ledger: HistoryLedger, channel_messages: None) -> None:
+    assert (await ledger.newest_message_id(1, T0 + timedelta(minutes=4, seconds=30)),
+            await ledger.newest_message_id(1, T0)) == (4, None)
+
+
+async def test_the_channels_newest_message(ledger: HistoryLedger, channel_messages: None) -> None:
+    assert (await ledger.newest_in_channel(1, 10), await ledger.newest_in_channel(1, 12)) == (4, None)
+
+
+# -- progress -------------------------------------------------------------------------------------------------------
+
+
+async def test_catch_up_progress_is_read_back_after_a_restart(db_path: Path, store: MemoryStore,
+                                                              ledger: HistoryLedger) -> None:
+    progress = CatchUpProgress(10, 1, None, position=40, anchor=30, read=5, added=2, edited=1, deleted=1)
+    await ledger.save_catchup(progress)
+    reopened = await MemoryStore.open(db_path)
+    try:
+        assert await HistoryLedger(reopened, asyncio.Lock()).catchup_progress(10) == progress
+    finally:
+        await reopened.close()
+
+
+async def test_backfill_progress_is_read_back(ledger: HistoryLedger) -> None:
+    progress = BackfillProgress(10, 1, None, oldest_id=3, newest_id=9, reached_start=True)
+    await ledger.save_backfill(progress)
+    assert await ledger.backfill_progress(10) == progress
+
+
+async def test_forgetting_a_channel_drops_its_and_its_threads_progress_only(ledger: HistoryLedger) -> None:
+    for channel_id, parent in ((10, None), (20, 10), (11, None)):
+        await ledger.save_catchup(CatchUpProgress(channel_id, 1, parent, position=5, anchor=5))
+        await ledger.save_backfill(BackfillProgress(channel_id, 1, parent, oldest_id=1, newest_id=5))
+    await ledger.forget(1, 10)
+    kept = [channel_id for channel_id in (10, 20, 11) if await ledger.catchup_progress(channel_id)]
+    kept_backfills = [channel_id for channel_id in (10, 20, 11) if await ledger.backfill_progress(channel_id)]
+    assert (kept, kept_backfills) == ([11], [11])
+
+
+async def test_forgetting_a_guild_drops_its_progress(ledger: HistoryLedger) -> None:
+    await ledger.save_backfill(BackfillProgress(10, 1, None, oldest_id=1, newest_id=5))
+    await ledger.save_backfill(BackfillProgress(30, 2, None, oldest_id=1, newest_id=5))
+    await ledger.forget(1)
+    assert (await ledger.backfill_progress(10), await ledger.backfill_progress(30) is not None) == (None, True)
+
+
+# -- the migration from the settings' backfill progress -------------------------------------------------------------
+
+
+async def test_a_backfills_old_place_becomes_its_progress(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = [m for m in migrations.MIGRATIONS if m.name < "0006"]
+    conn = await aiosqlite.connect(db_path, isolation_level=None)
+    monkeypatch.setattr(migrations, "MIGRATIONS", tuple(before))
+    await migrations.apply_migrations(conn)
+    settings = {"auto_recall": True, "backfill_progress": {"10": 99}}
+    await conn.execute("INSERT INTO guild_settings (guild_id, settings) VALUES (1, ?)", (json.dumps(settings),))
+    await conn.close()
+    monkeypatch.undo()
+    store = await MemoryStore.open(db_path)
+    try:
+        progress = await HistoryLedger(store, asyncio.Lock()).backfill_progress(10)
+    finally:
+        await store.close()
+    assert progress == BackfillProgress(10, 1, None, oldest_id=99, newest_id=99, reached_start=False)
