@@ -118,8 +118,7 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
     def start(self) -> asyncio.Task[None]:
         """Starts a catch-up in the background (stopping one still running first)."""
         since = self._session_started or discord.utils.utcnow()
-        previous, self._task = self._task, None
-        self._task = asyncio.create_task(self._run(previous, since), name="memory-catch-up")
+        self._task = asyncio.create_task(self._run(self._task, since), name="memory-catch-up")
         return self._task
 
     async def wait(self) -> None:
@@ -171,24 +170,32 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
 
     async def _channel(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel, since: datetime,
                        retry: bool = False) -> bool:
-        """Catches one channel up; False when Discord would not serve its history (it is tried again later)."""
+        """Catches one channel up; False when it failed part way (it is tried again later, from its saved place)."""
         try:
-            progress = await self._progress(memory, guild, channel, since)
-            if progress is not None:
-                await self._read_forward(memory, guild, channel, progress)
-        except discord.Forbidden:
-            log.info("Catch-up: no access to the history of channel %d in guild %d; skipped", channel.id, guild.id)
+            if channel.id not in (await memory.settings(guild.id)).capture_disabled_channel_ids:
+                progress = await self._progress(memory, guild, channel, since)
+                if progress is not None:
+                    await self._read_forward(memory, guild, channel, progress)
+        except (discord.Forbidden, discord.NotFound):
+            log.info("Catch-up: channel %d in guild %d is gone or its history unreadable; skipped", channel.id,
+                     guild.id)
         except discord.HTTPException as error:
             log.warning("Catch-up: reading channel %d in guild %d failed (%s %s); its place is saved",
                         channel.id, guild.id, error.status, error.text or error)
-            if not retry:
-                status = self.status[guild.id]
-                self.status[guild.id] = dataclasses.replace(status, failed=status.failed + 1)
-            return False
+            return self._failed(guild, retry)
+        except Exception:
+            log.exception("Catch-up of channel %d in guild %d failed; its place is saved", channel.id, guild.id)
+            return self._failed(guild, retry)
         status = self.status[guild.id]
         self.status[guild.id] = dataclasses.replace(status, done=status.done + 1,
                                                     failed=status.failed - 1 if retry else status.failed)
         return True
+
+    def _failed(self, guild: discord.Guild, retry: bool) -> bool:
+        if not retry:
+            status = self.status[guild.id]
+            self.status[guild.id] = dataclasses.replace(status, failed=status.failed + 1)
+        return False
 
     async def _progress(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel,
                         since: datetime) -> CatchUpProgress | None:
@@ -228,6 +235,8 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
                                            deleted=progress.deleted + result.deleted, finished=finished)
             await memory.history.save_catchup(progress)
             self.status[guild.id] = self.status[guild.id].counted(result)
+            log.debug("Catch-up of channel %d: read up to message %d (%d messages, %d new)", channel.id, last,
+                      result.read, result.added)
             if finished:
                 break
             await asyncio.sleep(self.page_pause_s)
