@@ -1,6 +1,7 @@
 """What memory needs to read a channel's history again: the messages it holds in a span of the channel, and how far
 the catch-up after a gateway session and ``/memory backfill`` have read each channel (saved, so a restart goes on).
 
+``HistoryLedger`` is what the cog uses; ``SqliteHistory`` keeps it in the SQLite file, ``pg.history`` in PostgreSQL.
 Message ids are plain integers here; that they grow with time (Discord's snowflakes) is the cog's knowledge.
 """
 
@@ -11,14 +12,14 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .rows import to_timestamp
 
 if TYPE_CHECKING:
     from .store import MemoryStore
 
-__all__ = ("BackfillProgress", "CatchUpProgress", "HistoryLedger", "StoredMessage")
+__all__ = ("BackfillProgress", "CatchUpProgress", "HistoryLedger", "SqliteHistory", "StoredMessage")
 
 # The newest first: the span a catch-up checks for edits and deletes ends at the newest stored message.
 SELECT_RECENT = """
@@ -109,6 +110,36 @@ class BackfillProgress:
     reached_start: bool = False
 
 
+class HistoryLedger(Protocol):
+    """Stored spans of a channel, and saved catch-up and backfill progress (times are timezone-aware UTC)."""
+
+    async def recent_messages(self, guild_id: int, channel_id: int, before: datetime,
+                              count: int) -> list[StoredMessage]:
+        """The channel's ``count`` newest stored messages created before ``before``, newest first."""
+
+    async def messages_between(self, guild_id: int, channel_id: int, after: datetime,
+                               until: datetime) -> list[StoredMessage]:
+        """The channel's stored messages created from ``after`` to ``until`` (both included), oldest first."""
+
+    async def newest_message_id(self, guild_id: int, before: datetime) -> int | None:
+        """The id of the guild's newest stored message created before ``before``, if any."""
+
+    async def newest_in_channel(self, guild_id: int, channel_id: int) -> int | None:
+        """The id of the channel's newest stored message, if any."""
+
+    async def catchup_progress(self, channel_id: int) -> CatchUpProgress | None: ...
+
+    async def save_catchup(self, progress: CatchUpProgress) -> None: ...
+
+    async def backfill_progress(self, channel_id: int) -> BackfillProgress | None: ...
+
+    async def save_backfill(self, progress: BackfillProgress) -> None: ...
+
+    async def forget(self, guild_id: int, channel_id: int | None = None) -> None:
+        """Drop the progress of a channel and its threads (or a whole guild): its memory was forgotten, so a
+        backfill reads it all again instead of skipping what it once read."""
+
+
 def _stored(rows: list[tuple]) -> list[StoredMessage]:
     return [StoredMessage(*row) for row in rows]
 
@@ -127,9 +158,9 @@ def _one(connection: sqlite3.Connection, sql: str, params: tuple) -> tuple | Non
     return connection.execute(sql, params).fetchone()
 
 
-class HistoryLedger:
-    """Reads through the store's reader connections (never behind an ingest write); saves through its writer,
-    between ingest writes (``write_lock``)."""
+class SqliteHistory:
+    """The ``HistoryLedger`` in the SQLite file: reads through the store's reader connections (never behind an
+    ingest write); saves through its writer, between ingest writes (``write_lock``)."""
 
     def __init__(self, store: MemoryStore, write_lock: asyncio.Lock) -> None:
         self._store = store

@@ -9,9 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .backends import indexes_for, open_store, search_engine_for
+from .backends import history_for, indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
-from .history import HistoryLedger
 from .ingest import IngestQueue
 from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
@@ -62,7 +61,7 @@ class Memory:
         self.search_engine = search_engine_for(store, embedder, indexes, profile)
         self._policy = GuildPolicy(store, ingest)
         # What reading channels' history again needs (catch-up, backfill): stored spans and saved progress.
-        self.history = HistoryLedger(store, ingest.write_lock)
+        self.history = history_for(store, ingest.write_lock)
         self._autosave: asyncio.Task[None] | None = None
         self.purges = PurgeScheduler(self._erase_forgotten)
 

@@ -1,26 +1,82 @@
-"""HistoryLedger on a real SQLite file: the stored spans catch-up and backfill compare with Discord, and their saved
-progress, which survives a restart and goes when its channel is forgotten."""
+"""The history ledger on both stores (a real SQLite file, a real PostgreSQL): the stored spans catch-up and backfill
+compare with Discord, and their saved progress, which survives a restart and goes when its channel is forgotten."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
+import asyncpg
 import pytest
 
 from cogs.memory import migrations
-from cogs.memory.history import BackfillProgress, CatchUpProgress, HistoryLedger
+from cogs.memory.backends import history_for
+from cogs.memory.embedding import EmbeddingService
+from cogs.memory.history import BackfillProgress, CatchUpProgress, HistoryLedger, SqliteHistory
 from cogs.memory.ingest import IngestQueue
+from cogs.memory.pg import schema
+from cogs.memory.pg.indexes import DatabaseIndexes
+from cogs.memory.pg.store import PostgresStore
 from cogs.memory.store import MemoryStore
+from cogs.memory.vector_index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory
+from tests.fixtures.postgres import fresh_database
+
+
+@dataclass
+class Backend:
+    ledger: HistoryLedger
+    ingest: IngestQueue
+    # A second ledger over a store opened anew on the same database: what a restarted process reads.
+    reopened: Callable[[], Awaitable[HistoryLedger]]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path, embedder: EmbeddingService
+                  ) -> AsyncIterator[Backend]:
+    opened: list[Any] = []
+
+    async def open_store() -> Any:
+        if request.param == "sqlite":
+            store: Any = await MemoryStore.open(tmp_path / "memory.sqlite3")
+        else:
+            store = await PostgresStore.open(url)
+        opened.append(store)
+        return store
+
+    async def reopened() -> HistoryLedger:
+        return history_for(await open_store(), asyncio.Lock())
+
+    url = await fresh_database(request.getfixturevalue("postgres_server_url")) if request.param != "sqlite" else ""
+    store = await open_store()
+    if request.param == "sqlite":
+        indexes: Any = IndexRegistry(store, tmp_path / "indexes", embedder.model_name, embedder.dimension)
+        await indexes.load_all()
+    else:
+        indexes = DatabaseIndexes(embedder.model_name, embedder.dimension)
+    ingest = IngestQueue(store, embedder, indexes, batch_size=8, queue_size=64)
+    ingest.start()
+    yield Backend(history_for(store, ingest.write_lock), ingest, reopened)
+    await ingest.close()
+    await indexes.close()
+    for each in reversed(opened):
+        await each.close()
 
 
 @pytest.fixture
-def ledger(store: MemoryStore, ingest: IngestQueue) -> HistoryLedger:
-    return HistoryLedger(store, ingest.write_lock)
+def ledger(backend: Backend) -> HistoryLedger:
+    return backend.ledger
+
+
+@pytest.fixture
+def ingest(backend: Backend) -> IngestQueue:
+    return backend.ingest
 
 
 @pytest.fixture
@@ -66,15 +122,16 @@ async def test_the_channels_newest_message(ledger: HistoryLedger, channel_messag
 # -- progress -------------------------------------------------------------------------------------------------------
 
 
-async def test_catch_up_progress_is_read_back_after_a_restart(db_path: Path, store: MemoryStore,
-                                                              ledger: HistoryLedger) -> None:
+async def test_catch_up_progress_is_read_back_after_a_restart(backend: Backend) -> None:
     progress = CatchUpProgress(10, 1, None, position=40, anchor=30, read=5, added=2, edited=1, deleted=1)
+    await backend.ledger.save_catchup(progress)
+    assert await (await backend.reopened()).catchup_progress(10) == progress
+
+
+async def test_a_finished_catch_up_is_read_back_finished(ledger: HistoryLedger) -> None:
+    progress = CatchUpProgress(10, 1, 9, position=40, anchor=40, finished=True)
     await ledger.save_catchup(progress)
-    reopened = await MemoryStore.open(db_path)
-    try:
-        assert await HistoryLedger(reopened, asyncio.Lock()).catchup_progress(10) == progress
-    finally:
-        await reopened.close()
+    assert await ledger.catchup_progress(10) == progress
 
 
 async def test_backfill_progress_is_read_back(ledger: HistoryLedger) -> None:
@@ -103,8 +160,9 @@ async def test_forgetting_a_guild_drops_its_progress(ledger: HistoryLedger) -> N
 # -- the migration from the settings' backfill progress -------------------------------------------------------------
 
 
-async def test_a_backfills_old_place_becomes_its_progress(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    before = [m for m in migrations.MIGRATIONS if m.name < "0006"]
+async def test_a_backfills_old_place_becomes_its_progress_in_sqlite(db_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    before = [m for m in migrations.MIGRATIONS if m.name < "0007"]
     conn = await aiosqlite.connect(db_path, isolation_level=None)
     monkeypatch.setattr(migrations, "MIGRATIONS", tuple(before))
     await migrations.apply_migrations(conn)
@@ -114,7 +172,27 @@ async def test_a_backfills_old_place_becomes_its_progress(db_path: Path, monkeyp
     monkeypatch.undo()
     store = await MemoryStore.open(db_path)
     try:
-        progress = await HistoryLedger(store, asyncio.Lock()).backfill_progress(10)
+        progress = await SqliteHistory(store, asyncio.Lock()).backfill_progress(10)
+    finally:
+        await store.close()
+    assert progress == BackfillProgress(10, 1, None, oldest_id=99, newest_id=99, reached_start=False)
+
+
+async def test_a_backfills_old_place_becomes_its_progress_in_postgresql(database_url: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        monkeypatch.setattr(schema, "MIGRATIONS", tuple(m for m in schema.MIGRATIONS if m.name < "0002"))
+        await schema.apply_migrations(conn)
+        settings = {"auto_recall": True, "backfill_progress": {"10": 99}}
+        await conn.execute("INSERT INTO guild_settings (guild_id, settings) VALUES (1, $1::jsonb)",
+                           json.dumps(settings))
+    finally:
+        await conn.close()
+    monkeypatch.undo()
+    store = await PostgresStore.open(database_url)
+    try:
+        progress = await history_for(store, asyncio.Lock()).backfill_progress(10)
     finally:
         await store.close()
     assert progress == BackfillProgress(10, 1, None, oldest_id=99, newest_id=99, reached_start=False)
