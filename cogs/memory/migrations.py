@@ -153,7 +153,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         # How far each channel's history has been read again (history.py), so a restart goes on from there: the
         # catch-up after a gateway session began, and /memory backfill in both directions.
-        "0007_history_progress",
+        "0008_history_progress",
         (
             """
             CREATE TABLE catchup_progress (

@@ -101,7 +101,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         # How far each channel's history has been read again (history.py): the catch-up after a gateway session
         # began, and /memory backfill in both directions.
-        "0002_history_progress",
+        "0003_history_progress",
         (
             """
             CREATE TABLE catchup_progress (
