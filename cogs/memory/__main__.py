@@ -1,8 +1,11 @@
-"""Memory from a terminal: import DiscordChatExporter JSON, and search what the bot would recall.
+"""Memory from a terminal: import DiscordChatExporter JSON, search what the bot would recall, back up and restore.
 
     python -m cogs.memory import EXPORT.json...
     python -m cogs.memory search QUERY [--guild G] [--channel C] [--no-rerank]
     python -m cogs.memory migrate --to postgresql://USER@HOST/DB [--model NAME]
+    python -m cogs.memory backup DEST
+    python -m cogs.memory restore BACKUP.sqlite3
+    python -m cogs.memory check
 """
 
 from __future__ import annotations
@@ -10,17 +13,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sqlite3
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from .backup import BackupError, backup_database, restore_database
 from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
-from .exporter import ExportError, read_export
+from .database_lock import DatabaseLock
+from .integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
 
-PROGRESS_EVERY = 200
+if TYPE_CHECKING:
+    from .memory import Memory
+
+log = logging.getLogger(__name__)
+
 # SQLite holds signed 64-bit integers, and no Discord id (a snowflake) reaches 2**63.
 SNOWFLAKE_END = 2**63
 
@@ -55,13 +64,6 @@ def discord_id(value: str) -> int:
     return number
 
 
-def export_file(value: str) -> Path:
-    path = Path(value)
-    if not path.is_file():
-        raise argparse.ArgumentTypeError(f"no such file: {value}")
-    return path
-
-
 def postgres_url(value: str) -> str:
     if not value.startswith(("postgresql://", "postgres://")):
         raise argparse.ArgumentTypeError(f"must be a postgresql:// URL; you gave {value!r}")
@@ -75,7 +77,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", help="profile name or .toml path (default: the bot's saved choice or the hardware's)")
     commands = parser.add_subparsers(dest="command", required=True)
     importer = commands.add_parser("import", help="ingest DiscordChatExporter JSON exports (idempotent)")
-    importer.add_argument("exports", nargs="+", type=export_file, metavar="EXPORT.json")
+    # Checked one by one as they are read: a bad file is reported, and the others are still imported.
+    importer.add_argument("exports", nargs="+", type=Path, metavar="EXPORT.json")
     search = commands.add_parser("search", help="search memory as the bot would recall it")
     search.add_argument("query", type=query_text, help=f"what to look for (at most {MAX_QUERY_CHARS} characters)")
     search.add_argument("--guild", type=discord_id, help="guild id (default: the only guild in memory)")
@@ -86,6 +89,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     migrate.add_argument("--to", required=True, type=postgres_url, metavar="postgresql://...",
                          help="the PostgreSQL database (pgvector installed) to copy into")
     migrate.add_argument("--model", help="whose vectors to copy (default: the profile's embedding model)")
+    backup = commands.add_parser("backup", help="copy the database to DEST, safely while the bot runs")
+    backup.add_argument("destination", type=Path, metavar="DEST", help="a new file, or a folder for a dated one")
+    restore = commands.add_parser("restore", help="replace the database with a backup (stop the bot first)")
+    restore.add_argument("source", type=Path, metavar="BACKUP.sqlite3")
+    commands.add_parser("check", help="check the whole database for damage; rebuild a damaged keyword index")
     return parser.parse_args(argv)
 
 
@@ -97,48 +105,6 @@ def load_profile_for(args: argparse.Namespace):
         return load_profile(args.profile)
     # The bot's saved choice sits beside its database.
     return saved_or_selected_profile(args.db.parent / PROFILE_CHOICE_PATH.name, PROFILES_DIR)
-
-
-class Progress:
-    """A one-line progress bar on stderr: messages done of the export's total, and the rate."""
-
-    def __init__(self, label: str, total: int, out: TextIO) -> None:
-        self.label, self.total, self.out = label, total, out
-        self.started = time.perf_counter()
-
-    def show(self, done: int) -> None:
-        width = 30
-        filled = width * done // max(self.total, 1)
-        rate = done / max(time.perf_counter() - self.started, 1e-9)
-        self.out.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {rate:.0f} msg/s")
-        self.out.flush()
-
-    def finish(self, done: int) -> None:
-        self.show(done)
-        self.out.write("\n")
-
-
-async def import_exports(memory, paths: Sequence[Path], out: TextIO, err: TextIO) -> int:
-    """Ingests every export; messages already stored are skipped by the core, so re-running is harmless."""
-    total = 0
-    for path in paths:
-        try:
-            channel, records = await asyncio.to_thread(read_export, path)
-            records = await asyncio.to_thread(list, records)
-        except (OSError, ExportError) as error:
-            print(f"error: {error}", file=err)
-            return 1
-        progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(records), err)
-        for done, record in enumerate(records, start=1):
-            await memory.add(record)
-            if done % PROGRESS_EVERY == 0:
-                progress.show(done)
-        await memory.flush()
-        progress.finish(len(records))
-        total += len(records)
-        print(f"{path}: {len(records)} messages from #{channel.channel_name} (guild {channel.guild_id})", file=out)
-    print(f"imported {total} messages", file=out)
-    return 0
 
 
 def format_hit(rank: int, hit: Candidate) -> str:
@@ -234,24 +200,109 @@ async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1
 
 
+def backup(args: argparse.Namespace, out: TextIO) -> int:
+    made = backup_database(args.db, args.destination)
+    print(f"backed up {args.db} to {made.path}: {made.messages} messages, {made.size_bytes / 1e6:.1f} MB", file=out)
+    return 0
+
+
+def restore(args: argparse.Namespace, out: TextIO) -> int:
+    done = restore_database(args.source, args.db, args.index_dir)
+    print(f"restored {args.source} into {args.db}: {done.messages} messages; the vector indexes are rebuilt from it "
+          "on the next start", file=out)
+    if done.replaced is not None:
+        print(f"the database it replaced is kept as {done.replaced}; delete it once the restore looks right",
+              file=out)
+    return 0
+
+
+def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """The whole database, with no time limit (a start checks only what 5 s allow)."""
+    if not args.db.is_file():
+        print(f"error: there is no memory database at {args.db}", file=err)
+        return 1
+    lock = DatabaseLock(args.db)
+    alone = lock.shared()  # and no restore meanwhile
+    try:
+        pages = quick_check(args.db, budget_s=None)
+        if not pages.ok:
+            print(f"error: the memory database {args.db} is damaged ({pages.problems[0]}; {len(pages.problems)} "
+                  f"problem(s) found). " + RESTORE_ADVICE.format(path=args.db), file=err)
+            return 1
+        if not alone:  # the keyword check holds the write lock throughout: it would stall the bot's writes
+            print(f"{args.db}: no damage found; its keyword index is checked only while memory is stopped", file=out)
+            return 0
+        keywords = check_fts(args.db, budget_s=None)
+        if not keywords.ok:
+            count = rebuild_fts(args.db)
+            print(f"the keyword index was damaged ({keywords.problems[0]}); rebuilt it from {count} messages",
+                  file=out)
+        elif not keywords.complete:
+            print(f"error: the keyword index of {args.db} could not be checked (the database stayed busy); try again",
+                  file=err)
+            return 1
+    except sqlite3.Error as error:
+        print(f"error: {explain_open_failure(args.db, error)}", file=err)
+        return 1
+    finally:
+        lock.release()
+    print(f"{args.db}: no damage found", file=out)
+    return 0
+
+
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    from .memory import Memory
+    from .importer import import_exports
+    from .memory import Memory, MemoryOpenError
     from .profile import ProfileError
 
     if args.command == "migrate":
         return await migrate(args, out, err)
+    if args.command in ("backup", "restore", "check") and database_url():
+        print(f"error: memory is kept in PostgreSQL (DATABASE_URL is set); {args.command} works on the SQLite file: "
+              "use pg_dump and pg_restore", file=err)
+        return 2
+    try:  # these read and copy the database only: no profile, no models
+        if args.command == "backup":
+            return await asyncio.to_thread(backup, args, out)
+        if args.command == "restore":
+            return await asyncio.to_thread(restore, args, out)
+    except BackupError as error:
+        print(f"error: {error}", file=err)
+        return 1
+    if args.command == "check":
+        return await asyncio.to_thread(check, args, out, err)
     try:
         profile = await asyncio.to_thread(load_profile_for, args)
     except ProfileError as error:
         print(f"error: {error}", file=err)
         return 2
-    memory = await Memory.open(profile, args.db, args.index_dir, database_url())
+    try:
+        memory = await Memory.open(profile, args.db, args.index_dir, database_url())
+    except MemoryOpenError as error:
+        print(f"error: {error}", file=err)
+        return 1
     try:
         if args.command == "import":
-            return await import_exports(memory, args.exports, out, err)
-        return await search(memory, args, out, err)
+            code = await import_exports(memory, args.exports, out, err)
+        else:
+            code = await search(memory, args, out, err)
+    except sqlite3.DatabaseError as error:  # e.g. damage found mid-run: say what to do, not a traceback
+        print(f"error: {explain_open_failure(args.db, error)}", file=err)
+        code = 1
     finally:
+        closed = await _close(memory, err)
+    return code if closed else 1
+
+
+async def _close(memory: Memory, err: TextIO) -> bool:
+    """Close memory; a failure (everything is closed anyway) is one line on ``err``."""
+    try:
         await memory.close()
+    except Exception as error:
+        log.debug("Closing memory failed", exc_info=True)
+        print(f"error: memory did not close cleanly: {error}", file=err)
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:

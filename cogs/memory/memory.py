@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,9 +18,9 @@ from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .settings import GuildPolicy, GuildSettings
-from .store import MemoryStore, WriteBatch
+from .store import MemoryStore, StoreOpenError, WriteBatch
 from .text import embedding_input
-from .vector_index import IndexRegistry
+from .vector_index import IndexRegistry, IndexSaveError
 
 if TYPE_CHECKING:
     from .rerank.service import RerankerService
@@ -71,52 +73,69 @@ class Memory:
         """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest.
 
         ``database_url`` (postgresql://...) keeps memory in PostgreSQL instead of the SQLite file at ``db_path``.
+        Raises MemoryOpenError (already logged) when the database or the model cannot be used; whatever opened
+        before a failure is closed again.
         """
         device = await asyncio.to_thread(resolve_device, profile)
-        store = await open_store(db_path, database_url)
-        embedder = _embedder_for(profile, device)
         try:
-            await embedder.start()
-        except EmbeddingModelError as exc:
-            await store.close()
-            await embedder.close()
-            log.error("Memory cannot start: %s. Set embedding_model in profile %r to an installed "
-                      "sentence-transformers model id or a local model directory.", exc, profile.name)
+            store = await open_store(db_path, database_url)
+        except StoreOpenError as exc:
+            log.error("Memory cannot start: %s", exc)
             raise MemoryOpenError(str(exc)) from None
-        indexes = indexes_for(store, index_dir, embedder.model_name, embedder.dimension)
-        try:
+        async with contextlib.AsyncExitStack() as undo:
+            undo.push_async_callback(store.close)
+            embedder = _embedder_for(profile, device)
+            undo.push_async_callback(embedder.close)
+            try:
+                await embedder.start()
+            except EmbeddingModelError as exc:
+                log.error("Memory cannot start: %s. Set embedding_model in profile %r to an installed "
+                          "sentence-transformers model id or a local model directory.", exc, profile.name)
+                raise MemoryOpenError(str(exc)) from None
+            indexes = indexes_for(store, index_dir, embedder.model_name, embedder.dimension)
+            undo.push_async_callback(indexes.close)
             await indexes.load_all()
-        except BaseException:
-            await embedder.close()
-            await store.close()
-            raise
-        ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
-                             queue_size=profile.ingest_queue_size)
-        ingest.start()
-        await ingest.prune_tombstones()
-        onnx_dir = db_path.parent / "onnx"
-        memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile, device, onnx_dir), onnx_dir)
+            ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
+                                 queue_size=profile.ingest_queue_size)
+            ingest.start()
+            undo.push_async_callback(ingest.close)
+            await _prune_tombstones(ingest)
+            onnx_dir = db_path.parent / "onnx"
+            memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile, device, onnx_dir),
+                         onnx_dir)
+            undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
                  len(await store.guild_ids()))
         return memory
 
     async def close(self) -> None:
-        """Flush the queue, erase what was forgotten, save the indexes, close the database (and the models' threads)."""
+        """Flush the queue, erase what was forgotten, save the indexes, close the database (and the models' threads).
+
+        Each step runs whatever failed before it, and the database closes last, always: a failure (a full disk, a
+        locked database) never leaves the process holding it open. A failure is raised once all is closed.
+        """
+        async with contextlib.AsyncExitStack() as steps:  # the steps run last pushed, first
+            steps.push_async_callback(self.store.close)
+            if self.reranker is not None:
+                steps.push_async_callback(self.reranker.aclose)
+            steps.push_async_callback(self.embedder.close)
+            steps.push_async_callback(self.indexes.close)
+            steps.push_async_callback(self._erase_forgotten_at_close)
+            steps.push_async_callback(self.purges.close)
+            steps.push_async_callback(self.ingest.close)
+            steps.push_async_callback(self._stop_autosave)
+
+    async def _stop_autosave(self) -> None:
         if self._autosave is not None:
             self._autosave.cancel()
             await asyncio.gather(self._autosave, return_exceptions=True)
-        await self.ingest.close()
-        await self.purges.close()
+
+    async def _erase_forgotten_at_close(self) -> None:
         try:
             await self._erase_forgotten()
         except Exception:
             log.exception("Erasing forgotten messages from disk failed at close; it runs again on the next start")
-        await self.indexes.close()
-        await self.embedder.close()
-        if self.reranker is not None:
-            await self.reranker.aclose()
-        await self.store.close()
 
     async def _autosave_loop(self) -> None:
         while True:
@@ -125,6 +144,8 @@ class Memory:
                 await self.save()
             except asyncio.CancelledError:
                 raise
+            except IndexSaveError as exc:
+                log.warning("%s; trying again in %.0f s", exc, AUTOSAVE_INTERVAL_S)
             except Exception:
                 log.exception("Saving the vector indexes failed; they will be checked and rebuilt on start")
 
@@ -191,6 +212,14 @@ class Memory:
     def queued(self) -> int:
         """Messages waiting for ingest."""
         return self.ingest.queued
+
+    @property
+    def db_path(self) -> Path:
+        return self.store.path
+
+    async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]:
+        """(stored, deleted): which of ``message_ids`` memory holds, and which were deleted (never stored again)."""
+        return await self.store.known_message_ids(message_ids)
 
     async def has_message(self, message_id: int) -> bool:
         return await self.store.message(message_id) is not None
@@ -329,6 +358,14 @@ class Memory:
         count = len(pending)
         pending.clear()
         return count
+
+
+async def _prune_tombstones(ingest: IngestQueue) -> None:
+    """Prune old tombstones as memory opens, if the database lets it: a start must not need to write."""
+    try:
+        await ingest.prune_tombstones()
+    except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
+        log.warning("Could not prune old tombstones now (%s); a later delete does", exc)
 
 
 def _build_reranker(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> RerankerService | None:

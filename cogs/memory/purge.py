@@ -18,7 +18,8 @@ from collections.abc import Awaitable, Callable
 
 import aiosqlite
 
-__all__ = ("FTS_SECURE_DELETE", "MARK_PURGE_PENDING", "PurgeScheduler", "erase", "pending", "prepare")
+__all__ = ("FTS_SECURE_DELETE", "MARK_PURGE_PENDING", "PurgeScheduler", "erase", "finish_on_open", "pending",
+           "prepare")
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,18 @@ async def erase(conn: aiosqlite.Connection) -> bool:
     log.debug("Forgotten messages erased from disk: FTS5 index rewritten in %.2f s, WAL truncated in %.2f s",
              rewritten - started, time.perf_counter() - rewritten)
     return True
+
+
+async def finish_on_open(conn: aiosqlite.Connection, path: object) -> None:
+    """Prepare, and finish a purge a crash left pending. It writes, so it must not stop a start on a full or busy
+    disk: the pending mark then stays, and the next purge (at the latest as memory closes) erases it."""
+    try:
+        await prepare(conn)
+        if await pending(conn):
+            log.info("Erasing messages forgotten before the last stop from %s", path)
+            await erase(conn)
+    except sqlite3.OperationalError as exc:
+        log.warning("Could not erase forgotten messages from %s now (%s); the next purge does", path, exc)
 
 
 class PurgeScheduler:

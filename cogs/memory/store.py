@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
@@ -13,16 +14,18 @@ from typing import Any, TypeVar
 import aiosqlite
 import numpy as np
 
-from . import purge
+from . import integrity, purge
+from .database_lock import DatabaseLock
 from .filters import filter_clause
+from .integrity import StoreOpenError
 from .migrations import apply_migrations
 from .readers import ReaderPool
 from .records import SearchFilters
 from .rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, to_timestamp
 
 # The row records are the store's vocabulary: its callers import them from here.
-__all__ = ("ChannelMessage", "EditRow", "MemoryStore", "NewRow", "RowRef", "WriteBatch", "id_checksum",
-           "to_timestamp")
+__all__ = ("ChannelMessage", "EditRow", "MemoryStore", "NewRow", "RowRef", "StoreOpenError", "WriteBatch",
+           "id_checksum", "to_timestamp")
 
 T = TypeVar("T")
 
@@ -138,37 +141,57 @@ class MemoryStore:
     Searches read through ``read`` on a pool of read-only connections, so they never wait for a write.
     """
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+    def __init__(self, conn: aiosqlite.Connection, path: Path, lock: DatabaseLock) -> None:
         self._conn = conn
         self.path = path
         self._next_rowid = 1
         self._readers = ReaderPool(path)
+        self._lock = lock
 
     @classmethod
     async def open(cls, path: Path) -> MemoryStore:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: transactions are begun explicitly, so a batch is exactly one transaction.
-        conn = await aiosqlite.connect(path, isolation_level=None)
+        """Open (or create) the database: checked, migrated, its keyword index rebuilt if damaged.
+
+        Raises StoreOpenError, whose message says what is wrong (a damaged database, a full disk, a folder in the
+        way) and what to do. Holds the database's shared lock until ``close``, so a restore cannot replace it.
+        """
+        lock = DatabaseLock(path)
+        conn: aiosqlite.Connection | None = None
         try:
+            await asyncio.to_thread(integrity.make_room_for, path)
+            alone = await asyncio.to_thread(lock.shared)
+            await asyncio.to_thread(integrity.check_before_open, path)
+            # isolation_level=None: transactions are begun explicitly, so a batch is exactly one transaction.
+            conn = await aiosqlite.connect(path, isolation_level=None)
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
             await apply_migrations(conn)
-            await purge.prepare(conn)
-            if await purge.pending(conn):
-                log.info("Erasing messages forgotten before the last stop from %s", path)
-                await purge.erase(conn)
-            store = cls(conn, path)
-            row = await store._fetchone(SELECT_MAX_ROWID)
-        except BaseException:
-            await conn.close()
+            # Before anything reads the keyword index (a purge left pending rewrites it); only with the database to
+            # itself, as the check holds the write lock for seconds, which another process's writes would wait out.
+            if alone:
+                await asyncio.to_thread(integrity.repair_fts, path)
+            await purge.finish_on_open(conn, path)
+            store = cls(conn, path, lock)
+            # Row ids are never reused, so a FAISS id always means one message, even across a crash.
+            store._next_rowid = (await store._fetchone(SELECT_MAX_ROWID))[0] + 1
+        except BaseException as exc:
+            if conn is not None:
+                await conn.close()
+            lock.release()
+            if isinstance(exc, (OSError, sqlite3.Error)):
+                raise StoreOpenError(integrity.explain_open_failure(path, exc)) from exc
             raise
-        # Row ids are never reused, so a FAISS id always means one message, even across a crash.
-        store._next_rowid = row[0] + 1
         return store
 
     async def close(self) -> None:
-        await self._readers.close()
-        await self._conn.close()
+        """Close the readers and the writer's connection, whatever failed before, and drop the shared lock."""
+        try:
+            await self._readers.close()
+        finally:
+            try:
+                await self._conn.close()
+            finally:
+                self._lock.release()
 
     async def read(self, function: Callable[..., T], *args: Any) -> T:
         """``function(connection, *args)`` on a reader thread: several queries, one hop off the event loop."""

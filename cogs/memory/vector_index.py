@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
-import os
 import re
-import zipfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,9 +15,10 @@ from typing import Any, TypeVar
 import faiss
 import numpy as np
 
+from .index_files import IndexFileError, IndexSaveError, read_index_file, why, write_index_file
 from .store import MemoryStore, id_checksum
 
-__all__ = ("IndexFileError", "IndexMeta", "IndexRegistry", "VectorIndex")
+__all__ = ("IndexFileError", "IndexMeta", "IndexRegistry", "IndexSaveError", "VectorIndex")
 
 T = TypeVar("T")
 
@@ -40,11 +38,6 @@ MIN_PROBES = 16
 # A restriction to at most this many ids is searched exactly over just those vectors.
 EXACT_SUBSET_MAX = 40_000
 _TRAIN_POINTS_PER_LIST = 64
-_FORMAT = 1
-
-
-class IndexFileError(Exception):
-    """A saved index could not be read (missing, truncated, corrupted or another format)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,32 +157,14 @@ class VectorIndex:
     def save(self, path: Path, generation: int) -> None:
         """Write atomically: a crash leaves either the old file or the new one, never half of one."""
         count, checksum = self.fingerprint()
-        meta = IndexMeta(self.model, self.dimension, count, checksum, generation)
-        header = {"format": _FORMAT, "trained_for": self._trained_for, "flat_max": self.flat_max,
-                  "model": meta.model, "dimension": meta.dimension, "count": meta.count,
-                  "checksum": meta.checksum, "generation": meta.generation}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        with open(temporary, "wb") as file:
-            np.savez(file, meta=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-                     index=faiss.serialize_index(self._index))
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
+        header = {"trained_for": self._trained_for, "flat_max": self.flat_max, "model": self.model,
+                  "dimension": self.dimension, "count": count, "checksum": checksum, "generation": generation}
+        write_index_file(path, header, self._index)
 
     @classmethod
     def load(cls, path: Path) -> tuple[VectorIndex, IndexMeta]:
         """Read a saved index; raises IndexFileError if the file is missing or does not hold what it claims."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(data["meta"].tobytes())
-                index = faiss.deserialize_index(data["index"])
-        except FileNotFoundError as exc:
-            raise IndexFileError(f"{path} does not exist") from exc
-        except (OSError, ValueError, KeyError, RuntimeError, EOFError, zipfile.BadZipFile) as exc:
-            raise IndexFileError(f"{path} is unreadable: {type(exc).__name__}: {exc}") from exc
-        if header.get("format") != _FORMAT:
-            raise IndexFileError(f"{path} has format {header.get('format')!r}, expected {_FORMAT}")
+        header, index = read_index_file(path)
         meta = IndexMeta(header["model"], header["dimension"], header["count"], header["checksum"],
                          header["generation"])
         self = cls(meta.dimension, meta.model, flat_max=header["flat_max"])
@@ -329,8 +304,13 @@ class IndexRegistry:
         if index is None or reason is not None:
             if reason is not None:
                 log.warning("Rebuilding the vector index of guild %d from SQLite: %s", guild_id, reason)
-            index = await self._rebuild(guild_id)
-            await self._run(index.save, path, generation)
+            index = self._indexes[guild_id] = await self._rebuild(guild_id)
+            try:
+                await self._save(guild_id, generation)
+            except IndexSaveError as exc:
+                # Starting must not need to write (a full disk, a folder where the file goes): search works from
+                # the index in memory, and the save is tried again with the next one.
+                log.warning("%s; it is kept in memory, and saved once that works", exc)
         self._indexes[guild_id] = index
         return index
 
@@ -385,7 +365,8 @@ class IndexRegistry:
         if not self.directory.is_dir():
             return
         for path in self.directory.iterdir():
-            if path.name.endswith((".faiss", ".faiss.tmp")) and matches(path.name):
+            # A folder with such a name holds no index (and would make unlink fail).
+            if path.name.endswith((".faiss", ".faiss.tmp")) and matches(path.name) and not path.is_dir():
                 path.unlink(missing_ok=True)
 
     def count(self, guild_id: int) -> int:
@@ -400,12 +381,36 @@ class IndexRegistry:
         return self._indexes.get(guild_id)
 
     async def save_dirty(self) -> None:
-        """Save every index changed since its last save; callers must hold the writer's lock."""
+        """Save every index changed since its last save; callers must hold the writer's lock.
+
+        Each index is tried; one that could not be saved stays due, and IndexSaveError then says which and why.
+        """
+        failures: list[str] = []
         for guild_id in sorted(self._dirty):
             generation = await self._store.index_generation(guild_id, self.model)
+            try:
+                await self._save(guild_id, generation)
+            except IndexSaveError as exc:
+                failures.append(str(exc))
+        if failures:
+            raise IndexSaveError("; ".join(failures))
+
+    async def _save(self, guild_id: int, generation: int) -> None:
+        try:
             await self._run(self._indexes[guild_id].save, self.path_for(guild_id), generation)
-        self._dirty.clear()
+        except OSError as exc:
+            self._dirty.add(guild_id)
+            raise IndexSaveError(f"Could not save the vector index of guild {guild_id}: {why(exc)}") from exc
+        self._dirty.discard(guild_id)
 
     async def close(self) -> None:
-        await self.save_dirty()
-        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
+        """Save what changed, then stop the FAISS thread, whatever the save did.
+
+        A failed save is logged, not raised: SQLite holds every vector, and the next start rebuilds the file.
+        """
+        try:
+            await self.save_dirty()
+        except IndexSaveError as exc:
+            log.warning("%s; the next start rebuilds it from SQLite", exc)
+        finally:
+            await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.__main__ import parse_args, run
+from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory
 from cogs.memory.profile import ProfileError, load_profile
 
@@ -56,7 +57,8 @@ def export_file(tmp_path):
 
 async def test_import_reports_what_it_read(cli, export_file):
     code, out, _ = await cli("import", str(export_file))
-    assert (code, out) == (0, f"{export_file}: 2 messages from #general (guild 1)\nimported 2 messages\n")
+    assert (code, out) == (0, f"{export_file}: #general (guild 1): 2 stored, 0 already stored, 0 skipped, 0 rejected\n"
+                              "imported 1 of 1 file(s): 2 stored, 0 already stored, 0 skipped, 0 rejected\n")
 
 
 async def test_import_shows_a_progress_bar(cli, export_file):
@@ -142,10 +144,12 @@ def test_a_guild_that_is_no_discord_id_is_refused(capsys):
            "you gave -3")
 
 
-def test_importing_a_missing_file_is_refused(capsys, tmp_path):
+async def test_importing_a_missing_file_reports_it_and_imports_the_others(cli, export_file, tmp_path):
     missing = tmp_path / "missing.json"
-    assert refusal(capsys, "import", str(missing)) == (
-        2, f"python -m cogs.memory import: error: argument EXPORT.json: no such file: {missing}")
+    code, out, err = await cli("import", str(missing), str(export_file))
+    assert (code, err.splitlines()[0], out.splitlines()[-1]) == (
+        1, f"error: {missing}: no such file",
+        "imported 1 of 2 file(s): 2 stored, 0 already stored, 0 skipped, 0 rejected")
 
 
 async def test_an_unknown_profile_is_an_error_not_a_traceback(tmp_path):
@@ -172,3 +176,11 @@ async def test_reimporting_an_export_does_not_bring_back_a_message_deleted_since
     await cli("import", str(export_file))
     _, out, _ = await cli("search", "picnic blankets", "--no-rerank")
     assert re.findall(r"^    (.*)$", out, flags=re.M) == ["bring blankets"]
+
+
+async def test_a_damaged_database_is_one_error_line_not_a_traceback(cli, export_file, tmp_path):
+    (tmp_path / "m.sqlite3").write_bytes(b"not a database" * 500)
+    code, _, err = await cli("import", str(export_file))
+    assert (code, err.splitlines()[-1]) == (
+        1, f"error: the memory database {tmp_path / 'm.sqlite3'} is damaged (file is not a database). "
+           + RESTORE_ADVICE.format(path=tmp_path / "m.sqlite3"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from cogs.memory import memory as memory_module
+from cogs.memory.database_lock import DatabaseLock
 from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
+from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
 from cogs.memory.profile import MemoryProfile
@@ -198,3 +201,30 @@ async def test_auto_device_is_resolved_once_and_given_to_every_model(
     finally:
         await memory.close()
     assert (resolved, devices) == (["auto"], ("cpu", "cpu"))
+
+
+async def test_close_closes_the_database_when_a_step_before_it_fails(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+
+    async def disk_error() -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(memory.indexes, "close", disk_error)
+    with pytest.raises(OSError, match="Input/output error"):
+        await memory.close()
+    restore = DatabaseLock(db_path)
+    restore.exclusive()  # DatabaseInUse while any connection of this process still had the database open
+    restore.release()
+
+
+async def test_a_damaged_database_is_one_clear_error(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db_path.write_bytes(b"not a database" * 500)
+    with caplog.at_level(logging.ERROR), pytest.raises(MemoryOpenError) as error:
+        await Memory.open(core_profile, db_path, index_dir)
+    assert str(error.value) == (f"the memory database {db_path} is damaged (file is not a database). "
+                                + RESTORE_ADVICE.format(path=db_path))
+    assert caplog.messages == [f"Memory cannot start: {error.value}"]

@@ -233,3 +233,58 @@ async def test_dropping_a_guild_deletes_its_file(store: MemoryStore, tmp_path: P
     await registry.close()
     assert not registry.path_for(1).exists()
     assert registry.count(1) == 0
+
+
+# -- IndexRegistry: paths it cannot write -------------------------------------------------------------------
+
+
+async def test_an_index_path_that_is_a_folder_is_rebuilt_in_memory(
+    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = await saved_registry(store, tmp_path, make_record)
+    registry.path_for(1).unlink()
+    registry.path_for(1).mkdir()
+    with caplog.at_level(logging.WARNING):
+        await registry.load_all()
+    assert registry.count(1) == 30
+    assert caplog.messages[-1] == (f"Could not save the vector index of guild 1: a folder is in the way "
+                                   f"({registry.path_for(1)}); it is kept in memory, and saved once that works")
+
+
+async def test_an_index_folder_that_is_a_file_is_rebuilt_in_memory(
+    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    await stored(store, make_record, 30)
+    (tmp_path / "indexes").write_text("not a folder")
+    registry = IndexRegistry(store, tmp_path / "indexes", MODEL, DIM)
+    with caplog.at_level(logging.WARNING):
+        await registry.load_all()
+    _, ids = await registry.search(1, units(30, seed=1)[4], 1)
+    assert ids[0, 0] == 5
+    assert caplog.messages[-1] == (f"Could not save the vector index of guild 1: a file is in the way of a folder "
+                                   f"({tmp_path / 'indexes'}); it is kept in memory, and saved once that works")
+
+
+async def test_an_index_that_could_not_be_saved_is_saved_once_the_path_is_free(
+    store: MemoryStore, tmp_path: Path, make_record: RecordFactory
+) -> None:
+    registry = await saved_registry(store, tmp_path, make_record)
+    registry.path_for(1).unlink()
+    registry.path_for(1).mkdir()
+    await registry.load_all()
+    registry.path_for(1).rmdir()
+    await registry.save_dirty()
+    assert VectorIndex.load(registry.path_for(1))[1].count == 30
+
+
+async def test_closing_with_an_unsavable_index_logs_and_still_closes(
+    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = IndexRegistry(store, tmp_path, MODEL, DIM)
+    await registry.add(1, np.array([1, 2]), units(2))
+    registry.path_for(1).mkdir()
+    with caplog.at_level(logging.WARNING):
+        await registry.close()
+    assert caplog.messages[-1].startswith("Could not save the vector index of guild 1: a folder is in the way")
+    assert caplog.messages[-1].endswith("; the next start rebuilds it from SQLite")
+    assert list(tmp_path.glob("*.tmp")) == []

@@ -1,0 +1,105 @@
+"""The file a vector index is saved in: its format, written atomically (no temporary file left on failure), read
+with checks, and every failure named in words an admin can act on."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import stat
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import faiss
+import numpy as np
+
+__all__ = ("IndexFileError", "IndexSaveError", "read_index_file", "why", "write_atomically", "write_index_file")
+
+# An .npz archive of two arrays: "meta" (the JSON header below, as bytes) and "index" (faiss.serialize_index).
+_FORMAT = 1
+
+# What an OSError means for a file the bot writes, in the words an admin acts on.
+_REASONS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "the file is larger than this process may write",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EISDIR: "a folder is in the way",
+    errno.ENOTDIR: "a file is in the way of a folder",
+    errno.EEXIST: "a file is in the way of a folder",
+}
+
+
+class IndexFileError(Exception):
+    """A saved index could not be read (missing, truncated, corrupted, another format, or not a file at all)."""
+
+
+class IndexSaveError(Exception):
+    """An index could not be saved; the message says which and why. SQLite still holds every vector."""
+
+
+def why(error: OSError) -> str:
+    """``error`` in a few words and the path it concerns, e.g. "the disk is full (data/indexes/1.faiss.tmp)"."""
+    reason = _REASONS.get(error.errno or 0, error.strerror or type(error).__name__)
+    # A rename names its target second: that is where the folder in the way is.
+    path = error.filename2 or error.filename
+    return f"{reason} ({path})" if path else reason
+
+
+def check_readable(path: Path) -> None:
+    """Raise IndexFileError unless ``path`` is a regular file: a folder or a pipe there must not crash or block."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError as exc:
+        raise IndexFileError(f"{path} does not exist") from exc
+    except OSError as exc:
+        raise IndexFileError(f"{path} is unreadable: {why(exc)}") from exc
+    if stat.S_ISDIR(mode):
+        raise IndexFileError(f"{path} is a folder, not an index file")
+    if not stat.S_ISREG(mode):
+        raise IndexFileError(f"{path} is not a regular file")
+
+
+def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """``write`` into ``path.tmp``, sync it, then rename it over ``path``: a crash leaves the old file or the new
+    one, never half of one, and a failure (a full disk, a folder in the way) leaves no temporary file behind."""
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_index_file(path: Path, header: dict[str, Any], index: faiss.Index) -> None:
+    """Save ``index`` with ``header`` (what it holds: model, dimension, count, checksum, generation...)."""
+    meta = np.frombuffer(json.dumps({"format": _FORMAT, **header}).encode(), dtype=np.uint8)
+    blob = faiss.serialize_index(index)
+    write_atomically(path, lambda file: np.savez(file, meta=meta, index=blob))
+
+
+def read_index_file(path: Path) -> tuple[dict[str, Any], faiss.Index]:
+    """The header and index saved at ``path``; IndexFileError if it is not a readable index file of this format."""
+    check_readable(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(data["meta"].tobytes())
+            index = faiss.deserialize_index(data["index"])
+    except FileNotFoundError as exc:
+        raise IndexFileError(f"{path} does not exist") from exc
+    except (OSError, ValueError, KeyError, RuntimeError, EOFError, zipfile.BadZipFile) as exc:
+        raise IndexFileError(f"{path} is unreadable: {type(exc).__name__}: {exc}") from exc
+    if header.get("format") != _FORMAT:
+        raise IndexFileError(f"{path} has format {header.get('format')!r}, expected {_FORMAT}")
+    return header, index
