@@ -19,7 +19,7 @@ from .rows import to_timestamp
 if TYPE_CHECKING:
     from .store import MemoryStore
 
-__all__ = ("BackfillProgress", "CatchUpProgress", "HistoryLedger", "SqliteHistory", "StoredMessage")
+__all__ = ("BackfillProgress", "CatchUpProgress", "Exclusion", "HistoryLedger", "SqliteHistory", "StoredMessage")
 
 # The newest first: the span a catch-up checks for edits and deletes ends at the newest stored message.
 SELECT_RECENT = """
@@ -63,6 +63,22 @@ DELETE FROM {table} WHERE guild_id = ? AND (channel_id = ? OR parent_channel_id 
 """
 DELETE_PROGRESS_OF_GUILD = "DELETE FROM {table} WHERE guild_id = ?"
 PROGRESS_TABLES = ("catchup_progress", "backfill_progress")
+EXCLUSION_COLUMNS = "guild_id, channel_id, author_id, message_id, since, until"
+# Those that can cover a message of the channel (or of a thread of ``parent``), in the guild or in every guild.
+SELECT_EXCLUSIONS = f"""
+SELECT {EXCLUSION_COLUMNS} FROM history_exclusions
+WHERE (guild_id = ? OR guild_id IS NULL) AND (channel_id IS NULL OR channel_id = ? OR channel_id = ?)
+"""
+# One row per kind of exclusion and start: a newer one replaces the older (it covers at least as much).
+DELETE_SAME_EXCLUSION = """
+DELETE FROM history_exclusions WHERE guild_id IS ? AND channel_id IS ? AND author_id IS ? AND message_id IS ?
+    AND since = ?
+"""
+INSERT_EXCLUSION = f"INSERT INTO history_exclusions ({EXCLUSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+END_OPEN_EXCLUSIONS = """
+UPDATE history_exclusions SET until = ?
+WHERE guild_id = ? AND channel_id = ? AND author_id IS NULL AND message_id IS NULL AND until IS NULL
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +89,34 @@ class StoredMessage:
     content: str
     created_at: float
     edited_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    """What reading history again must never store, because memory would not have it now: what was forgotten (a
+    guild, a channel and its threads, a member, one message) and what was said while a channel's capture was off or
+    before a member opted back in.
+
+    ``None`` fields cover everything (``guild_id`` None: every guild); it covers messages created from ``since`` to
+    ``until`` (Unix seconds; ``until`` None: still going on), or the one ``message_id``.
+    """
+
+    guild_id: int | None
+    channel_id: int | None = None
+    author_id: int | None = None
+    message_id: int | None = None
+    since: float = 0.0
+    until: float | None = None
+
+    def covers(self, channel_id: int, parent_id: int | None, author_id: int, message_id: int,
+               created_at: float) -> bool:
+        if self.channel_id is not None and self.channel_id not in (channel_id, parent_id):
+            return False
+        if self.author_id is not None and self.author_id != author_id:
+            return False
+        if self.message_id is not None:
+            return self.message_id == message_id
+        return self.since <= created_at and (self.until is None or created_at <= self.until)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +183,15 @@ class HistoryLedger(Protocol):
         """Drop the progress of a channel and its threads (or a whole guild): its memory was forgotten, so a
         backfill reads it all again instead of skipping what it once read."""
 
+    async def exclusions(self, guild_id: int, channel_id: int, parent_id: int | None) -> list[Exclusion]:
+        """Every exclusion that can cover a message of the channel (a thread of ``parent_id``) in the guild."""
+
+    async def exclude(self, exclusion: Exclusion) -> None:
+        """Records what history must not bring back."""
+
+    async def end_exclusions(self, guild_id: int, channel_id: int, until: float) -> None:
+        """Ends the channel's open exclusions at ``until``: capture is on again."""
+
 
 def _stored(rows: list[tuple]) -> list[StoredMessage]:
     return [StoredMessage(*row) for row in rows]
@@ -152,6 +205,10 @@ def _recent(connection: sqlite3.Connection, guild_id: int, channel_id: int, befo
 def _between(connection: sqlite3.Connection, guild_id: int, channel_id: int, after: float,
              until: float) -> list[StoredMessage]:
     return _stored(connection.execute(SELECT_BETWEEN, (guild_id, channel_id, after, until)).fetchall())
+
+
+def _all(connection: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
+    return connection.execute(sql, params).fetchall()
 
 
 def _one(connection: sqlite3.Connection, sql: str, params: tuple) -> tuple | None:
@@ -216,7 +273,19 @@ class SqliteHistory:
             p.channel_id, p.guild_id, p.parent_channel_id, p.oldest_id, p.newest_id, int(p.reached_start),
             time.time()))
 
-    # -- forgetting -------------------------------------------------------------------------------------------
+    # -- forgetting, and what history must not bring back ----------------------------------------------------
+
+    async def exclusions(self, guild_id: int, channel_id: int, parent_id: int | None) -> list[Exclusion]:
+        rows = await self._store.read(_all, SELECT_EXCLUSIONS, (guild_id, channel_id, parent_id))
+        return [Exclusion(*row) for row in rows]
+
+    async def exclude(self, exclusion: Exclusion) -> None:
+        e = exclusion
+        await self._execute(DELETE_SAME_EXCLUSION, (e.guild_id, e.channel_id, e.author_id, e.message_id, e.since))
+        await self._execute(INSERT_EXCLUSION, (e.guild_id, e.channel_id, e.author_id, e.message_id, e.since, e.until))
+
+    async def end_exclusions(self, guild_id: int, channel_id: int, until: float) -> None:
+        await self._execute(END_OPEN_EXCLUSIONS, (until, guild_id, channel_id))
 
     async def forget(self, guild_id: int, channel_id: int | None = None) -> None:
         """Drop the progress of a channel and its threads (or a whole guild): its memory was forgotten, so a

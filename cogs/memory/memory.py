@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .backends import history_for, indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
+from .history import Exclusion
 from .ingest import IngestQueue
 from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
@@ -195,17 +197,26 @@ class Memory:
     async def delete(self, message_ids: Sequence[int]) -> int:
         return self._forgot(await self.ingest.delete(message_ids))
 
+    # Forgetting by request also tells history (catch-up, backfill) never to store that again.
+
+    async def forget_message(self, guild_id: int, message_id: int) -> int:
+        await self.history.exclude(Exclusion(guild_id, message_id=message_id))
+        return await self.delete([message_id])
+
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
+        await self.history.exclude(Exclusion(guild_id, channel_id, until=time.time()))
         await self.history.forget(guild_id, channel_id)
         return self._forgot(await self.ingest.delete_channel(guild_id, channel_id))
 
     async def delete_guild(self, guild_id: int) -> int:
+        await self.history.exclude(Exclusion(guild_id, until=time.time()))
         await self.history.forget(guild_id)
         count = self._forgot(await self.ingest.delete_guild(guild_id))
         self._policy.forget_guild(guild_id)
         return count
 
     async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+        await self.history.exclude(Exclusion(guild_id, channel_id, author_id, until=time.time()))
         return self._forgot(await self.ingest.delete_author(guild_id, author_id, channel_id))
 
     @property
@@ -234,12 +245,21 @@ class Memory:
         return await self._policy.settings(guild_id)
 
     async def save_settings(self, guild_id: int, settings: GuildSettings) -> None:
+        """Saves a guild's settings; history never stores what a channel said while its capture was off."""
+        was_off, now = (await self.settings(guild_id)).capture_disabled_channel_ids, time.time()
         await self._policy.save_settings(guild_id, settings)
+        for channel_id in settings.capture_disabled_channel_ids - was_off:
+            await self.history.exclude(Exclusion(guild_id, channel_id, since=now))
+        for channel_id in was_off - settings.capture_disabled_channel_ids:
+            await self.history.end_exclusions(guild_id, channel_id, now)
 
     async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
         return await self._policy.is_opted_out(guild_id, user_id)
 
     async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
+        """Opting back in: history still never stores what the member said before (while opted out)."""
+        if not opted_out:
+            await self.history.exclude(Exclusion(guild_id, author_id=user_id, until=time.time()))
         await self._policy.set_opt_out(guild_id, user_id, opted_out)
 
     async def apply_retention(self, now: datetime | None = None) -> int:

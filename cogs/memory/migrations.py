@@ -191,6 +191,24 @@ MIGRATIONS: tuple[Migration, ...] = (
                    (julianday('now') - 2440587.5) * 86400.0
             FROM guild_settings AS settings, json_each(settings.settings, '$.backfill_progress') AS progress
             """,
+            # What reading history again must never store (history.Exclusion); a channel whose capture is off now
+            # has been off since a moment nobody recorded, so from the start.
+            """
+            CREATE TABLE history_exclusions (
+                guild_id INTEGER,
+                channel_id INTEGER,
+                author_id INTEGER,
+                message_id INTEGER,
+                since REAL NOT NULL DEFAULT 0,
+                until REAL
+            )
+            """,
+            "CREATE INDEX history_exclusions_guild ON history_exclusions (guild_id)",
+            """
+            INSERT INTO history_exclusions (guild_id, channel_id)
+            SELECT settings.guild_id, disabled.value
+            FROM guild_settings AS settings, json_each(settings.settings, '$.capture_disabled_channel_ids') AS disabled
+            """,
         ),
     ),
 )

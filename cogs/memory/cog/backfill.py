@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 import discord
 
 from . import replies
+from .options import UserInputError
 from .reconcile import PAGE_SIZE, Reconciler, parent_id, read_page
 from ..history import BackfillProgress
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
-__all__ = ("BackfillInterrupted", "ProgressReport", "read_history")
+__all__ = ("BackfillInterrupted", "ProgressReport", "backfill_command", "read_history")
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,32 @@ class BackfillInterrupted(Exception):
         super().__init__(f"stopped after {read} messages: {error}")
         self.read = read
         self.error = error
+
+
+async def backfill_command(memory: Memory, interaction: discord.Interaction, channel: discord.abc.GuildChannel,
+                           limit: int, running: set[int]) -> None:
+    """/memory backfill: reads ``channel``'s history (``running``: the channels being read now) and says how it went.
+
+    A channel whose capture is off is refused: memory would not store what it says live either.
+    """
+    if channel.id in running:
+        raise UserInputError(replies.BACKFILL_RUNNING.format(channel=channel.mention))
+    if channel.id in (await memory.settings(interaction.guild_id)).capture_disabled_channel_ids:
+        raise UserInputError(replies.BACKFILL_CAPTURE_OFF.format(channel=channel.mention))
+    report = ProgressReport(interaction)
+    await interaction.response.send_message(replies.BACKFILL_STARTED.format(channel=channel.mention), ephemeral=True)
+    running.add(channel.id)
+    try:
+        read = await read_history(memory, interaction.guild_id, channel, limit, report)
+    except BackfillInterrupted as stopped:
+        error = stopped.error
+        log.warning("Backfill of channel %d stopped after %d messages: %s", channel.id, stopped.read, error)
+        await report.show(replies.BACKFILL_FAILED.format(channel=channel.mention, count=stopped.read,
+                                                         status=error.status, error=error.text or "no details"))
+        return
+    finally:
+        running.discard(channel.id)
+    await report.show(replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
 
 
 async def read_history(memory: Memory, guild_id: int, channel: discord.abc.Messageable, limit: int,

@@ -13,7 +13,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from . import replies
-from .backfill import BackfillInterrupted, ProgressReport, read_history
+from .backfill import backfill_command
 from .catchup import CatchUp, heard_until_now
 from .capture import parse_message_link
 from .latency import Latencies
@@ -232,7 +232,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             author_id = await self._author_of(interaction.guild, channel_id, message_id)
             if author_id not in (interaction.user.id, None):
                 raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
-        return "that message", lambda: memory.delete([message_id])
+        return "that message", lambda: memory.forget_message(interaction.guild_id, message_id)
 
     async def _author_of(self, guild: discord.Guild, channel_id: int, message_id: int) -> int | None:
         """The author's id from Discord; None when the message is gone there (so anyone may clear its memory)."""
@@ -277,23 +277,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         channel: discord.TextChannel | discord.Thread | discord.VoiceChannel,
         limit: app_commands.Range[int, 1, 100_000] = 1000,
     ) -> None:
-        memory = self.memory()
-        if channel.id in self._backfills:
-            raise UserInputError(replies.BACKFILL_RUNNING.format(channel=channel.mention))
-        report = ProgressReport(interaction)
-        await interaction.response.send_message(replies.BACKFILL_STARTED.format(channel=channel.mention), ephemeral=True)
-        self._backfills.add(channel.id)
-        try:
-            read = await read_history(memory, interaction.guild_id, channel, limit, report)
-        except BackfillInterrupted as stopped:
-            error = stopped.error
-            log.warning("Backfill of channel %d stopped after %d messages: %s", channel.id, stopped.read, error)
-            await report.show(replies.BACKFILL_FAILED.format(channel=channel.mention, count=stopped.read,
-                                                             status=error.status, error=error.text or "no details"))
-            return
-        finally:
-            self._backfills.discard(channel.id)
-        await report.show(replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
+        await backfill_command(self.memory(), interaction, channel, limit, self._backfills)
 
     @app_commands.command(name="settings", description="Show or change memory settings for this server (admins)")
     @app_commands.describe(

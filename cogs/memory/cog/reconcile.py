@@ -5,6 +5,7 @@ read history through here, a page (one request) at a time."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 import discord
 
 from .capture import is_chat_message, record_from_message
-from ..history import StoredMessage
+from ..history import Exclusion, StoredMessage
 from ..ingest import edited_content
 
 if TYPE_CHECKING:
@@ -73,7 +74,9 @@ class Reconciler:
     """Brings memory in line with pages of one channel's history.
 
     ``add_after``: only messages with a later id are stored (those up to it are only checked); None stores every
-    chat message memory lacks. Opted-out members' messages are never stored, as in live capture.
+    chat message memory lacks that live capture would store now: never in a channel whose capture is off, never an
+    opted-out member's, never one older than the guild keeps, and never what was forgotten or said while capture was
+    off or before its author opted back in (the ledger's exclusions).
     """
 
     def __init__(self, memory: Memory, guild_id: int, channel: discord.abc.Messageable, *,
@@ -86,11 +89,12 @@ class Reconciler:
     async def apply(self, page: list[discord.Message], after: int, upto: int) -> PageResult:
         """``page`` is every message of the channel with an id above ``after`` and up to ``upto``."""
         stored = await self._stored(after, upto)
+        storable = await self._storable_now()
         added = edited = 0
         for message in page:
             current = stored.pop(message.id, None)
             if current is None:
-                if await self._storable(message):
+                if await storable(message):
                     await self._memory.add(record_from_message(message))
                     added += 1
             elif _edited_since(current, message):
@@ -110,7 +114,33 @@ class Reconciler:
         messages = await self._memory.history.messages_between(self._guild_id, self._channel.id, start, end)
         return {message.message_id: message for message in messages if after < message.message_id <= upto}
 
-    async def _storable(self, message: discord.Message) -> bool:
-        if self._add_after is not None and message.id <= self._add_after:
-            return False
-        return is_chat_message(message) and not await self._memory.is_opted_out(self._guild_id, message.author.id)
+    async def _storable_now(self) -> Callable[[discord.Message], Awaitable[bool]]:
+        """Which messages of this page may be stored, by the settings and exclusions as they are now."""
+        settings = await self._memory.settings(self._guild_id)
+        if self._channel.id in settings.capture_disabled_channel_ids:
+            return _nothing
+        days = settings.retention_days
+        kept_from = discord.utils.utcnow() - timedelta(days=days) if days else None
+        parent = parent_id(self._channel)
+        excluded = await self._memory.history.exclusions(self._guild_id, self._channel.id, parent)
+
+        async def storable(message: discord.Message) -> bool:
+            if self._add_after is not None and message.id <= self._add_after:
+                return False
+            if not is_chat_message(message) or (kept_from is not None and message.created_at < kept_from):
+                return False
+            if _covered(excluded, message, parent):
+                return False
+            return not await self._memory.is_opted_out(self._guild_id, message.author.id)
+
+        return storable
+
+
+async def _nothing(message: discord.Message) -> bool:
+    return False
+
+
+def _covered(excluded: list[Exclusion], message: discord.Message, parent: int | None) -> bool:
+    created_at = message.created_at.timestamp()
+    return any(exclusion.covers(message.channel.id, parent, message.author.id, message.id, created_at)
+               for exclusion in excluded)

@@ -51,6 +51,7 @@ BACKFILL_STARTED = "Reading the history of {channel}…"
 BACKFILL_PROGRESS = "Reading the history of {channel}: {count} messages so far…"
 BACKFILL_DONE = "Backfill of {channel} finished: read {count} messages, newest first. Run it again to go further back."
 BACKFILL_RUNNING = "A backfill of {channel} is already running; wait for it to finish."
+BACKFILL_CAPTURE_OFF = "Capture is off in {channel}, so its history is not read either: turn it on with /memory settings first."
 BACKFILL_FAILED = ("Backfill of {channel} stopped after {count} messages: Discord answered {status} ({error}). "
                    "What it read is saved; run it again to go on from there.")
 

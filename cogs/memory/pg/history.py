@@ -7,7 +7,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..history import BackfillProgress, CatchUpProgress, StoredMessage
+from ..history import BackfillProgress, CatchUpProgress, Exclusion, StoredMessage
 from ..rows import to_timestamp
 
 if TYPE_CHECKING:
@@ -53,6 +53,21 @@ ON CONFLICT (channel_id) DO UPDATE SET
 DELETE_PROGRESS_OF_CHANNEL = "DELETE FROM {table} WHERE guild_id = $1 AND (channel_id = $2 OR parent_channel_id = $2)"
 DELETE_PROGRESS_OF_GUILD = "DELETE FROM {table} WHERE guild_id = $1"
 PROGRESS_TABLES = ("catchup_progress", "backfill_progress")
+EXCLUSION_COLUMNS = "guild_id, channel_id, author_id, message_id, since, until"
+SELECT_EXCLUSIONS = f"""
+SELECT {EXCLUSION_COLUMNS} FROM history_exclusions
+WHERE (guild_id = $1 OR guild_id IS NULL) AND (channel_id IS NULL OR channel_id = $2 OR channel_id = $3)
+"""
+DELETE_SAME_EXCLUSION = """
+DELETE FROM history_exclusions
+WHERE guild_id IS NOT DISTINCT FROM $1 AND channel_id IS NOT DISTINCT FROM $2 AND author_id IS NOT DISTINCT FROM $3
+    AND message_id IS NOT DISTINCT FROM $4 AND since = $5
+"""
+INSERT_EXCLUSION = f"INSERT INTO history_exclusions ({EXCLUSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"
+END_OPEN_EXCLUSIONS = """
+UPDATE history_exclusions SET until = $1
+WHERE guild_id = $2 AND channel_id = $3 AND author_id IS NULL AND message_id IS NULL AND until IS NULL
+"""
 
 
 class PostgresHistory:
@@ -110,3 +125,16 @@ class PostgresHistory:
                 await self._execute(DELETE_PROGRESS_OF_GUILD.format(table=table), guild_id)
             else:
                 await self._execute(DELETE_PROGRESS_OF_CHANNEL.format(table=table), guild_id, channel_id)
+
+    async def exclusions(self, guild_id: int, channel_id: int, parent_id: int | None) -> list[Exclusion]:
+        rows = await self._store.fetch(SELECT_EXCLUSIONS, guild_id, channel_id, parent_id)
+        return [Exclusion(*row) for row in rows]
+
+    async def exclude(self, exclusion: Exclusion) -> None:
+        e = exclusion
+        async with self._store.acquire() as conn, conn.transaction():
+            await conn.execute(DELETE_SAME_EXCLUSION, e.guild_id, e.channel_id, e.author_id, e.message_id, e.since)
+            await conn.execute(INSERT_EXCLUSION, e.guild_id, e.channel_id, e.author_id, e.message_id, e.since, e.until)
+
+    async def end_exclusions(self, guild_id: int, channel_id: int, until: float) -> None:
+        await self._execute(END_OPEN_EXCLUSIONS, until, guild_id, channel_id)

@@ -139,6 +139,24 @@ MIGRATIONS: tuple[Migration, ...] = (
                    extract(epoch FROM now())
             FROM guild_settings AS settings, jsonb_each_text(settings.settings -> 'backfill_progress') AS progress
             """,
+            # What reading history again must never store (history.Exclusion); capture off now: off from the start.
+            """
+            CREATE TABLE history_exclusions (
+                guild_id BIGINT,
+                channel_id BIGINT,
+                author_id BIGINT,
+                message_id BIGINT,
+                since DOUBLE PRECISION NOT NULL DEFAULT 0,
+                until DOUBLE PRECISION
+            )
+            """,
+            "CREATE INDEX history_exclusions_guild ON history_exclusions (guild_id)",
+            """
+            INSERT INTO history_exclusions (guild_id, channel_id)
+            SELECT settings.guild_id, disabled::bigint
+            FROM guild_settings AS settings,
+                 jsonb_array_elements_text(settings.settings -> 'capture_disabled_channel_ids') AS disabled
+            """,
         ),
     ),
 )

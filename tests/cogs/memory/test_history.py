@@ -18,7 +18,7 @@ import pytest
 from cogs.memory import migrations
 from cogs.memory.backends import history_for
 from cogs.memory.embedding import EmbeddingService
-from cogs.memory.history import BackfillProgress, CatchUpProgress, HistoryLedger, SqliteHistory
+from cogs.memory.history import BackfillProgress, CatchUpProgress, Exclusion, HistoryLedger
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.pg import schema
 from cogs.memory.pg.indexes import DatabaseIndexes
@@ -157,42 +157,98 @@ async def test_forgetting_a_guild_drops_its_progress(ledger: HistoryLedger) -> N
     assert (await ledger.backfill_progress(10), await ledger.backfill_progress(30) is not None) == (None, True)
 
 
-# -- the migration from the settings' backfill progress -------------------------------------------------------------
+# -- what history must not bring back ------------------------------------------------------------------------------
 
 
-async def test_a_backfills_old_place_becomes_its_progress_in_sqlite(db_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    before = [m for m in migrations.MIGRATIONS if m.name < "0007"]
-    conn = await aiosqlite.connect(db_path, isolation_level=None)
-    monkeypatch.setattr(migrations, "MIGRATIONS", tuple(before))
-    await migrations.apply_migrations(conn)
-    settings = {"auto_recall": True, "backfill_progress": {"10": 99}}
-    await conn.execute("INSERT INTO guild_settings (guild_id, settings) VALUES (1, ?)", (json.dumps(settings),))
-    await conn.close()
-    monkeypatch.undo()
-    store = await MemoryStore.open(db_path)
+async def test_a_channels_exclusions_are_its_own_its_parents_and_the_guilds(ledger: HistoryLedger) -> None:
+    wanted = [Exclusion(1, 10, until=5.0), Exclusion(1, 20, author_id=7, until=6.0), Exclusion(1, author_id=8),
+              Exclusion(None, author_id=9, until=7.0), Exclusion(1, message_id=99)]
+    for exclusion in [*wanted, Exclusion(1, 11, until=5.0), Exclusion(2, author_id=8, until=5.0)]:
+        await ledger.exclude(exclusion)
+    assert sorted(await ledger.exclusions(1, 20, 10), key=repr) == sorted(wanted, key=repr)
+
+
+async def test_capture_on_again_ends_the_channels_open_exclusion(ledger: HistoryLedger) -> None:
+    await ledger.exclude(Exclusion(1, 10, since=100.0))
+    await ledger.end_exclusions(1, 10, 200.0)
+    assert await ledger.exclusions(1, 10, None) == [Exclusion(1, 10, since=100.0, until=200.0)]
+
+
+async def test_a_later_forget_of_the_same_thing_replaces_the_earlier(ledger: HistoryLedger) -> None:
+    await ledger.exclude(Exclusion(1, 10, until=100.0))
+    await ledger.exclude(Exclusion(1, 10, until=200.0))
+    assert await ledger.exclusions(1, 10, None) == [Exclusion(1, 10, until=200.0)]
+
+
+@pytest.mark.parametrize(("exclusion", "covered"), [
+    (Exclusion(1, 10, until=100.0), [True, True, False, False]),
+    (Exclusion(1, 10, since=50.0), [False, True, True, False]),
+    (Exclusion(1, author_id=7, until=100.0), [True, True, False, True]),
+    (Exclusion(1, message_id=2), [False, True, False, False]),
+])
+def test_an_exclusion_covers_its_span_of_a_channel_its_threads_an_author_or_one_message(
+        exclusion: Exclusion, covered: list[bool]) -> None:
+    # (channel, parent, author, message id, created at): in channel 10 at 10 s, in its thread at 60 s, in channel 10
+    # at 150 s, in channel 11 at 20 s
+    messages = [(10, None, 7, 1, 10.0), (20, 10, 7, 2, 60.0), (10, None, 8, 3, 150.0), (11, None, 7, 4, 20.0)]
+    assert [exclusion.covers(*message) for message in messages] == covered
+
+
+# -- the migration from the settings ---------------------------------------------------------------------------------
+
+MigratedFrom = Callable[[dict[str, Any]], Awaitable[HistoryLedger]]
+
+
+async def _sqlite_before_history(path: Path, settings: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = await aiosqlite.connect(path, isolation_level=None)
     try:
-        progress = await SqliteHistory(store, asyncio.Lock()).backfill_progress(10)
-    finally:
-        await store.close()
-    assert progress == BackfillProgress(10, 1, None, oldest_id=99, newest_id=99, reached_start=False)
-
-
-async def test_a_backfills_old_place_becomes_its_progress_in_postgresql(database_url: str,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    conn = await asyncpg.connect(database_url)
-    try:
-        monkeypatch.setattr(schema, "MIGRATIONS", tuple(m for m in schema.MIGRATIONS if m.name < "0002"))
-        await schema.apply_migrations(conn)
-        settings = {"auto_recall": True, "backfill_progress": {"10": 99}}
-        await conn.execute("INSERT INTO guild_settings (guild_id, settings) VALUES (1, $1::jsonb)",
-                           json.dumps(settings))
+        monkeypatch.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m.name < "0008"))
+        await migrations.apply_migrations(conn)
+        await conn.execute("INSERT INTO guild_settings (guild_id, settings) VALUES (1, ?)", (settings,))
     finally:
         await conn.close()
-    monkeypatch.undo()
-    store = await PostgresStore.open(database_url)
+
+
+async def _postgresql_before_history(url: str, settings: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = await asyncpg.connect(url)
     try:
-        progress = await history_for(store, asyncio.Lock()).backfill_progress(10)
+        monkeypatch.setattr(schema, "MIGRATIONS", tuple(m for m in schema.MIGRATIONS if m.name < "0003"))
+        await schema.apply_migrations(conn)
+        await conn.execute("INSERT INTO guild_settings (guild_id, settings) VALUES (1, $1::jsonb)", settings)
     finally:
+        await conn.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def migrated_from(request: pytest.FixtureRequest, tmp_path: Path,
+                        monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[MigratedFrom]:
+    """Opens the ledger of a database whose guild 1 had ``settings`` from before the history ledger existed."""
+    opened: list[Any] = []
+
+    async def migrated(settings: dict[str, Any]) -> HistoryLedger:
+        if request.param == "sqlite":
+            await _sqlite_before_history(tmp_path / "memory.sqlite3", json.dumps(settings), monkeypatch)
+            monkeypatch.undo()
+            store: Any = await MemoryStore.open(tmp_path / "memory.sqlite3")
+        else:
+            url = await fresh_database(request.getfixturevalue("postgres_server_url"))
+            await _postgresql_before_history(url, json.dumps(settings), monkeypatch)
+            monkeypatch.undo()
+            store = await PostgresStore.open(url)
+        opened.append(store)
+        return history_for(store, asyncio.Lock())
+
+    yield migrated
+    for store in opened:
         await store.close()
-    assert progress == BackfillProgress(10, 1, None, oldest_id=99, newest_id=99, reached_start=False)
+
+
+async def test_a_backfills_old_place_becomes_its_progress(migrated_from: MigratedFrom) -> None:
+    ledger = await migrated_from({"auto_recall": True, "backfill_progress": {"10": 99}})
+    assert await ledger.backfill_progress(10) == BackfillProgress(10, 1, None, oldest_id=99, newest_id=99,
+                                                                  reached_start=False)
+
+
+async def test_a_channel_whose_capture_is_off_is_excluded_from_the_start(migrated_from: MigratedFrom) -> None:
+    ledger = await migrated_from({"capture_disabled_channel_ids": [10]})
+    assert (await ledger.exclusions(1, 10, None), await ledger.exclusions(1, 11, None)) == ([Exclusion(1, 10)], [])

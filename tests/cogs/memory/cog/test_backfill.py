@@ -25,12 +25,10 @@ def backfill(monkeypatch):
 
 
 @pytest.fixture
-async def history(slash, guild, channel, member, admin):
-    """Three messages said while capture was off in ``channel``, oldest first."""
-    await slash.run("memory settings", admin, channel, capture_channel=channel, capture=False)
+def history(guild, channel, member):
+    """Three messages said in ``channel`` before the bot heard it, oldest first."""
     for age in ("oldest", "older", "newest"):
-        await say(f"{age} picnic plans", member, channel)
-    bot_replies()
+        said_while_away(f"{age} picnic plans", member, channel)
 
 
 def done(channel, count):
