@@ -123,6 +123,9 @@ class Reconciler:
         kept_from = discord.utils.utcnow() - timedelta(days=days) if days else None
         parent = parent_id(self._channel)
         excluded = await self._memory.history.exclusions(self._guild_id, self._channel.id, parent)
+        # A member who left while the bot was away: live, their leave would have forgotten them (webhooks are no one).
+        guild = getattr(self._channel, "guild", None)
+        members = guild if settings.forget_on_leave and guild is not None and guild.chunked else None
 
         async def storable(message: discord.Message) -> bool:
             if self._add_after is not None and message.id <= self._add_after:
@@ -130,6 +133,8 @@ class Reconciler:
             if not is_chat_message(message) or (kept_from is not None and message.created_at < kept_from):
                 return False
             if _covered(excluded, message, parent):
+                return False
+            if members is not None and message.webhook_id is None and members.get_member(message.author.id) is None:
                 return False
             return not await self._memory.is_opted_out(self._guild_id, message.author.id)
 

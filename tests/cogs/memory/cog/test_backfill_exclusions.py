@@ -82,6 +82,18 @@ async def test_a_message_older_than_the_guild_keeps_is_not_read_in(memory_bot, s
     assert await stored(memory_bot, guild) == ["picnic lately"]
 
 
+async def test_a_member_who_left_is_not_read_in_where_leaving_forgets(memory_bot, slash, guild, channel, member,
+                                                                     admin, members):
+    await slash.run("memory settings", admin, channel, forget_on_leave=True)
+    gone = members[1]
+    said_while_away("picnic from one who left", gone, channel)
+    said_while_away("picnic from one who stayed", member, channel)
+    guild._remove_member(gone)  # the leave happened while the bot was away: no event, and a new session's guild
+    guild._member_count = len(guild.members)  # data counts the members there are now
+    await backfill(slash, admin, channel)
+    assert await stored(memory_bot, guild) == ["picnic from one who stayed"]
+
+
 # -- what was forgotten ---------------------------------------------------------------------------------------------
 
 FORGETS = {
