@@ -31,6 +31,11 @@ async def backfill(slash, admin, channel):
     return http
 
 
+def a_moment_later():
+    """A time surely after what happened just now: message times count whole milliseconds."""
+    return discord.utils.utcnow() + timedelta(seconds=1)
+
+
 async def a_month_later(bot, profile):
     """A restart 30 days on: the forget's tombstones have expired, and nothing of it is left in this process."""
     from cogs.memory.memory import Memory
@@ -60,7 +65,7 @@ async def test_what_was_said_while_capture_was_off_is_not_read_in(memory_bot, sl
     await slash.run("memory settings", admin, channel, capture_channel=channel, capture=False)
     await say("picnic secret", member, channel)
     await slash.run("memory settings", admin, channel, capture_channel=channel, capture=True)
-    said_while_away("picnic after", member, channel)
+    said_while_away("picnic after", member, channel, at=a_moment_later())
     await backfill(slash, admin, channel)
     assert await stored(memory_bot, guild) == ["picnic after", "picnic before"]
 
@@ -69,7 +74,7 @@ async def test_what_a_member_said_while_opted_out_is_not_read_in(memory_bot, sla
     await slash.run("memory optout", member, channel)
     await say("picnic secret", member, channel)
     await slash.run("memory optin", member, channel)
-    said_while_away("picnic after", member, channel)
+    said_while_away("picnic after", member, channel, at=a_moment_later())
     await backfill(slash, admin, channel)
     assert await stored(memory_bot, guild) == ["picnic after"]
 
@@ -114,7 +119,7 @@ async def test_what_was_forgotten_does_not_come_back_once_its_tombstones_expire(
     await memory_bot.memory.flush()
     await forget(memory_bot.memory, forgotten)
     await a_month_later(memory_bot, tiny_reranker_profile)
-    said_while_away("picnic after", member, channel)
+    said_while_away("picnic after", member, channel, at=a_moment_later())
     await backfill(slash, admin, channel)
     assert await stored(memory_bot, guild) == ["picnic after"]
 
