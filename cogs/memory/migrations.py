@@ -151,6 +151,27 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
+        # Messages stored before their vector exists: a message is written (and keyword-searchable) as it arrives,
+        # and waits here (with its guild) for its vector, across restarts. One the model could not embed keeps its
+        # row, stamped ``rejected_at`` with the error, and is not tried again until its text or predecessor changes.
+        "0007_pending_vectors",
+        (
+            """
+            CREATE TABLE pending_vectors (
+                message_rowid INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+                guild_id INTEGER NOT NULL,
+                rejected_at REAL,
+                error TEXT
+            )
+            """,
+            # The filler reads one guild's waiting messages at a time, in row id order.
+            """
+            CREATE INDEX pending_vectors_waiting ON pending_vectors (guild_id, message_rowid)
+            WHERE rejected_at IS NULL
+            """,
+        ),
+    ),
+    Migration(
         # How far each channel's history has been read again (history.py), so a restart goes on from there: the
         # catch-up after a gateway session began, and /memory backfill in both directions.
         "0008_history_progress",

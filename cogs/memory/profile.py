@@ -14,6 +14,7 @@ from typing import Any
 import psutil
 
 from .config import DEVICES, DTYPES, PROFILES_DIR
+from .coverage import SCRIPTS
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,9 @@ class MemoryProfile:
     # (embedding.KNOWN_PREFIXES: E5 "query: " / "passage: "), "" = none.
     embedding_query_prefix: str | None = None
     embedding_passage_prefix: str | None = None
+    # The scripts the embedding model reads ("latin" or "all"); None = known from its name (coverage.LATIN_ONLY:
+    # all-MiniLM-L6-v2 is "latin"), else "all". Hybrid search leans on keywords for what the model cannot read.
+    embedding_scripts: str | None = None
     embedding_batch_size: int = 32
     vector_candidates: int = 50
     keyword_candidates: int = 50
@@ -128,7 +132,8 @@ class HardwareInfo:
 # --- loading ---------------------------------------------------------------------------------------------------
 
 _CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "provider": PROVIDERS,
-                                         "backend": BACKENDS, "http_api": HTTP_APIS}
+                                         "backend": BACKENDS, "http_api": HTTP_APIS,
+                                         "embedding_scripts": SCRIPTS}
 _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_size", "ingest_queue_size",
                        "batch_size", "max_length", "top_k", "min_cores"})
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",
@@ -162,7 +167,7 @@ def _check_value(source: str, qualified: str, value: Any, annotation: str) -> An
             value = float(value)
         if base == "str" and not isinstance(value, str):
             raise fail("a string")
-    if key in _CHOICES and value not in _CHOICES[key]:
+    if key in _CHOICES and value is not None and value not in _CHOICES[key]:
         raise fail(" | ".join(_CHOICES[key]))
     if key in _POSITIVE and value < 1:
         raise fail("an integer >= 1")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
 from .records import MessageRecord
 
-__all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "WriteBatch", "from_timestamp", "to_timestamp")
+__all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "VectorInput", "WriteBatch", "from_timestamp",
+           "to_timestamp")
 
 
 def to_timestamp(moment: datetime) -> float:
@@ -47,12 +49,31 @@ class ChannelMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class VectorInput:
+    """A stored message that needs a vector, and the text its vector is computed from (with its predecessor)."""
+
+    rowid: int
+    message_id: int
+    guild_id: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class NewRow:
     rowid: int
     record: MessageRecord
     content: str
     fts_body: str
-    vector: np.ndarray
+    # Ingest stores a message before its vector exists (``WriteBatch.pending``); tests may store both at once.
+    vector: np.ndarray | None = None
+
+    def values(self) -> tuple[Any, ...]:
+        """The ``messages`` row, in the column order both stores insert it in (id, message_id, ... reply_to_id)."""
+        record = self.record
+        return (self.rowid, record.message_id, record.guild_id, record.channel_id, record.parent_channel_id,
+                record.private_thread, record.author_id, record.author_name, record.author_is_bot, self.content,
+                to_timestamp(record.created_at), to_timestamp(record.edited_at) if record.edited_at else None,
+                record.reply_to_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +91,8 @@ class EditRow:
 class WriteBatch:
     """Everything one ingest step changes, written in one transaction."""
 
-    model: str
+    # The model of ``vectors``; a batch that writes no vector and bumps no generation needs none.
+    model: str = ""
     inserts: list[NewRow] = field(default_factory=list)
     edits: list[EditRow] = field(default_factory=list)
     vectors: list[tuple[int, np.ndarray]] = field(default_factory=list)
@@ -84,3 +106,12 @@ class WriteBatch:
     # Deleted message ids to remember (ids only), stamped ``deleted_at``: a later add of one is not stored.
     tombstones: list[int] = field(default_factory=list)
     deleted_at: float = 0.0
+    # Messages that need a vector (``pending_vectors``; pending_vectors.py): marked, found again after a restart,
+    # and cleared when their vector is written. ``successors_of``: new rows whose stored successor in the channel
+    # gets a new predecessor, so needs a vector again. ``rejected``: (rowid, why) the model could not embed.
+    pending: list[int] = field(default_factory=list)
+    successors_of: list[int] = field(default_factory=list)
+    resolved: list[int] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    # Rows whose vectors (every model's) no longer describe them and go now; they are in ``pending`` too.
+    dropped_vectors: list[int] = field(default_factory=list)

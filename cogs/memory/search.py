@@ -7,11 +7,13 @@ import json
 import logging
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from . import text
+from .coverage import covered_share, model_scripts
 from .embedding import Embedder
 from .filters import filter_clause
 from .records import Candidate, SearchFilters, checked_limit
@@ -22,20 +24,26 @@ from .vector_index import IndexRegistry
 if TYPE_CHECKING:
     from .profile import MemoryProfile
 
-__all__ = ("Mode", "SearchEngine", "fuse", "spread_to_neighbours")
+__all__ = ("FirstStage", "Fused", "Mode", "SearchEngine", "fuse", "fuse_sides", "spread_to_neighbours")
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "keyword"]
 Hits = list[tuple[int, float]]
+# Each source row id's previous and next row id in its channel.
+Neighbours = dict[int, tuple[int | None, int | None]]
 # A SELECT_CANDIDATES row after its row id: message_id, guild_id, channel_id, author_id, author_name, content,
 # created_at.
 Row = tuple[Any, ...]
 
 # Share of the fused score that comes from the vector side. Both sides are standardised per query first
 # (z-scores), so this weighs evidence, not score scales. Chat questions name people and things the keyword
-# side matches exactly; MiniLM adds paraphrases. Swept 0.3–0.5 on LoCoMo: flat from 0.3 to 0.4.
+# side matches exactly; MiniLM adds paraphrases. Swept 0.3–0.5 on LoCoMo: flat from 0.3 to 0.4. A query partly
+# written in scripts the embedding model does not read gets that much less (coverage.covered_share), and none
+# when the model reads no more than half its words: an English model reads the names in a Chinese question, which
+# the keyword side matches exactly, but not what is asked about them.
 VECTOR_WEIGHT = 0.35
+MIN_COVERED_SHARE = 0.5
 # A message is read in the context of the one before and after it: a strong hit lends this share of its
 # (positive) score to its channel neighbours, which finds answers given in the next turn.
 CONTEXT_WEIGHT = 0.3
@@ -68,7 +76,8 @@ ORDER BY rank LIMIT ?
 SELECT_PASSING = """
 SELECT m.id FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
-SELECT_NEIGHBOURS = """
+# Each row ``c``'s previous and next row id in its channel; a store's statement adds the FROM that names the rows.
+SELECT_NEIGHBOUR_IDS = """
 SELECT c.id,
   (SELECT p.id FROM messages AS p
    WHERE p.guild_id = c.guild_id AND p.channel_id = c.channel_id
@@ -78,8 +87,8 @@ SELECT c.id,
    WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
      AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
    ORDER BY n.created_at, n.message_id LIMIT 1)
-FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value
 """
+SELECT_NEIGHBOURS = SELECT_NEIGHBOUR_IDS + "FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
 FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
@@ -115,7 +124,37 @@ def fuse(vector: Hits, keyword: Hits, vector_weight: float = VECTOR_WEIGHT) -> t
     return fused, sum(weight * floor for weight, _, floor in sides)
 
 
-def spread_to_neighbours(scores: dict[int, float], neighbours: dict[int, tuple[int | None, int | None]],
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """One query's fused scores, the score of a message neither side returned, and which side found each."""
+
+    scores: dict[int, float]
+    floor: float
+    sources: dict[int, list[str]]
+
+
+def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits) -> Fused:
+    """``fuse`` for a hybrid search, the vector side weighted by the share of ``query`` the model reads (``scripts``).
+
+    When the model reads no more than ``MIN_COVERED_SHARE`` of the query's words and the keyword side found
+    something, the vector side is left out: its nearest messages are noise. A single side (one mode, or one side
+    empty) keeps its own order.
+    """
+    weight = VECTOR_WEIGHT
+    if vector and keyword:
+        share = covered_share(query, scripts)
+        if share <= MIN_COVERED_SHARE:
+            vector = []
+        else:
+            weight *= share
+    scores, floor = fuse(vector, keyword, weight)
+    sources: dict[int, list[str]] = {rowid: ["vector"] for rowid, _ in vector}
+    for rowid, _ in keyword:
+        sources.setdefault(rowid, []).append("keyword")
+    return Fused(scores, floor, sources)
+
+
+def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours,
                          floor: float, weight: float = CONTEXT_WEIGHT) -> dict[int, float]:
     """Each source's positive score, times ``weight``, added to its previous and next message in the channel.
 
@@ -139,20 +178,15 @@ def _json_ids(ids: Sequence[int]) -> str:
     return json.dumps([int(i) for i in ids])
 
 
-class SearchEngine:
-    """Hybrid first-stage search over one MemoryStore and its per-guild vector indexes.
+class FirstStage:
+    """The first stage every store shares: each side's hits under the filters, fused by standardised scores,
+    widened to channel neighbours, then the passing rows ranked. A store supplies the three look-ups."""
 
-    SQLite runs on the store's reader threads (each step's queries in one hop), FAISS on the index registry's
-    thread and the query embedding on the model's thread; the event loop only awaits them.
-    """
-
-    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry,
-                 profile: MemoryProfile) -> None:
-        self._store = store
+    def __init__(self, embedder: Embedder, profile: MemoryProfile) -> None:
         self._embedder = embedder
-        self._indexes = indexes
         self.vector_candidates: int = profile.vector_candidates
         self.keyword_candidates: int = profile.keyword_candidates
+        self.scripts = model_scripts(profile.embedding_model, profile.embedding_scripts)
 
     async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
@@ -164,18 +198,46 @@ class SearchEngine:
             self._vector_hits(query, filters, max(self.vector_candidates, limit)) if want_vector else _none(),
             self._keyword_hits(query, filters, max(self.keyword_candidates, limit)) if want_keyword else _none(),
         )
-        scores, floor = fuse(vector, keyword)
-        if not scores:
+        fused = fuse_sides(query, self.scripts, vector, keyword)
+        if not fused.scores:
             return []
-        sources_of = {rowid: ["vector"] for rowid, _ in vector}
-        for rowid, _ in keyword:
-            sources_of.setdefault(rowid, []).append("keyword")
-        strongest = sorted(scores, key=scores.__getitem__, reverse=True)[:CONTEXT_SOURCES]
-        neighbours, rows = await self._store.read(_context_and_rows, strongest, list(scores), filters)
-        scores = spread_to_neighbours(scores, neighbours, floor)
+        strongest = sorted(fused.scores, key=fused.scores.__getitem__, reverse=True)[:CONTEXT_SOURCES]
+        neighbours, rows = await self._context_and_rows(strongest, list(fused.scores), filters)
+        scores = spread_to_neighbours(fused.scores, neighbours, fused.floor)
         ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
-        return [_candidate(rows[rowid], scores[rowid], sources_of.get(rowid, ["context"]), rank)
+        return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank)
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
+
+    async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+        """The ``k`` nearest messages that pass ``filters``, as (row id, cosine), best first."""
+        raise NotImplementedError
+
+    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+        """The ``k`` best keyword matches that pass ``filters``, as (row id, higher-is-better score)."""
+        raise NotImplementedError
+
+    async def _context_and_rows(self, sources: list[int], candidates: list[int],
+                                filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
+        """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
+        raise NotImplementedError
+
+
+class SearchEngine(FirstStage):
+    """Hybrid first-stage search over one MemoryStore and its per-guild vector indexes.
+
+    SQLite runs on the store's reader threads (each step's queries in one hop), FAISS on the index registry's
+    thread and the query embedding on the model's thread; the event loop only awaits them.
+    """
+
+    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry,
+                 profile: MemoryProfile) -> None:
+        super().__init__(embedder, profile)
+        self._store = store
+        self._indexes = indexes
+
+    async def _context_and_rows(self, sources: list[int], candidates: list[int],
+                                filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
+        return await self._store.read(_context_and_rows, sources, candidates, filters)
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embedder.embed_queries([text.embedding_query(query)])
@@ -240,7 +302,7 @@ def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str
 
 
 def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candidates: list[int],
-                      filters: SearchFilters) -> tuple[dict[int, tuple[int | None, int | None]], dict[int, Row]]:
+                      filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
     """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
     neighbours = {rowid: (previous, following) for rowid, previous, following
                   in connection.execute(SELECT_NEIGHBOURS, [_json_ids(sources)])}

@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,9 +18,11 @@ from .database_lock import DatabaseLock
 from .filters import filter_clause
 from .integrity import StoreOpenError
 from .migrations import apply_migrations
+from .pending_vectors import PendingVectorsMixin
 from .readers import ReaderPool
 from .records import SearchFilters
 from .rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, to_timestamp
+from .store_write import write_batch
 
 # The row records are the store's vocabulary: its callers import them from here.
 __all__ = ("ChannelMessage", "EditRow", "MemoryStore", "NewRow", "RowRef", "StoreOpenError", "WriteBatch",
@@ -45,31 +46,12 @@ PRAGMAS = (
     "PRAGMA journal_mode = WAL",
     "PRAGMA foreign_keys = ON",
     "PRAGMA synchronous = NORMAL",
-    "PRAGMA busy_timeout = 5000",
     # A deleted row's bytes (and a freed page's) are overwritten with zeros instead of lingering in the file.
     "PRAGMA secure_delete = ON",
 )
+# How long a write waits for another process's lock (SQLite's busy handler) before it fails.
+BUSY_TIMEOUT_MS = 5000
 SELECT_MAX_ROWID = "SELECT COALESCE(MAX(id), 0) FROM messages"
-INSERT_MESSAGE = """
-INSERT INTO messages (id, message_id, guild_id, channel_id, parent_channel_id, private_thread, author_id,
-                      author_name, author_is_bot, content, created_at, edited_at, reply_to_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-INSERT_FTS = "INSERT INTO messages_fts (rowid, body, author) VALUES (?, ?, ?)"
-UPSERT_VECTOR = "INSERT OR REPLACE INTO embeddings (message_rowid, model, vector) VALUES (?, ?, ?)"
-DELETE_OTHER_VECTORS = "DELETE FROM embeddings WHERE message_rowid = ? AND model != ?"
-UPDATE_MESSAGE = "UPDATE messages SET content = ?, edited_at = ? WHERE id = ?"
-UPDATE_FTS = "UPDATE messages_fts SET body = ?, author = ? WHERE rowid = ?"
-DELETE_FTS = "DELETE FROM messages_fts WHERE rowid = ?"
-DELETE_MESSAGE = "DELETE FROM messages WHERE id = ?"
-DELETE_FTS_OLDER = """
-DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE guild_id = ? AND created_at < ?)
-"""
-DELETE_MESSAGES_OLDER = "DELETE FROM messages WHERE guild_id = ? AND created_at < ?"
-BUMP_GENERATION = """
-INSERT INTO index_generations (guild_id, model, generation) VALUES (?, ?, 1)
-ON CONFLICT (guild_id, model) DO UPDATE SET generation = generation + 1
-"""
 SELECT_GENERATION = "SELECT generation FROM index_generations WHERE guild_id = ? AND model = ?"
 SELECT_FINGERPRINT = f"""
 SELECT COUNT(*), COALESCE(SUM((e.message_rowid * {_CHECKSUM_K}) % {_CHECKSUM_P}), 0)
@@ -111,10 +93,6 @@ DELETE_SETTINGS = "DELETE FROM guild_settings WHERE guild_id = ?"
 INSERT_OPT_OUT = "INSERT OR IGNORE INTO opt_outs (guild_id, user_id) VALUES (?, ?)"
 DELETE_OPT_OUT = "DELETE FROM opt_outs WHERE guild_id = ? AND user_id = ?"
 SELECT_OPT_OUTS = "SELECT guild_id, user_id FROM opt_outs"
-UPSERT_TOMBSTONE = """
-INSERT INTO message_tombstones (message_id, deleted_at) VALUES (?, ?)
-ON CONFLICT (message_id) DO UPDATE SET deleted_at = excluded.deleted_at
-"""
 PRUNE_TOMBSTONES = "DELETE FROM message_tombstones WHERE deleted_at < ?"
 # Which of some ids are stored (0) and which were deleted (1): one query per ingest batch for both checks.
 SELECT_KNOWN_IDS = """
@@ -131,11 +109,7 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]
         yield values[start : start + size]
 
 
-def _vector_blob(vector: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
-
-
-class MemoryStore:
+class MemoryStore(PendingVectorsMixin):
     """One long-lived aiosqlite connection; every write goes through one transaction per call.
 
     Searches read through ``read`` on a pool of read-only connections, so they never wait for a write.
@@ -149,11 +123,12 @@ class MemoryStore:
         self._lock = lock
 
     @classmethod
-    async def open(cls, path: Path) -> MemoryStore:
+    async def open(cls, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> MemoryStore:
         """Open (or create) the database: checked, migrated, its keyword index rebuilt if damaged.
 
         Raises StoreOpenError, whose message says what is wrong (a damaged database, a full disk, a folder in the
         way) and what to do. Holds the database's shared lock until ``close``, so a restore cannot replace it.
+        ``busy_timeout_ms``: how long a write waits for another process's lock before it fails (and is retried).
         """
         lock = DatabaseLock(path)
         conn: aiosqlite.Connection | None = None
@@ -165,6 +140,7 @@ class MemoryStore:
             conn = await aiosqlite.connect(path, isolation_level=None)
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
+            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             await apply_migrations(conn)
             # Before anything reads the keyword index (a purge left pending rewrites it); only with the database to
             # itself, as the check holds the write lock for seconds, which another process's writes would wait out.
@@ -214,41 +190,14 @@ class MemoryStore:
         self._next_rowid += count
         return range(start, start + count)
 
+    async def reload_next_rowid(self) -> None:
+        """Move past row ids another process took (a write of ours failed on one)."""
+        row = await self._fetchone(SELECT_MAX_ROWID)
+        self._next_rowid = max(self._next_rowid, row[0] + 1)
+
     async def write(self, batch: WriteBatch) -> None:
         """Apply one ingest step in a single transaction and bump the touched guilds' index generations."""
-        conn = self._conn
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            if batch.deletes or batch.edits:  # text leaves: erase its traces soon (purge.py)
-                await conn.execute(purge.MARK_PURGE_PENDING, (time.time(),))
-            if batch.deletes:
-                params = [(rowid,) for rowid in batch.deletes]
-                await conn.executemany(DELETE_FTS, params)
-                await conn.executemany(DELETE_MESSAGE, params)
-            if batch.older_than is not None:
-                await conn.execute(DELETE_FTS_OLDER, batch.older_than)
-                await conn.execute(DELETE_MESSAGES_OLDER, batch.older_than)
-            if batch.inserts:
-                await conn.executemany(INSERT_MESSAGE, [_message_params(row) for row in batch.inserts])
-                await conn.executemany(
-                    INSERT_FTS, [(row.rowid, row.fts_body, row.record.author_name) for row in batch.inserts]
-                )
-            if batch.edits:
-                await conn.executemany(UPDATE_MESSAGE, [(e.content, e.edited_at, e.rowid) for e in batch.edits])
-                await conn.executemany(UPDATE_FTS, [(e.fts_body, e.author_name, e.rowid) for e in batch.edits])
-            if batch.replace_all_models:
-                await conn.executemany(DELETE_OTHER_VECTORS, [(rowid, batch.model) for rowid, _ in batch.vectors])
-            vectors = [(row.rowid, batch.model, _vector_blob(row.vector)) for row in batch.inserts]
-            vectors += [(rowid, batch.model, _vector_blob(vector)) for rowid, vector in batch.vectors]
-            if vectors:
-                await conn.executemany(UPSERT_VECTOR, vectors)
-            await conn.executemany(BUMP_GENERATION, [(guild_id, batch.model) for guild_id in batch.guild_ids])
-            if batch.tombstones:
-                await conn.executemany(UPSERT_TOMBSTONE, [(m, batch.deleted_at) for m in batch.tombstones])
-        except BaseException:
-            await conn.rollback()
-            raise
-        await conn.commit()
+        await write_batch(self._conn, batch)
 
     async def purge_pending(self) -> bool:
         """Whether something forgotten may still be readable in the files (until ``erase_forgotten``)."""
@@ -411,23 +360,3 @@ def _rowids_matching(connection: sqlite3.Connection, filters: SearchFilters) -> 
     where, params = filter_clause(filters)
     rows = connection.execute(f"SELECT id FROM messages AS m WHERE {where}", params).fetchall()
     return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-
-
-def _message_params(row: NewRow) -> tuple[Any, ...]:
-    record = row.record
-    return (
-        row.rowid,
-        record.message_id,
-        record.guild_id,
-        record.channel_id,
-        record.parent_channel_id,
-        int(record.private_thread),
-        record.author_id,
-        record.author_name,
-        int(record.author_is_bot),
-        row.content,
-        to_timestamp(record.created_at),
-        to_timestamp(record.edited_at) if record.edited_at else None,
-        record.reply_to_id,
-    )
-

@@ -1,21 +1,22 @@
-"""VectorIndex: one guild's FAISS index (exact while small, IVF once large), saved atomically, checked on load."""
+"""VectorIndex: one guild's FAISS index (exact while small, an HNSW graph once large), saved atomically, checked
+on load."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import faiss
 import numpy as np
 
-from .index_files import IndexFileError, IndexSaveError, read_index_file, why, write_index_file
+from .hnsw import HnswGraph, ef_for
+from .index_files import IndexFileError, IndexMeta, IndexSaveError, read_index_file, why, write_index_file
 from .store import MemoryStore, id_checksum
 
 __all__ = ("IndexFileError", "IndexMeta", "IndexRegistry", "IndexSaveError", "VectorIndex")
@@ -24,31 +25,15 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-# Flat search reads every vector (1.5 kB each for MiniLM): measured ~40 ms at 100k and ~300 ms at 1M on this
-# shared 2-core box, so exact search stops well before 100k.
+# Exact search reads every vector (1.5 kB each for MiniLM). On one thread here it takes p95 ~2 ms at 10k,
+# ~5 ms at 20k and ~16 ms at 50k (and ~10x more with FAISS's two OpenMP threads when the other core is busy);
+# the HNSW graph answers in ~3 ms at any of these sizes, so exact search stops at 20k.
 FLAT_MAX = 20_000
-# An IVF index is retrained (more lists) once it holds this many times what it was trained for.
-RETRAIN_GROWTH = 4
-# Probes per query: aim to scan SCAN_TARGET vectors (~25 ms here), at least MIN_PROBES lists and at most a
-# quarter of them. Real embeddings cluster, so this finds nearly all exact neighbours; random vectors, which do
-# not cluster, are the worst case (bench/scale.py measures that recall).
-SCAN_TARGET = 200_000
-MAX_PROBE_FRACTION = 1 / 4
-MIN_PROBES = 16
+# Tombstoned (removed) nodes are rebuilt away once they outnumber this share of the live ones: at 100k, recall@10
+# stayed 0.95 with half of the graph dead at ef 256.
+DEAD_REBUILD_FRACTION = 0.5
 # A restriction to at most this many ids is searched exactly over just those vectors.
 EXACT_SUBSET_MAX = 40_000
-_TRAIN_POINTS_PER_LIST = 64
-
-
-@dataclass(frozen=True, slots=True)
-class IndexMeta:
-    """What a saved index says it holds; compared with SQLite's fingerprint on load."""
-
-    model: str
-    dimension: int
-    count: int
-    checksum: int
-    generation: int
 
 
 def _unit_rows(vectors: np.ndarray, dimension: int) -> np.ndarray:
@@ -62,33 +47,51 @@ def _ids(ids: np.ndarray | list[int]) -> np.ndarray:
     return np.ascontiguousarray(ids, dtype=np.int64).reshape(-1)
 
 
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """One query runs on one OpenMP thread: a second one only waits for the other core when that core is busy."""
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)  # this thread's setting only, so adds elsewhere keep theirs
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(threads)
+
+
 class VectorIndex:
     """Inner-product search over L2-normalised vectors (= cosine); ids are SQLite row ids.
 
-    Not thread-safe: its owner (``IndexRegistry``) runs every call on one worker thread.
+    Exact (a flat index) up to ``flat_max`` vectors, an HNSW graph above; the kind follows the size whenever
+    the index is built or rebuilt. Not thread-safe: its owner (``IndexRegistry``) runs every call on one
+    worker thread.
     """
 
-    def __init__(self, dimension: int, model: str, flat_max: int = FLAT_MAX) -> None:
+    def __init__(self, dimension: int, model: str, flat_max: int | None = None) -> None:
         self.dimension = dimension
         self.model = model
-        self.flat_max = flat_max
-        self._index: faiss.Index = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
-        self._trained_for = 0
+        self.flat_max = FLAT_MAX if flat_max is None else flat_max
+        self.ef_search: int | None = None  # candidates an HNSW search keeps; None: as many as its size calls for
+        self._flat: faiss.IndexIDMap2 | None = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
+        self._graph: HnswGraph | None = None
         self._id_cache: np.ndarray | None = None
 
     @property
     def kind(self) -> str:
-        return "ivf" if isinstance(self._index, faiss.IndexIVF) else "flat"
+        return "hnsw" if self._graph is not None else "flat"
 
     def __len__(self) -> int:
-        return int(self._index.ntotal)
+        return len(self._graph) if self._graph is not None else int(self._flat.ntotal)
+
+    @property
+    def tombstones(self) -> int:
+        """Removed vectors an HNSW graph still holds (zeroed and filtered out) until its next rebuild."""
+        return self._graph.dead if self._graph is not None else 0
 
     def memory_bytes(self) -> int:
-        """Approximate resident size: the vectors, their ids, and the IVF centroids."""
-        size = len(self) * (self.dimension * 4 + 8)
-        if isinstance(self._index, faiss.IndexIVF):
-            size += self._index.nlist * self.dimension * 4
-        return size
+        """Approximate resident size: the vectors and their ids, and the HNSW graph's links and tombstones."""
+        if self._graph is not None:
+            return self._graph.memory_bytes()
+        return len(self) * (self.dimension * 4 + 8)
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add vectors under ``ids``; an id already present is replaced (an edit re-embeds in place)."""
@@ -100,21 +103,24 @@ class VectorIndex:
             return
         self.remove(ids)
         self._id_cache = None
-        self._index.add_with_ids(vectors, ids)
-        if self.kind == "flat" and len(self) > self.flat_max:
-            self._rebuild_ivf()
-        elif self.kind == "ivf" and len(self) > RETRAIN_GROWTH * self._trained_for:
-            self._rebuild_ivf()
+        if self._graph is not None:
+            self._graph.add(ids, vectors)
+            return
+        self._flat.add_with_ids(vectors, ids)
+        if len(self) > self.flat_max:
+            self._rebuild(*self._flat_contents())
 
     def remove(self, ids: np.ndarray) -> int:
         ids = _ids(ids)
         if not len(ids) or not len(self):
             return 0
         self._id_cache = None
-        if isinstance(self._index, faiss.IndexIVF):
-            # An IVF direct map (hashtable) only removes through an explicit id array.
-            return int(self._index.remove_ids(faiss.IDSelectorArray(len(ids), faiss.swig_ptr(ids))))
-        return int(self._index.remove_ids(faiss.IDSelectorBatch(ids)))
+        if self._graph is None:
+            return int(self._flat.remove_ids(faiss.IDSelectorBatch(ids)))
+        removed = self._graph.remove(ids)
+        if self._graph.dead > DEAD_REBUILD_FRACTION * len(self._graph):
+            self._rebuild(*self._graph.live_contents())
+        return removed
 
     def search(
         self, queries: np.ndarray, k: int, allowed_ids: np.ndarray | None = None
@@ -127,19 +133,21 @@ class VectorIndex:
                 return self._search_subset(queries, k, allowed_ids)
         if not len(self) or k <= 0:
             return _empty(len(queries), max(k, 0))
-        params = self._search_params(allowed_ids)
-        scores, ids = self._index.search(queries, k, params=params)
+        with _one_thread():
+            if self._graph is not None:
+                return self._graph.search(queries, k, self.ef_search or ef_for(len(self)), allowed_ids)
+            params = None if allowed_ids is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed_ids))
+            scores, ids = self._flat.search(queries, k, params=params)
         scores[ids < 0] = -np.inf
         return scores, ids
 
     def ids(self) -> np.ndarray:
         """Every id in the index, sorted."""
         if self._id_cache is None:
-            if isinstance(self._index, faiss.IndexIVF):
-                ids = self._ivf_contents(with_vectors=False)[0]
+            if self._graph is not None:
+                self._id_cache = self._graph.sorted_ids()
             else:
-                ids = faiss.vector_to_array(self._index.id_map).astype(np.int64)
-            self._id_cache = np.sort(ids)
+                self._id_cache = np.sort(faiss.vector_to_array(self._flat.id_map).astype(np.int64))
         return self._id_cache
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
@@ -147,7 +155,9 @@ class VectorIndex:
         ids = _ids(ids)
         if not len(ids):
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return self._index.reconstruct_batch(ids)
+        if self._graph is not None:
+            return self._graph.vectors(ids)
+        return self._flat.reconstruct_batch(ids)
 
     def fingerprint(self) -> tuple[int, int]:
         return len(self), id_checksum(self.ids())
@@ -157,38 +167,31 @@ class VectorIndex:
     def save(self, path: Path, generation: int) -> None:
         """Write atomically: a crash leaves either the old file or the new one, never half of one."""
         count, checksum = self.fingerprint()
-        header = {"trained_for": self._trained_for, "flat_max": self.flat_max, "model": self.model,
-                  "dimension": self.dimension, "count": count, "checksum": checksum, "generation": generation}
-        write_index_file(path, header, self._index)
+        header = {"kind": self.kind, "flat_max": self.flat_max, "model": self.model, "dimension": self.dimension,
+                  "count": count, "checksum": checksum, "generation": generation}
+        arrays = self._graph.to_arrays() if self._graph is not None else {"index": faiss.serialize_index(self._flat)}
+        write_index_file(path, header, arrays)
 
     @classmethod
     def load(cls, path: Path) -> tuple[VectorIndex, IndexMeta]:
         """Read a saved index; raises IndexFileError if the file is missing or does not hold what it claims."""
-        header, index = read_index_file(path)
-        meta = IndexMeta(header["model"], header["dimension"], header["count"], header["checksum"],
-                         header["generation"])
-        self = cls(meta.dimension, meta.model, flat_max=header["flat_max"])
-        self._index = index
-        self._trained_for = header["trained_for"]
-        if isinstance(index, faiss.IndexIVF):
-            index.set_direct_map_type(faiss.DirectMap.Hashtable)
-        if index.d != meta.dimension or self.fingerprint() != (meta.count, meta.checksum):
+        header, arrays = read_index_file(path)
+        try:
+            meta = IndexMeta(header["model"], header["dimension"], header["count"], header["checksum"],
+                             header["generation"])
+            self = cls(meta.dimension, meta.model, flat_max=header["flat_max"])
+            if header["kind"] == "hnsw":
+                self._flat, self._graph = None, HnswGraph.from_arrays(arrays)
+            else:
+                self._flat = faiss.deserialize_index(arrays["index"])
+        except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+            raise IndexFileError(f"{path} is unreadable: {type(exc).__name__}: {exc}") from exc
+        dimension = self._graph.dimension if self._graph is not None else self._flat.d
+        if dimension != meta.dimension or self.fingerprint() != (meta.count, meta.checksum):
             raise IndexFileError(f"{path} does not hold the vectors its header describes")
         return self, meta
 
     # -- internals ------------------------------------------------------------------------------------------
-
-    def _search_params(self, allowed_ids: np.ndarray | None) -> faiss.SearchParameters | None:
-        selector = faiss.IDSelectorBatch(allowed_ids) if allowed_ids is not None else None
-        if isinstance(self._index, faiss.IndexIVF):
-            return faiss.SearchParametersIVF(sel=selector, nprobe=self.nprobe())
-        return faiss.SearchParameters(sel=selector) if selector is not None else None
-
-    def nprobe(self) -> int:
-        nlist = self._index.nlist
-        per_list = max(1.0, len(self) / nlist)
-        wanted = min(SCAN_TARGET / per_list, nlist * MAX_PROBE_FRACTION)
-        return int(min(nlist, max(MIN_PROBES, math.ceil(wanted))))
 
     def _search_subset(self, queries: np.ndarray, k: int, allowed_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         present = allowed_ids[self._contains(allowed_ids)]
@@ -207,47 +210,21 @@ class VectorIndex:
         positions = np.minimum(np.searchsorted(known, ids), max(len(known) - 1, 0))
         return known[positions] == ids if len(known) else np.zeros(len(ids), dtype=bool)
 
-    def _ivf_contents(self, with_vectors: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        lists = self._index.invlists
-        ids, codes = [], []
-        for list_no in range(self._index.nlist):
-            size = lists.list_size(list_no)
-            if not size:
-                continue
-            ids.append(faiss.rev_swig_ptr(lists.get_ids(list_no), size).copy())
-            if with_vectors:
-                raw = faiss.rev_swig_ptr(lists.get_codes(list_no), size * self.dimension * 4)
-                codes.append(np.frombuffer(raw.tobytes(), dtype=np.float32).reshape(size, self.dimension))
-        all_ids = np.concatenate(ids).astype(np.int64) if ids else np.zeros(0, dtype=np.int64)
-        if not with_vectors:
-            return all_ids, None
-        vectors = np.concatenate(codes) if codes else np.zeros((0, self.dimension), dtype=np.float32)
-        return all_ids, vectors
+    def _flat_contents(self) -> tuple[np.ndarray, np.ndarray]:
+        ids = faiss.vector_to_array(self._flat.id_map).astype(np.int64)
+        return ids, self._flat.index.reconstruct_n(0, len(ids))
 
-    def _all(self) -> tuple[np.ndarray, np.ndarray]:
-        if isinstance(self._index, faiss.IndexIVF):
-            ids, vectors = self._ivf_contents(with_vectors=True)
-            return ids, vectors
-        ids = faiss.vector_to_array(self._index.id_map).astype(np.int64)
-        return ids, self._index.index.reconstruct_n(0, len(ids))
-
-    def _rebuild_ivf(self) -> None:
-        ids, vectors = self._all()
-        count = len(ids)
-        nlist = int(min(8192, max(64, round(math.sqrt(count)))))
-        quantizer = faiss.IndexFlatIP(self.dimension)
-        index = faiss.IndexIVFFlat(quantizer, self.dimension, nlist, faiss.METRIC_INNER_PRODUCT)
-        index.own_fields = True
-        quantizer.this.disown()
-        rng = np.random.default_rng(count)
-        sample = vectors[rng.choice(count, min(count, nlist * _TRAIN_POINTS_PER_LIST), replace=False)]
-        index.train(sample)
-        index.set_direct_map_type(faiss.DirectMap.Hashtable)
-        index.add_with_ids(vectors, ids)
-        log.info("Vector index (%s) now IVF with %d lists for %d vectors", self.model, nlist, count)
-        self._index = index
-        self._trained_for = count
+    def _rebuild(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Hold exactly these vectors, in the kind their count calls for (this drops every tombstone)."""
         self._id_cache = None
+        if len(ids) <= self.flat_max:
+            self._flat, self._graph = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dimension)), None
+            self._flat.add_with_ids(vectors, ids)
+            return
+        graph = HnswGraph.empty(self.dimension)
+        graph.add(ids, vectors)
+        self._flat, self._graph = None, graph
+        log.info("Vector index (%s) now an HNSW graph of %d vectors", self.model, len(ids))
 
 
 def _empty(rows: int, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import rerank
+from cogs.memory.rerank import local
 
 ISSUE_KEYS = {"dtype", "pairs", "official_pairs_per_s", "st_pairs_per_s", "ours_pairs_per_s", "speedup_vs_official",
               "speedup_vs_st", "max_abs_diff_vs_official", "ms_per_query_5", "peak_rss_mb", "matmul_peak_gflops",
@@ -69,3 +70,8 @@ def test_comparison_is_pair_by_pair_on_the_baseline_pairs_in_their_order() -> No
 def test_bench_reports_candidates_scored_for_each_budget(bench_result: dict) -> None:
     by_budget = bench_result["ms_for_budget"]["median_scored_by_budget_ms"]
     assert list(by_budget) == ["1000", "2000", "3000", "5000"] and all(0 <= n <= 5 for n in by_budget.values())
+
+
+def test_the_official_method_writes_out_the_model_cards_prompt_that_ours_uses() -> None:
+    assert (rerank.MODEL_CARD_PREFIX, rerank.MODEL_CARD_PAIR, rerank.MODEL_CARD_SUFFIX) == (
+        local.SYSTEM_PREFIX, local.PROMPT_BODY, local.ASSISTANT_SUFFIX)

@@ -1,4 +1,4 @@
-"""bench.scale prints the JSON contract other tools read (a tiny size, random vectors)."""
+"""bench.scale prints the JSON contract other tools read (tiny sizes, random and realistic stand-in vectors)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ import pytest
 
 from bench import scale
 
-CONTRACT_KEYS = {"messages", "vectors", "ingest_msgs_per_s", "search_p50_ms", "search_p95_ms", "bruteforce_p95_ms",
-                 "keyword_p95_ms", "peak_rss_mb"}
+CONTRACT_KEYS = {"messages", "vectors", "ingest_msgs_per_s", "search_p50_ms", "search_p95_ms", "query_embed_p95_ms",
+                 "vector_p95_ms", "keyword_p95_ms", "bruteforce_p95_ms", "peak_rss_mb", "bytes_per_vector",
+                 "index_build_s", "index_load_verify_s", "index_kind"}
 
 
 @pytest.mark.skipif(not (scale.DATA / "messages.jsonl").exists(), reason="needs ../shared/data/locomo")
 async def test_one_size_reports_every_contract_field(tmp_path: Path) -> None:
-    args = scale.parse_args(["--sizes", "1200", "--model-max", "0", "--queries", "3", "--workdir", str(tmp_path)])
+    args = scale.parse_args(["--sizes", "1200", "--model-max", "0", "--vectors", "random", "--queries", "3",
+                             "--workdir", str(tmp_path)])
     run = await scale.run_size(1200, args)
-    assert CONTRACT_KEYS <= run.keys()
-    assert (run["messages"], run["vectors"]) == (1200, "random")
+    assert CONTRACT_KEYS | {"index_recall_at_10_random"} <= run.keys()
+    assert (run["messages"], run["vectors"], run["index_kind"]) == (1200, "random", "flat")
     assert json.loads(json.dumps(run)) == run
 
 
@@ -32,11 +34,21 @@ def write_tiny_dataset(directory: Path) -> Path:
     return directory
 
 
+async def test_realistic_vectors_come_from_each_messages_real_vector(tmp_path: Path) -> None:
+    data = write_tiny_dataset(tmp_path)
+    args = scale.parse_args(["--sizes", "300", "--model-max", "0", "--queries", "3", "--data", str(data),
+                             "--vector-cache", str(tmp_path / "cache"), "--workdir", str(tmp_path)])
+    run = await scale.run_size(300, args)
+    assert CONTRACT_KEYS | {"index_recall_at_10_realistic", "index_recall_at_10_random"} <= run.keys()
+    assert (run["vectors"], run["realistic_unmatched_texts"]) == ("realistic", 0)
+
+
 async def test_with_a_database_url_postgresql_is_measured_beside_sqlite(tmp_path: Path,
                                                                         postgres_server_url: str) -> None:
     data = write_tiny_dataset(tmp_path)
     args = scale.parse_args(["--sizes", "300", "--model-max", "0", "--queries", "3", "--workdir", str(tmp_path),
-                             "--data", str(data), "--database-url", postgres_server_url])
+                             "--data", str(data), "--vector-cache", str(tmp_path / "cache"),
+                             "--database-url", postgres_server_url])
     run = await scale.run_size(300, args)
     assert CONTRACT_KEYS <= run.keys()
     assert set(run["postgresql"]) == {"ingest_msgs_per_s", "search_p50_ms", "search_p95_ms", "keyword_p95_ms",

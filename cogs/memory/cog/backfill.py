@@ -12,13 +12,14 @@ import discord
 
 from . import replies
 from .options import UserInputError
-from .reconcile import PAGE_SIZE, Reconciler, parent_id, read_page
+from .reconcile import PAGE_SIZE, Reconciler, parent_id, read_page, store_read
 from ..history import BackfillProgress
+from ..ingest_report import FlushReport, IngestError
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
-__all__ = ("BackfillInterrupted", "ProgressReport", "backfill_command", "read_history")
+__all__ = ("BackfillInterrupted", "BackfillNotStored", "ProgressReport", "backfill_command", "read_history")
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,19 @@ class BackfillInterrupted(Exception):
         self.error = error
 
 
+class BackfillNotStored(Exception):
+    """Messages the run read could not be stored (a failed write); its place is saved only up to before them."""
+
+    def __init__(self, read: int, report: FlushReport) -> None:
+        super().__init__(report.error)
+        self.read, self.report = read, report
+
+
 async def backfill_command(memory: Memory, interaction: discord.Interaction, channel: discord.abc.GuildChannel,
                            limit: int, running: set[int]) -> None:
-    """/memory backfill: reads ``channel``'s history (``running``: the channels being read now) and says how it went.
+    """/memory backfill: reads ``channel``'s history (``running``: the channels being read now) and says how it went:
+    finished, cut short by Discord, or stopped by messages that could not be stored (ingest logged why and keeps
+    trying them; never "finished" for work that did not happen).
 
     A channel whose capture is off is refused: memory would not store what it says live either.
     """
@@ -89,6 +100,11 @@ async def backfill_command(memory: Memory, interaction: discord.Interaction, cha
         await report.show(replies.BACKFILL_FAILED.format(channel=channel.mention, count=stopped.read,
                                                          status=error.status, error=error.text or "no details"))
         return
+    except BackfillNotStored as stopped:
+        await report.show(replies.BACKFILL_NOT_STORED.format(
+            channel=channel.mention, count=stopped.read, not_stored=len(stopped.report.not_stored),
+            reason=stopped.report.error))
+        return
     finally:
         running.discard(channel.id)
     await report.show(replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
@@ -101,7 +117,8 @@ async def read_history(memory: Memory, guild_id: int, channel: discord.abc.Messa
 
     Memory ends up matching every page read: what it lacks is stored (opted-out members aside), edits are applied,
     and what Discord no longer has is forgotten. Each page is stored and its place saved before the next is read,
-    so a run cut short (a restart, an error) loses nothing it read. Raises ``BackfillInterrupted`` on an error.
+    so a run cut short (a restart, an error) loses nothing it read. Raises ``BackfillInterrupted`` when Discord fails,
+    ``BackfillNotStored`` when a write fails (the place is then saved only up to before that page).
     """
     progress = await memory.history.backfill_progress(channel.id)
     if progress is None:
@@ -114,6 +131,8 @@ async def read_history(memory: Memory, guild_id: int, channel: discord.abc.Messa
             await run.backward(progress)
     except discord.HTTPException as error:
         raise BackfillInterrupted(run.read, error) from error
+    except IngestError as error:
+        raise BackfillNotStored(run.read, error.report) from error
     return run.read
 
 
@@ -181,6 +200,6 @@ class _Run:
 
     async def _save(self, progress: BackfillProgress) -> BackfillProgress:
         """Stores what was read, then records how far the run got: the next run starts from there."""
-        await self._memory.flush()
+        await store_read(self._memory)
         await self._memory.history.save_backfill(progress)
         return progress

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from .reconcile import PAGE_SIZE, PageResult, Reconciler, parent_id, read_page
+from .reconcile import PAGE_SIZE, PageResult, Reconciler, parent_id, read_page, store_read
 from ..history import CatchUpProgress
+from ..ingest_report import IngestError
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -183,6 +184,10 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
             log.warning("Catch-up: reading channel %d in guild %d failed (%s %s); its place is saved",
                         channel.id, guild.id, error.status, error.text or error)
             return self._failed(guild, retry)
+        except IngestError as error:
+            log.warning("Catch-up: channel %d in guild %d stopped: %s; its place is saved before them", channel.id,
+                        guild.id, error)
+            return self._failed(guild, retry)
         except Exception:
             log.exception("Catch-up of channel %d in guild %d failed; its place is saved", channel.id, guild.id)
             return self._failed(guild, retry)
@@ -229,7 +234,7 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
             finished = len(page) < PAGE_SIZE
             # The last page reaches the anchor: the newest message heard before the session may be the one deleted.
             result = await reconciler.apply(page, progress.position, max(last, progress.anchor) if finished else last)
-            await memory.flush()  # stored before the place is saved: a crash then reads this page again
+            await store_read(memory)  # stored before the place is saved: a crash or a failed write reads it again
             progress = dataclasses.replace(progress, position=last, read=progress.read + result.read,
                                            added=progress.added + result.added, edited=progress.edited + result.edited,
                                            deleted=progress.deleted + result.deleted, finished=finished)

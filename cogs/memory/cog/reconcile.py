@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING
 import discord
 
 from .capture import is_chat_message, record_from_message
+from ..content import edited_content
 from ..history import Exclusion, StoredMessage
-from ..ingest import edited_content
+from ..ingest_report import IngestError
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
-__all__ = ("PAGE_SIZE", "PageResult", "Reconciler", "parent_id", "read_page")
+__all__ = ("PAGE_SIZE", "PageResult", "Reconciler", "parent_id", "read_page", "store_read")
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,21 @@ async def read_page(channel: discord.abc.Messageable, *, after: int | None = Non
     newest_first = [message async for message in channel.history(
         limit=limit, before=discord.Object(before) if before is not None else None)]
     return newest_first[::-1]
+
+
+async def store_read(memory: Memory) -> None:
+    """Stores what the pages read so far added; call it before saving how far the reading got, so a crash reads
+    those pages again.
+
+    Raises IngestError when a write failed: the place must not be saved past those messages (ingest keeps them and
+    keeps trying; the next read goes over them again). A message rejected for its data (logged by ingest) never
+    stores: the reading goes on past it.
+    """
+    try:
+        await memory.flush()
+    except IngestError as error:
+        if error.report.not_stored:
+            raise
 
 
 def _edited_since(stored: StoredMessage, message: discord.Message) -> bool:

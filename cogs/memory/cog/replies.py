@@ -54,6 +54,8 @@ BACKFILL_RUNNING = "A backfill of {channel} is already running; wait for it to f
 BACKFILL_CAPTURE_OFF = "Capture is off in {channel}, so its history is not read either: turn it on with /memory settings first."
 BACKFILL_FAILED = ("Backfill of {channel} stopped after {count} messages: Discord answered {status} ({error}). "
                    "What it read is saved; run it again to go on from there.")
+BACKFILL_NOT_STORED = ("Backfill of {channel} stopped after reading {count} messages: {not_stored} of them could not "
+                       "be stored ({reason}). I keep them and keep trying; run the backfill again later to go on.")
 
 # /memory stats: the catch-up after the bot (re)connected.
 CATCHUP_NOT_RUN = "not run yet: it starts once the bot has connected"

@@ -90,6 +90,13 @@ PG_BUMP_GENERATION = """
 INSERT INTO index_generations (guild_id, model, generation) SELECT DISTINCT guild_id, $1, 1 FROM messages
 ON CONFLICT (guild_id, model) DO UPDATE SET generation = index_generations.generation + 1
 """
+# Copied messages without a vector for the model (none yet, or only another model's) wait for one, as ingest's do.
+PG_MARK_WAITING = """
+INSERT INTO pending_vectors (message_rowid, guild_id)
+SELECT m.id, m.guild_id FROM messages AS m
+WHERE NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.message_rowid = m.id AND e.model = $1)
+ON CONFLICT DO NOTHING
+"""
 PG_COUNTS = {
     "messages": "SELECT COUNT(*) FROM messages",
     "embeddings": "SELECT COUNT(*) FROM embeddings WHERE model = $1",
@@ -213,6 +220,7 @@ async def copy_memory(sqlite_path: Path, url: str, model: str, progress: Progres
             await target.execute(PG_ADVANCE_ROWIDS, max_rowid)
             await _copy_messages(source, target, progress)
             await _copy_vectors(source, target, model, progress)
+            await target.execute(PG_MARK_WAITING, model)
             await _copy_small(source, target, "guild_settings", SQLITE_SETTINGS, PG_INSERT_SETTINGS, progress)
             await _copy_small(source, target, "opt_outs", SQLITE_OPT_OUTS, PG_INSERT_OPT_OUT, progress)
             await _copy_small(source, target, "message_tombstones", SQLITE_TOMBSTONES, PG_INSERT_TOMBSTONE,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 
 import asyncpg
+
+from ..migrations import SELECT_APPLIED, Migration
 
 __all__ = ("DIMENSION", "MIGRATIONS", "Migration", "ROWID_BLOCK", "apply_migrations")
 
@@ -19,17 +20,10 @@ ROWID_BLOCK = 65_536
 # Any constant both sides agree on: the key of the advisory lock that serialises migrations across processes.
 MIGRATION_LOCK_KEY = 0x6D656D6F7279  # "memory"
 
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    name: str
-    statements: tuple[str, ...]
-
-
+# The same record as the SQLite side's (migrations.py), in PostgreSQL's types and placeholders.
 CREATE_SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)
 """
-SELECT_APPLIED = "SELECT name FROM schema_migrations"
 INSERT_APPLIED = "INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)"
 LOCK = "SELECT pg_advisory_lock($1)"
 UNLOCK = "SELECT pg_advisory_unlock($1)"
@@ -96,6 +90,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
             "CREATE TABLE message_tombstones (message_id BIGINT PRIMARY KEY, deleted_at DOUBLE PRECISION NOT NULL)",
             "CREATE INDEX message_tombstones_deleted_at ON message_tombstones (deleted_at)",
+        ),
+    ),
+    Migration(
+        # Messages stored before their vector exists (pending_vectors.py on the SQLite side says why).
+        "0002_pending_vectors",
+        (
+            """
+            CREATE TABLE pending_vectors (
+                message_rowid BIGINT PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+                guild_id BIGINT NOT NULL,
+                rejected_at DOUBLE PRECISION,
+                error TEXT
+            )
+            """,
+            """
+            CREATE INDEX pending_vectors_waiting ON pending_vectors (guild_id, message_rowid)
+            WHERE rejected_at IS NULL
+            """,
         ),
     ),
     Migration(

@@ -1,21 +1,19 @@
 """PostgresSearchEngine: the SearchEngine's first stage over PostgreSQL — pgvector for vectors, tsvector for words.
 
-The same steps as search.py: each side's candidates under the same filters, fused by standardised scores,
-widened to channel neighbours. Only where the candidates come from differs; the fusion is search.py's own.
+The same steps as search.py (its FirstStage runs them): each side's candidates under the same filters, fused by
+standardised scores, widened to channel neighbours. Only where the candidates come from differs.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..embedding import Embedder
-from ..records import Candidate, SearchFilters, checked_limit
-from ..rows import from_timestamp
-from ..search import CONTEXT_SOURCES, KEYWORD_MAX_TERMS, Hits, Mode, fuse, spread_to_neighbours
+from ..records import SearchFilters
+from ..search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Neighbours, Row
 from . import fts
 from .filters import filter_clause
 from .store import PostgresStore
@@ -46,57 +44,19 @@ FROM messages AS m, to_tsquery('simple', $1) AS q
 WHERE m.document @@ q AND {where}
 ORDER BY rank DESC, m.id LIMIT $2
 """
-SELECT_NEIGHBOURS = """
-SELECT c.id,
-  (SELECT p.id FROM messages AS p
-   WHERE p.guild_id = c.guild_id AND p.channel_id = c.channel_id
-     AND (p.created_at, p.message_id) < (c.created_at, c.message_id)
-   ORDER BY p.created_at DESC, p.message_id DESC LIMIT 1),
-  (SELECT n.id FROM messages AS n
-   WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
-     AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
-   ORDER BY n.created_at, n.message_id LIMIT 1)
-FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])
-"""
+SELECT_NEIGHBOURS = SELECT_NEIGHBOUR_IDS + "FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
 FROM messages AS m WHERE m.id = ANY($1::bigint[]) AND {where}
 """
 
 
-class PostgresSearchEngine:
+class PostgresSearchEngine(FirstStage):
     """Hybrid first-stage search over a PostgresStore; same ``search`` as SearchEngine's."""
 
     def __init__(self, store: PostgresStore, embedder: Embedder, profile: MemoryProfile) -> None:
+        super().__init__(embedder, profile)
         self._store = store
-        self._embedder = embedder
-        self.vector_candidates: int = profile.vector_candidates
-        self.keyword_candidates: int = profile.keyword_candidates
-
-    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
-        """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
-        checked_limit(limit)
-        if not query.strip():
-            return []
-        want_vector, want_keyword = mode in ("hybrid", "vector"), mode in ("hybrid", "keyword")
-        vector, keyword = await asyncio.gather(
-            self._vector_hits(query, filters, max(self.vector_candidates, limit)) if want_vector else _none(),
-            self._keyword_hits(query, filters, max(self.keyword_candidates, limit)) if want_keyword else _none(),
-        )
-        scores, floor = fuse(vector, keyword)
-        if not scores:
-            return []
-        sources_of = {rowid: ["vector"] for rowid, _ in vector}
-        for rowid, _ in keyword:
-            sources_of.setdefault(rowid, []).append("keyword")
-        strongest = sorted(scores, key=scores.__getitem__, reverse=True)[:CONTEXT_SOURCES]
-        neighbours = await self._neighbours(filters.guild_id, strongest)
-        wanted = set(scores).union(*neighbours.values()) - {None}
-        rows = await self._rows(sorted(wanted), filters)
-        scores = spread_to_neighbours(scores, neighbours, floor)
-        ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
-        return [_candidate(rows[rowid], scores[rowid], sources_of.get(rowid, ["context"]), rank)
-                for rank, rowid in enumerate(ranked[:limit], start=1)]
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embedder.embed_queries([query])
@@ -116,22 +76,11 @@ class PostgresSearchEngine:
         rows = await self._store.fetch(SELECT_KEYWORD.format(where=where), expression, k, *params)
         return [(row[0], float(row[1])) for row in rows]
 
-    async def _neighbours(self, guild_id: int, sources: list[int]) -> dict[int, tuple[int | None, int | None]]:
-        rows = await self._store.fetch(SELECT_NEIGHBOURS, guild_id, sources)
-        return {row[0]: (row[1], row[2]) for row in rows}
-
-    async def _rows(self, rowids: list[int], filters: SearchFilters) -> dict[int, tuple[Any, ...]]:
+    async def _context_and_rows(self, sources: list[int], candidates: list[int],
+                                filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
+        rows = await self._store.fetch(SELECT_NEIGHBOURS, filters.guild_id, sources)
+        neighbours = {row[0]: (row[1], row[2]) for row in rows}
+        wanted = set(candidates).union(*neighbours.values()) - {None}
         where, params = filter_clause(filters, first=2)
-        rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), rowids, *params)
-        return {row[0]: tuple(row)[1:] for row in rows}
-
-
-def _candidate(row: tuple[Any, ...], score: float, sources: list[str], rank: int) -> Candidate:
-    message_id, guild_id, channel_id, author_id, author_name, content, created_at = row
-    return Candidate(message_id=message_id, guild_id=guild_id, channel_id=channel_id, author_id=author_id,
-                     author_name=author_name, content=content, created_at=from_timestamp(created_at).isoformat(),
-                     score=score, sources=sources, rank=rank)
-
-
-async def _none() -> Hits:
-    return []
+        rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), sorted(wanted), *params)
+        return neighbours, {row[0]: tuple(row)[1:] for row in rows}

@@ -16,8 +16,9 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch, to_timestamp
-from . import fts
+from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch
+from . import fts, pending
+from .pending import PostgresPendingMixin
 from .schema import ROWID_BLOCK, apply_migrations
 
 __all__ = ("PostgresStore",)
@@ -125,7 +126,7 @@ async def _prepare_connection(conn: asyncpg.Connection) -> None:
                               format="binary")
 
 
-class PostgresStore:
+class PostgresStore(PostgresPendingMixin):
     """An asyncpg pool over one PostgreSQL database; each ``write`` is one transaction.
 
     ``query_logger`` (tests) sees every statement each pooled connection runs.
@@ -200,16 +201,20 @@ class PostgresStore:
                     for e in batch.edits])
             if batch.replace_all_models:
                 await conn.executemany(DELETE_OTHER_VECTORS, [(rowid, batch.model) for rowid, _ in batch.vectors])
-            vectors = [(row.rowid, batch.model, row.vector) for row in batch.inserts]
+            vectors = [(row.rowid, batch.model, row.vector) for row in batch.inserts if row.vector is not None]
             vectors += [(rowid, batch.model, vector) for rowid, vector in batch.vectors]
             if vectors:
                 await conn.executemany(UPSERT_VECTOR, vectors)
+            await pending.apply(conn, batch)
             await conn.executemany(BUMP_GENERATION, [(guild_id, batch.model) for guild_id in sorted(batch.guild_ids)])
             if batch.tombstones:
                 await conn.executemany(UPSERT_TOMBSTONE, [(m, batch.deleted_at) for m in batch.tombstones])
         if batch.deletes or batch.edits or batch.older_than is not None:
             self._forgotten = True
         await self._reserve_rowids()
+
+    async def reload_next_rowid(self) -> None:
+        """Nothing to reload: row ids come in blocks from a shared sequence, so no other process takes ours."""
 
     async def purge_pending(self) -> bool:
         """Whether this process deleted or edited text since the last VACUUM it ran."""
@@ -337,21 +342,4 @@ class PostgresStore:
 
 
 def _message_params(row: NewRow) -> tuple[Any, ...]:
-    record = row.record
-    return (
-        row.rowid,
-        record.message_id,
-        record.guild_id,
-        record.channel_id,
-        record.parent_channel_id,
-        record.private_thread,
-        record.author_id,
-        record.author_name,
-        record.author_is_bot,
-        row.content,
-        to_timestamp(record.created_at),
-        to_timestamp(record.edited_at) if record.edited_at else None,
-        record.reply_to_id,
-        fts.words(row.fts_body),
-        fts.words(record.author_name),
-    )
+    return (*row.values(), fts.words(row.fts_body), fts.words(row.record.author_name))

@@ -92,14 +92,8 @@ class RerankerService:
         """The first provider's backend, once loaded."""
         return self._providers[0].backend if self._providers else None
 
-    def rerank_results(
-        self,
-        query: str,
-        candidates: list[dict],
-        score_field: str = "content",
-        top_k: int | None = None,
-        instruction: str | None = None,
-    ) -> list[dict]:
+    def rerank_results(self, query: str, candidates: list[dict], score_field: str = "content",
+                       top_k: int | None = None, instruction: str | None = None) -> list[dict]:
         """Blocking form (for threads, CLIs and benchmarks, never the event loop): waits for the models to load
         first, then returns a new list of copies with `rerank_score`."""
         self.load()
@@ -107,14 +101,8 @@ class RerankerService:
         future = self._submit(job)
         return job(fallback=True) if future is None else future.result()
 
-    async def arerank_results(
-        self,
-        query: str,
-        candidates: list[dict],
-        score_field: str = "content",
-        top_k: int | None = None,
-        instruction: str | None = None,
-    ) -> list[dict]:
+    async def arerank_results(self, query: str, candidates: list[dict], score_field: str = "content",
+                              top_k: int | None = None, instruction: str | None = None) -> list[dict]:
         """Async form, the recall path: the work runs on the service's worker thread; the event loop only waits.
         It does not wait for a model that is still loading (those candidates keep first-stage order)."""
         job = self._job(query, candidates, score_field, top_k, instruction)

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from cogs.memory.query_trace import QueryTrace
-from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingModelError, EmbeddingService, resolve_model_path
+from cogs.memory.embedding import (
+    DEFAULT_MODEL,
+    QUERY_THREADS,
+    EmbeddingModelError,
+    EmbeddingService,
+    resolve_model_path,
+)
 
 
 async def test_vectors_are_normalised_float32_rows(embedder: EmbeddingService) -> None:
@@ -104,6 +112,60 @@ async def test_a_query_runs_before_queued_bulk_batches(embedder: EmbeddingServic
     await tagged("query", ["a question"])
     await bulk
     assert finished == ["query", "bulk"]
+
+
+# A search's query (embed_queries), and a few messages' texts (an edit), both count as queries.
+QUERY_CALLS = {
+    "search query": lambda embedder: embedder.embed_queries(["a question"]),
+    "few texts": lambda embedder: embedder.embed(["a question"], interactive=True),
+}
+
+
+@pytest.mark.parametrize("query", QUERY_CALLS.values(), ids=QUERY_CALLS.keys())
+async def test_a_query_does_not_wait_for_the_bulk_batch_running(
+    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch, query: Callable[[EmbeddingService], Awaitable]
+) -> None:
+    running, release = threading.Event(), threading.Event()
+    original = embedder.embed_sync
+
+    def slow_bulk(texts: list[str]) -> np.ndarray:
+        running.set()
+        release.wait(timeout=10)  # a query stuck behind this batch fails the order below instead of hanging
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_sync", slow_bulk)
+    finished: list[str] = []
+
+    async def tagged(name: str, work: Awaitable) -> None:
+        await work
+        finished.append(name)
+
+    bulk_texts = ["some ingest text"] * embedder.batch_size
+    bulk = asyncio.create_task(tagged("bulk", embedder.embed(bulk_texts, interactive=False)))
+    await asyncio.to_thread(running.wait)
+    await tagged("query", query(embedder))
+    release.set()
+    await bulk
+    assert finished == ["query", "bulk"]
+
+
+async def test_a_query_runs_on_one_intra_op_thread_and_bulk_work_on_the_default(
+    embedder: EmbeddingService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counts: dict[str, int] = {}
+
+    def counting(name: str, original: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
+        def run(texts: list[str]) -> np.ndarray:
+            counts[name] = torch.get_num_threads()
+            return original(texts)
+
+        return run
+
+    monkeypatch.setattr(embedder, "_embed_query", counting("query", embedder._embed_query))
+    monkeypatch.setattr(embedder, "embed_sync", counting("bulk", embedder.embed_sync))
+    await embedder.embed(["a question"], interactive=True)
+    await embedder.embed(["some ingest text"], interactive=False)
+    assert counts == {"query": min(QUERY_THREADS, torch.get_num_threads()), "bulk": torch.get_num_threads()}
 
 
 def test_a_model_without_a_transformer_module_is_not_traced(embedder: EmbeddingService) -> None:

@@ -9,37 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from cogs.memory.embedding import EmbeddingService, Prefixes, model_prefixes
 from cogs.memory.memory import Memory
 from cogs.memory.records import SearchFilters
 from cogs.memory.text import embedding_input
 from tests.fixtures.core import RecordFactory, core_profile_for, fetchall
-
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "query", "passage", "note", ":", "ann", "the", "lake",
-         "cabin", "is", "booked", "printer", "broken", "hello"]
-
-
-@pytest.fixture(scope="module")
-def tiny_e5(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A one-layer BERT with random weights and a word-level vocabulary, saved as "multilingual-e5-small"."""
-    root = tmp_path_factory.mktemp("tiny-e5")
-    tokenizer = BertTokenizerFast(vocab={word: i for i, word in enumerate(VOCAB)}, do_lower_case=True)
-    torch.manual_seed(0)
-    bert = BertModel(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                intermediate_size=32, max_position_embeddings=64))
-    bert.save_pretrained(root / "bert")
-    tokenizer.save_pretrained(root / "bert")
-    transformer = Transformer(str(root / "bert"), max_seq_length=64)
-    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")
-    path = root / "multilingual-e5-small"
-    SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(path))
-    return path
-
 
 def reference(path: Path, texts: list[str]) -> np.ndarray:
     """What sentence-transformers itself gives for exactly these texts."""

@@ -27,10 +27,11 @@ from cogs.memory.__main__ import parse_args, run
 
 REPO = Path(__file__).resolve().parents[3]
 DISK_SIZE = "8m"
-# Room left for the import: a few of its batches fit, the rest do not.
+# Room left for the import: a few of its batches fit, the rest do not (messages are stored before their vectors,
+# so it takes a thousand of them to fill it).
 ROOM_BYTES = 700 * 1024
 FIRST = range(1000, 1020)
-BIG = range(100_000, 100_200)
+BIG = range(100_000, 101_000)
 PROFILE = """\
 description = "cpu-small with a short ingest queue, so an import writes in batches of ~64"
 device = "cpu"

@@ -82,6 +82,29 @@ async def test_a_reimport_embeds_nothing_again(memory: Memory, tmp_path: Path) -
         0, f"{path}: #general (guild 1): 0 stored, 2 already stored, 0 skipped, 0 rejected", [])
 
 
+class BrokenModel:
+    """A model that fails on every text."""
+
+    def __init__(self, inner: object) -> None:
+        self.model_name, self.dimension = inner.model_name, inner.dimension
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise RuntimeError("CUDA error: out of memory")
+
+
+async def test_messages_the_model_fails_on_are_stored_and_said_to_wait_for_vectors(
+    memory: Memory, tmp_path: Path
+) -> None:
+    memory.ingest.use(BrokenModel(memory.embedder), memory.indexes, batch_size=memory.ingest.batch_size)
+    path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "bring blankets")])
+    code, out, _ = await run_import(memory, path)
+    assert (code, out.splitlines()) == (1, [
+        f"{path}: #general (guild 1): 2 stored, 0 already stored, 0 skipped, 0 rejected",
+        "imported 1 of 1 file(s): 2 stored, 0 already stored, 0 skipped, 0 rejected; 2 stored messages wait for "
+        "their vectors (the embedding model fails (RuntimeError: CUDA error: out of memory); they are embedded "
+        "later)"])
+
+
 async def test_a_message_with_null_content_is_rejected_alone(memory: Memory, tmp_path: Path) -> None:
     path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, None, 1),
                                        message(32, "bring blankets", 2)])
@@ -137,9 +160,10 @@ async def test_a_locked_database_is_reported_as_not_stored(memory: Memory, db_pa
         code, out, err = await run_import(memory, first, second)
     assert (code, out, err.split("\n")[1:]) == (1, (
         f"{first}: #general (guild 1): 0 stored, 0 already stored, 0 skipped, 0 rejected, 2 NOT stored "
-        "(see the log above)\n"
+        "(another process holds the database's write lock)\n"
         "imported 1 of 2 file(s): 0 stored, 0 already stored, 0 skipped, 0 rejected, 2 NOT stored\n"), [
-        f"error: 2 messages of {first} were not stored (see the log); what is stored is kept, so run the same "
+        f"error: 2 messages of {first} were not stored (another process holds the database's write "
+        "lock); what is stored is kept, so run the same "
         "import again once that is fixed",
         f"error: stopped before {second}", ""])
 

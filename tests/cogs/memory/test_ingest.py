@@ -376,17 +376,17 @@ async def test_a_single_live_message_is_not_held_for_a_full_batch(
     assert recorder.sizes == [1]
 
 
-async def test_a_failed_batch_is_skipped_and_ingest_goes_on(
+async def test_a_failed_embedding_loses_nothing(
     store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     queue = IngestQueue(store, BatchRecorder(embedder, fail_first=True), indexes, batch_size=4, queue_size=64)
     queue.start()
-    await queue.add(make_record(1, "lost with the failed batch"))
+    await queue.add(make_record(1, "kept although the model failed once"))
     await queue.flush()
     await queue.add(make_record(2, "stored"))
     await queue.close()
-    assert await contents(store) == ["stored"]
-    assert len(await consistent_ids(store, indexes)) == 1
+    assert await contents(store) == ["kept although the model failed once", "stored"]
+    assert len(await consistent_ids(store, indexes)) == 2
 
 
 async def test_a_late_message_in_a_batch_does_not_hide_the_stored_predecessor(

@@ -1,13 +1,18 @@
-"""The Memory facade end to end: open/close, capture, search, recall, stats, restarts and profile switches."""
+"""The Memory facade end to end: open/close, capture, search, recall, stats, restarts and profile switches.
+
+Tests that ask for ``memory`` run on both stores (the SQLite file, and PostgreSQL as a DATABASE_URL selects it);
+those that open a Memory on ``db_path`` themselves are about the SQLite file and its FAISS indexes."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import errno
 import logging
-from collections.abc import AsyncIterator
+import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cogs.memory import memory as memory_module
@@ -17,26 +22,17 @@ from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
 from cogs.memory.profile import MemoryProfile
+from cogs.memory.store import MemoryStore
 from tests.fixtures.core import RecordFactory, core_profile_for
+from tests.fixtures.stores import fill
 
 CANDIDATE_KEYS = {"message_id", "guild_id", "channel_id", "author_id", "author_name", "content", "created_at",
                   "score", "sources", "rank"}
 
 
 @pytest.fixture
-async def memory(core_profile: MemoryProfile, db_path: Path, index_dir: Path, embedder: object) -> AsyncIterator[Memory]:
-    # ``embedder`` only makes sure the model files were loaded once before (warm disk cache).
-    memory = await Memory.open(core_profile, db_path, index_dir)
-    yield memory
-    await memory.close()
-
-
-async def fill(memory: Memory, make_record: RecordFactory) -> None:
-    await memory.add(make_record(1, "We should book the cabin by the lake for July", author_name="ann"))
-    await memory.add(make_record(2, "Agreed, the lake cabin was great last year", author_name="ben"))
-    await memory.add(make_record(3, "Has anyone fixed the printer on floor two?", author_name="cat", channel_id=11))
-    await memory.add(make_record(4, "Secret plans for the lake cabin in guild two", guild_id=2))
-    await memory.flush()
+def memory(any_memory: Memory) -> Memory:
+    return any_memory
 
 
 async def test_search_returns_candidate_dicts(memory: Memory, make_record: RecordFactory) -> None:
@@ -44,6 +40,7 @@ async def test_search_returns_candidate_dicts(memory: Memory, make_record: Recor
     results = await memory.search("lake cabin booking", SearchFilters(guild_id=1), 5)
     assert results and CANDIDATE_KEYS <= results[0].keys()
     assert results[0]["message_id"] in (1, 2)
+    assert {hit["message_id"] for hit in results[:2]} == {1, 2}
     assert [result["rank"] for result in results] == list(range(1, len(results) + 1))
 
 
@@ -82,6 +79,35 @@ async def test_recall_without_reranker_keeps_first_stage_order(memory: Memory, m
     assert [r["rerank_score"] for r in recalled] == [None] * len(first_stage)
 
 
+async def test_a_recall_does_not_wait_for_the_bulk_embedding_running(
+    memory: Memory, make_record: RecordFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await fill(memory, make_record)
+    running, release = threading.Event(), threading.Event()
+    original = memory.embedder.embed_sync
+
+    def slow_bulk(texts: list[str]) -> np.ndarray:
+        running.set()
+        release.wait(timeout=10)  # a recall stuck behind this batch fails the order below instead of hanging
+        return original(texts)
+
+    monkeypatch.setattr(memory.embedder, "embed_sync", slow_bulk)
+    finished: list[str] = []
+
+    async def bulk() -> None:
+        await memory.embedder.embed(["a big import"] * memory.embedder.batch_size, interactive=False)
+        finished.append("bulk")
+
+    importing = asyncio.create_task(bulk())
+    await asyncio.to_thread(running.wait)
+    recalled = await memory.recall("printer", SearchFilters(guild_id=1), 3)
+    finished.append("recall")
+    release.set()
+    await importing
+    assert finished == ["recall", "bulk"]
+    assert "vector" in recalled[0]["sources"]
+
+
 async def test_deleted_messages_are_not_found(memory: Memory, make_record: RecordFactory) -> None:
     await fill(memory, make_record)
     before = await memory.search("printer floor two", SearchFilters(guild_id=1), 10)
@@ -95,7 +121,10 @@ async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_
     await fill(memory, make_record)
     stats = await memory.stats(1)
     assert (stats["messages"], stats["vectors"]) == (3, 3)
-    assert stats["index_size_bytes"] >= 3 * 384 * 4
+    if isinstance(memory.store, MemoryStore):  # a FAISS index in this process
+        assert stats["index_size_bytes"] >= 3 * 384 * 4
+    else:  # the vectors and their index live in the database
+        assert stats["index_kind"] == "pgvector-hnsw"
 
 
 async def test_close_flushes_queued_messages_and_saves_indexes(

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import aiosqlite
 import pytest
 
-from cogs.memory import migrations
 from cogs.memory.store import MemoryStore
 from cogs.memory.text import keyword_terms, match_expression
-from tests.fixtures.core import fetchall
+from tests.fixtures.core import database_before, fetchall
 
 FTS_MIGRATION = "0006_fts_all_scripts"
 INSERT_OLD_MESSAGE = """
@@ -28,15 +26,11 @@ MATCH = "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowi
 
 
 @pytest.fixture
-async def old_database(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+async def old_database(db_path: Path) -> Path:
     """A database from before 0006 holding three messages and their keyword rows in the old form."""
-    names = [migration.name for migration in migrations.MIGRATIONS]
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[: names.index(FTS_MIGRATION)])
-    async with aiosqlite.connect(db_path, isolation_level=None) as conn:
-        await migrations.apply_migrations(conn)
+    async with database_before(db_path, FTS_MIGRATION) as conn:
         await conn.executemany(INSERT_OLD_MESSAGE, [(rowid, rowid, content) for rowid, content in OLD_MESSAGES])
         await conn.executemany(INSERT_OLD_KEYWORD_ROW, OLD_MESSAGES)
-    monkeypatch.undo()
     return db_path
 
 

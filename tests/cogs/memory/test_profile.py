@@ -47,6 +47,14 @@ def test_shipped_cpu_bf16_profile_uses_bfloat16() -> None:
     assert (profile.device, profile.dtype, profile.requirements.cpu_bf16) == ("cpu", "bfloat16", True)
 
 
+def test_shipped_cpu_small_profile_reranks_on_onnx_float32_within_a_time_budget() -> None:
+    profile = load_profile("cpu-small")
+    settings = profile.reranker
+    assert (provider_chain(settings), profile.device, profile.dtype) == ((ProviderSettings("local"),), "cpu", "float32")
+    assert (settings.backend, settings.int8, settings.preload, settings.time_budget_ms > 0) == (
+        "onnx", False, True, True)
+
+
 def test_bad_choice_names_file_field_and_allowed_values(tmp_path: Path) -> None:
     path = write_profile(tmp_path, 'dtype = "int8"\n')
     with pytest.raises(ProfileError) as info:

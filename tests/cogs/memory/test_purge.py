@@ -1,5 +1,6 @@
 """Forgetting erases: after each forget path and the purge that follows, no file under the data directory holds the
-forgotten text or its vectors (real SQLite files, real FAISS files, the real MiniLM)."""
+forgotten text or its vectors (real SQLite files, real FAISS files, the real MiniLM). Tests that ask for
+``any_memory`` run on both stores; PostgreSQL's VACUUM is tested in tests/cogs/memory/pg/test_pg_store.py."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory import purge
+from cogs.memory import purge, vector_index
 from cogs.memory.memory import Memory
 from cogs.memory.profile import MemoryProfile
 from cogs.memory.purge import PurgeScheduler
 from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory, fetchall
+from tests.fixtures.stores import fill, query
 
 # Lowercase letters only, and no other word here starts with "zq": FTS5 stores a term after the prefix it shares
 # with the term before it, so a unique first letter keeps the whole word in the index's bytes.
@@ -113,6 +115,20 @@ async def memory(core_profile: MemoryProfile, db_path: Path, index_dir: Path, em
 async def test_a_forget_and_its_purge_leave_no_trace_in_any_file(
     memory: Memory, make_record: RecordFactory, tmp_path: Path, path: str
 ) -> None:
+    await assert_forget_leaves_no_trace(memory, make_record, tmp_path, path)
+
+
+@pytest.mark.parametrize("path", ["message delete", "edit"])
+async def test_a_forget_leaves_no_trace_when_the_index_is_a_graph(
+    memory: Memory, make_record: RecordFactory, tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A graph cannot unlink a node: the forgotten vector must be zeroed in it, in memory and in its saved file.
+    monkeypatch.setattr(vector_index, "FLAT_MAX", 10)
+    await assert_forget_leaves_no_trace(memory, make_record, tmp_path, path)
+    assert memory.indexes.get(1).kind == "hnsw"
+
+
+async def assert_forget_leaves_no_trace(memory: Memory, make_record: RecordFactory, tmp_path: Path, path: str) -> None:
     vectors = await remember_nonce(memory, make_record)
     segments = (await fetchall(memory.store, "SELECT COUNT(DISTINCT segid) FROM messages_fts_idx"))[0][0]
     wal_bytes = Path(f"{memory.store.path}-wal").stat().st_size
@@ -215,14 +231,23 @@ async def test_a_purge_pending_at_a_crash_runs_when_the_store_opens(db_path: Pat
 
 
 async def test_a_forget_marks_a_purge_pending_in_its_own_transaction(
-    memory: Memory, make_record: RecordFactory
+    any_memory: Memory, make_record: RecordFactory
 ) -> None:
-    memory.purges.delay = memory.purges.max_delay = 3600.0
-    await memory.add(make_record(1, "something to forget"))
-    await memory.flush()
-    before = await memory.store.purge_pending()
-    await memory.delete([1])
-    assert (before, await memory.store.purge_pending()) == (False, True)
+    any_memory.purges.delay = any_memory.purges.max_delay = 3600.0
+    await any_memory.add(make_record(1, "something to forget"))
+    await any_memory.flush()
+    before = await any_memory.store.purge_pending()
+    await any_memory.delete([1])
+    assert (before, await any_memory.store.purge_pending()) == (False, True)
+
+
+async def test_forgetting_an_author_leaves_no_row_of_theirs(any_memory: Memory, make_record: RecordFactory) -> None:
+    await fill(any_memory, make_record)  # messages 1-3 by author 100 in guild 1, message 4 by them in guild 2
+    await any_memory.delete_author(1, 100)
+    assert await any_memory.purge()
+    rows = await query(any_memory.store, "SELECT COUNT(*) FROM messages WHERE author_id = 100 AND guild_id = 1")
+    vectors = await query(any_memory.store, "SELECT COUNT(*) FROM embeddings")
+    assert (rows[0][0], vectors[0][0]) == (0, 1)
 
 
 async def test_the_writer_zeroes_deleted_content(store: MemoryStore) -> None:

@@ -6,15 +6,13 @@ import dataclasses
 import json
 from pathlib import Path
 
-import aiosqlite
 import pytest
 
-from cogs.memory import migrations
 from cogs.memory.records import SearchFilters
 from cogs.memory.filters import filter_clause
 from cogs.memory.store import MemoryStore, to_timestamp
-from tests.cogs.memory.test_store import insert
-from tests.fixtures.core import T0, RecordFactory, fetchall
+from tests.fixtures.core import T0, RecordFactory, database_before, fetchall
+from tests.fixtures.stores import insert
 
 GENERAL, STAFF = 10, 11
 PUBLIC_THREAD, PRIVATE_THREAD, STAFF_THREAD = 50, 51, 52
@@ -104,14 +102,10 @@ VALUES (?, 1, ?, ?, 100, 'alice', 'old', 0)
 
 
 @pytest.fixture
-async def old_database(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+async def old_database(db_path: Path) -> Path:
     """A database from before the flag: migrations up to 0003 applied, one channel and one thread message stored."""
-    names = [migration.name for migration in migrations.MIGRATIONS]
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[: names.index(PRIVATE_MIGRATION)])
-    async with aiosqlite.connect(db_path, isolation_level=None) as conn:
-        await migrations.apply_migrations(conn)
+    async with database_before(db_path, PRIVATE_MIGRATION) as conn:
         await conn.executemany(INSERT_OLD_ROW, [(1, GENERAL, None), (2, PUBLIC_THREAD, GENERAL)])
-    monkeypatch.undo()
     return db_path
 
 

@@ -1,4 +1,4 @@
-"""VectorIndex and IndexRegistry with real FAISS: search, removal, restriction, IVF, atomic save, verify/rebuild."""
+"""VectorIndex and IndexRegistry with real FAISS: search, removal, restriction, HNSW, atomic save, verify/rebuild."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory import vector_index
+from cogs.memory import hnsw, index_files, vector_index
 from cogs.memory.store import MemoryStore, NewRow, WriteBatch
 from cogs.memory.vector_index import IndexFileError, IndexRegistry, VectorIndex
 from tests.fixtures.core import RecordFactory
@@ -72,37 +72,131 @@ def test_restricted_results_are_best_first() -> None:
     assert scores[0, 0] >= scores[0, 1] >= scores[0, 2]
 
 
-def test_large_index_becomes_ivf_and_still_finds_exact_matches() -> None:
+def test_index_is_exact_up_to_flat_max() -> None:
+    index, _ = filled(1_000, flat_max=1_000)
+    assert index.kind == "flat"
+
+
+def test_index_becomes_a_graph_beyond_flat_max() -> None:
+    index, vectors = filled(1_000, flat_max=1_000)
+    index.add(np.array([5_000]), units(1, seed=5))
+    assert (index.kind, len(index)) == ("hnsw", 1_001)
+
+
+def test_graph_finds_exact_matches() -> None:
     index, vectors = filled(3_000, flat_max=1_000)
     _, ids = index.search(vectors[1234], 1)
-    assert index.kind == "ivf"
+    assert index.kind == "hnsw"
     assert ids[0, 0] == 1235
 
 
-def test_ivf_index_supports_removal_and_restriction() -> None:
+def test_graph_recall_on_clustered_vectors_is_high() -> None:
+    # Real embeddings cluster: points scattered around topics, in 384 dimensions like MiniLM's.
+    rng = np.random.default_rng(3)
+    topics = rng.standard_normal((60, 384)).astype(np.float32)
+    points = topics[rng.integers(0, 60, size=6_000)] + 0.8 * rng.standard_normal((6_000, 384)).astype(np.float32)
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    queries = topics[rng.integers(0, 60, size=50)] + 0.8 * rng.standard_normal((50, 384)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    index = VectorIndex(384, MODEL, flat_max=1_000)
+    index.add(np.arange(6_000), points)
+    exact = np.argsort(-(queries @ points.T), axis=1)[:, :10]
+    _, found = index.search(queries, 10)
+    recall = np.mean([len(set(exact[i]) & set(found[i])) / 10 for i in range(50)])
+    assert index.kind == "hnsw"
+    assert recall >= 0.95
+
+
+@pytest.mark.parametrize(("size", "ef"), [(100_000, 384), (100_001, 768), (1_000_000, 768)])
+def test_a_larger_graph_keeps_more_candidates(size: int, ef: int) -> None:
+    assert hnsw.ef_for(size) == ef
+
+
+def test_graph_never_returns_removed_ids() -> None:
+    index, vectors = filled(3_000, flat_max=1_000)
+    assert index.remove(np.array([1235, 1236, 99_999])) == 2
+    _, ids = index.search(vectors[1234], 20)
+    assert 1235 not in ids and 1236 not in ids
+    assert len(index) == 2_998
+
+
+def test_graph_keeps_no_copy_of_a_removed_vector(tmp_path: Path) -> None:
     index, vectors = filled(3_000, flat_max=1_000)
     index.remove(np.array([1235]))
-    _, unrestricted = index.search(vectors[1234], 5)
+    index.save(tmp_path / "g.faiss", generation=1)
+    raw = (tmp_path / "g.faiss").read_bytes()
+    assert vectors[1233].tobytes() in raw  # a live neighbour, as a control
+    assert vectors[1234].tobytes() not in raw
+
+
+def test_graph_replaces_the_vector_of_an_existing_id() -> None:
+    index, vectors = filled(3_000, flat_max=1_000)
+    index.add(np.array([3]), vectors[7:8])
+    _, near_old = index.search(vectors[2], 1)
+    _, near_new = index.search(vectors[7], 2)
+    assert len(index) == 3_000
+    assert near_old[0, 0] != 3
+    assert sorted(near_new[0].tolist()) == [3, 8]
+
+
+def test_graph_supports_restriction() -> None:
+    index, vectors = filled(3_000, flat_max=1_000)
     _, restricted = index.search(vectors[1234], 5, allowed_ids=np.array([7, 8]))
-    assert 1235 not in unrestricted
     assert set(restricted[0].tolist()) == {7, 8, -1}
 
 
-def test_ivf_restriction_larger_than_exact_subset_uses_selector(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_graph_restriction_larger_than_exact_subset_uses_selector(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vector_index, "EXACT_SUBSET_MAX", 10)
     index, vectors = filled(3_000, flat_max=1_000)
+    index.remove(np.array([102]))
     allowed = np.arange(1, 1_500)
     _, ids = index.search(vectors[100], 10, allowed_ids=allowed)
     assert ids[0, 0] == 101
-    assert set(ids[0].tolist()) <= set(allowed.tolist())
+    assert set(ids[0].tolist()) <= set(allowed.tolist()) - {102}
+
+
+def test_graph_is_rebuilt_without_tombstones_once_half_is_removed() -> None:
+    index, vectors = filled(3_000, flat_max=1_000)
+    index.remove(np.arange(1, 1_000))
+    assert index.tombstones == 999
+    index.remove(np.arange(1_000, 1_100))
+    _, ids = index.search(vectors[2_000], 1)
+    assert (index.kind, index.tombstones, len(index)) == ("hnsw", 0, 1_901)
+    assert ids[0, 0] == 2_001
+
+
+def test_graph_shrunk_to_flat_max_becomes_exact_again() -> None:
+    index, _ = filled(3_000, flat_max=1_000)
+    index.remove(np.arange(1, 2_001))
+    assert (index.kind, len(index)) == ("flat", 1_000)
+
+
+def test_graph_save_and_load_round_trip(tmp_path: Path) -> None:
+    index, vectors = filled(3_000, flat_max=1_000)
+    index.remove(np.array([6]))
+    index.save(tmp_path / "g.faiss", generation=7)
+    loaded, meta = VectorIndex.load(tmp_path / "g.faiss")
+    _, ids = loaded.search(vectors[5], 3)
+    assert (meta.count, meta.generation, loaded.kind, loaded.tombstones) == (2_999, 7, "hnsw", 1)
+    assert 6 not in ids
+    assert loaded.search(vectors[9], 1)[1][0, 0] == 10
+
+
+def test_loaded_graph_takes_new_vectors(tmp_path: Path) -> None:
+    index, _ = filled(3_000, flat_max=1_000)
+    index.save(tmp_path / "g.faiss", generation=1)
+    loaded, _ = VectorIndex.load(tmp_path / "g.faiss")
+    extra = units(1, seed=42)
+    loaded.add(np.array([9_000]), extra)
+    assert loaded.search(extra[0], 1)[1][0, 0] == 9_000
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
-    index, vectors = filled(3_000, flat_max=1_000)
+    index, vectors = filled(300)
     index.save(tmp_path / "g.faiss", generation=7)
     loaded, meta = VectorIndex.load(tmp_path / "g.faiss")
-    assert (meta.model, meta.dimension, meta.count, meta.generation) == (MODEL, DIM, 3_000, 7)
-    assert loaded.kind == "ivf"
+    assert (meta.model, meta.dimension, meta.count, meta.generation) == (MODEL, DIM, 300, 7)
+    assert loaded.kind == "flat"
     assert loaded.search(vectors[5], 1)[1][0, 0] == 6
 
 
@@ -233,6 +327,36 @@ async def test_dropping_a_guild_deletes_its_file(store: MemoryStore, tmp_path: P
     await registry.close()
     assert not registry.path_for(1).exists()
     assert registry.count(1) == 0
+
+
+@pytest.mark.parametrize(("written_after_save", "stale"), [(0, False), (5, True)])
+async def test_a_saved_graph_is_loaded_as_saved_unless_it_is_stale(
+    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch, written_after_save: int, stale: bool,
+) -> None:
+    monkeypatch.setattr(vector_index, "FLAT_MAX", 10)
+    registry = await saved_registry(store, tmp_path, make_record)
+    if written_after_save:
+        await stored(store, make_record, written_after_save)
+    with caplog.at_level(logging.WARNING):
+        await registry.load_all()
+    assert (registry.get(1).kind, registry.count(1)) == ("hnsw", 30 + written_after_save)
+    assert ("Rebuilding" in caplog.text, "stale" in caplog.text) == (stale, stale)
+
+
+async def test_an_index_saved_in_the_previous_format_is_rebuilt(
+    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registry = await saved_registry(store, tmp_path, make_record)
+    index, meta = VectorIndex.load(registry.path_for(1))
+    monkeypatch.setattr(index_files, "_FORMAT", 1)
+    index.save(registry.path_for(1), meta.generation)
+    monkeypatch.undo()
+    with caplog.at_level(logging.WARNING):
+        await registry.load_all()
+    assert registry.count(1) == 30
+    assert "has format 1, expected 2" in caplog.text
 
 
 # -- IndexRegistry: paths it cannot write -------------------------------------------------------------------

@@ -18,16 +18,6 @@ def guild(discord_bot):
 
 
 @pytest.fixture
-def general(guild):
-    return guild.text_channels[0]
-
-
-@pytest.fixture
-def staff_role(guild):
-    return make_role(guild, "staff", discord.Permissions.none())
-
-
-@pytest.fixture
 def staff(guild, staff_role):
     """#staff: hidden from @everyone, shown to the staff role."""
     return text_channel(guild, "staff", {guild.default_role: HIDE, staff_role: SHOW})

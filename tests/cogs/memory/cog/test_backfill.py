@@ -6,6 +6,7 @@ import discord.ext.test as dpytest
 import pytest
 
 from cogs.memory.records import SearchFilters
+from tests.fixtures.core import message_writes_failing, write_locked
 from tests.fixtures.discord import bot_replies, say
 from tests.fixtures.history import deleted_while_away, said_while_away
 
@@ -115,3 +116,21 @@ async def test_a_run_cut_short_says_how_far_it_got(memory_bot, slash, guild, cha
     assert http.last.content == (
         f"Backfill of {channel.mention} stopped after 2 messages: Discord answered 503 (upstream connect error). "
         "What it read is saved; run it again to go on from there.")
+
+
+async def test_a_write_that_fails_stops_the_run_and_says_so(memory_bot, slash, guild, channel, admin, history,
+                                                            backfill):
+    with write_locked(memory_bot.db_path):
+        http = await slash.run("memory backfill", admin, channel, channel=channel)
+    assert http.last.content == (
+        f"Backfill of {channel.mention} stopped after reading 2 messages: 2 of them could not be stored (another "
+        "process holds the database's write lock). I keep them and keep trying; run the backfill again later to go on.")
+
+
+async def test_a_write_that_fails_saves_no_progress_past_it(memory_bot, slash, guild, channel, admin, history,
+                                                            backfill):
+    with message_writes_failing(memory_bot.db_path):  # its place could be saved: only the messages' writes fail
+        await slash.run("memory backfill", admin, channel, channel=channel)
+    http = await slash.run("memory backfill", admin, channel, channel=channel)  # reads the unstored page again
+    assert (http.last.content, await stored(memory_bot, guild)) == (
+        done(channel, 3), ["newest picnic plans", "older picnic plans", "oldest picnic plans"])

@@ -6,17 +6,12 @@ from discord.ext.test import backend
 
 from cogs.memory.records import SearchFilters
 from tests.fixtures.core import fetchall
-from tests.fixtures.discord import edit, say
+from tests.fixtures.discord import edit, remembered, say
 
 
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-async def remembered(bot, guild, query="picnic Saturday"):
-    await bot.memory.flush()
-    return [hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 10)]
 
 
 async def test_a_message_is_remembered(memory_bot, guild, channel, member):

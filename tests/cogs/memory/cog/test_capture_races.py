@@ -7,18 +7,12 @@ import pytest
 from discord.ext.test import backend
 
 from cogs.memory.memory import Memory
-from cogs.memory.records import SearchFilters
-from tests.fixtures.discord import edit
+from tests.fixtures.discord import attach_memory_now, edit, remembered
 
 
 @pytest.fixture
 def guild(discord_bot):
     return dpytest.get_config().guilds[0]
-
-
-async def remembered(bot, guild, query="picnic Saturday"):
-    await bot.memory.flush()
-    return [hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 10)]
 
 
 def raw_delete(message_id: int, channel: discord.TextChannel) -> None:
@@ -40,9 +34,7 @@ async def test_a_message_deleted_while_memory_loads_is_not_stored(discord_bot, t
 async def test_a_message_kept_while_memory_loads_is_stored(discord_bot, tiny_reranker_profile, guild, channel,
                                                            member):
     backend.make_message("the picnic moved to Saturday", member, channel)
-    await discord_bot.attach_memory(
-        await Memory.open(tiny_reranker_profile, discord_bot.db_path, discord_bot.index_dir))
-    await dpytest.run_all_events()
+    await attach_memory_now(discord_bot, tiny_reranker_profile)
     assert await remembered(discord_bot, guild) == ["the picnic moved to Saturday"]
 
 

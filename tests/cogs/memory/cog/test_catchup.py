@@ -9,6 +9,7 @@ import discord.ext.test as dpytest
 import pytest
 
 from cogs.memory.records import SearchFilters
+from tests.fixtures.core import message_writes_failing
 from tests.fixtures.discord import edit, make_thread, say
 from tests.fixtures.history import deleted_while_away, edited_while_away, reconnect, said_while_away
 
@@ -184,6 +185,18 @@ async def test_a_channel_discord_failed_to_serve_is_read_again(memory_bot, guild
     catch_up.retry_delays_s = (0,)
     await reconnect(memory_bot)
     assert "picnic moved to Sunday" in await remembered(memory_bot, guild)
+
+
+async def test_no_channel_is_finished_while_a_message_read_could_not_be_stored(memory_bot, slash, guild, channel,
+                                                                               member, catch_up, before_outage):
+    # A flush reports every message still unstored, so the channel read after the failing one stays unfinished too.
+    said_while_away("picnic moved to Sunday", member, channel)
+    with message_writes_failing(memory_bot.db_path):
+        await reconnect(memory_bot)
+        http = await slash.run("memory stats", member, channel)
+    fields = {field.name: field.value for field in http.last.embeds[0].fields}
+    assert re.fullmatch(r"finished <t:\d+:R>: 2 channels, 0 messages read, 0 new, 0 edited, 0 deleted\. "
+                        r"2 channels could not be read; they go on from their saved place later\.", fields["Catch-up"])
 
 
 # -- /memory stats ----------------------------------------------------------------------------------------------------

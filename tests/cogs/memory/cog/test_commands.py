@@ -5,11 +5,10 @@ import re
 import discord
 import discord.ext.test as dpytest
 import pytest
-from discord.ext.test import backend
 
 from cogs.memory.cog import replies
 from cogs.memory.records import SearchFilters
-from tests.fixtures.discord import say
+from tests.fixtures.discord import hidden_channel, say
 from tests.fixtures.history import said_while_away
 
 SECRET = "the staff bonus budget is 4000 euros"
@@ -18,23 +17,6 @@ SECRET = "the staff bonus budget is 4000 euros"
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def other(members):
-    return members[1]
-
-
-@pytest.fixture
-def admin(guild, other):
-    role = backend.make_role("admin", guild, permissions=discord.Permissions(manage_guild=True).value)
-    return backend.update_member(other, roles=[role])
-
-
-def hidden_channel(guild):
-    allow, deny = discord.PermissionOverwrite(view_channel=False).pair()
-    return backend.make_text_channel("staff", guild, permission_overwrites=[
-        {"id": str(guild.default_role.id), "type": 0, "allow": str(allow.value), "deny": str(deny.value)}])
 
 
 async def stored(bot, guild, query="picnic"):
@@ -99,31 +81,30 @@ async def test_a_bad_date_says_how_to_write_one(memory_bot, slash, channel, memb
     assert http.last.content == "`last tuesday` is not a date I understand. Use YYYY-MM-DD, for example 2024-05-31."
 
 
-async def test_many_results_are_paginated(memory_bot, slash, channel, member, other):
+async def seven_results(memory_bot, slash, channel, member, other):
+    """The member's search for seven remembered plans: one page of five, and a second."""
     for day in range(7):
         await say(f"picnic plan number {day}", other, channel)
     await memory_bot.memory.flush()
-    http = await slash.run("memory search", member, channel, query="picnic plan", limit=7)
+    return await slash.run("memory search", member, channel, query="picnic plan", limit=7)
+
+
+async def test_many_results_are_paginated(memory_bot, slash, channel, member, other):
+    http = await seven_results(memory_bot, slash, channel, member, other)
     page = http.last
     labels = [(c["label"], c.get("disabled", False)) for row in page.components for c in row["components"]]
     assert (page.embeds[0].footer.text, labels) == ("Page 1/2 · 7 results", [("Previous", True), ("Next", False)])
 
 
 async def test_next_shows_the_second_page(memory_bot, slash, channel, member, other):
-    for day in range(7):
-        await say(f"picnic plan number {day}", other, channel)
-    await memory_bot.memory.flush()
-    http = await slash.run("memory search", member, channel, query="picnic plan", limit=7)
+    http = await seven_results(memory_bot, slash, channel, member, other)
     await slash.press(http, http.last, "Next", member, channel)
     update = await http.wait_for(lambda sent: sent.kind == "update")
     assert update.embeds[0].footer.text == "Page 2/2 · 7 results"
 
 
 async def test_someone_else_cannot_turn_your_pages(memory_bot, slash, channel, member, other):
-    for day in range(7):
-        await say(f"picnic plan number {day}", other, channel)
-    await memory_bot.memory.flush()
-    http = await slash.run("memory search", member, channel, query="picnic plan", limit=7)
+    http = await seven_results(memory_bot, slash, channel, member, other)
     await slash.press(http, http.last, "Next", other, channel)
     refusal = await http.wait_for(lambda sent: sent.kind == "response")
     assert (refusal.content, refusal.ephemeral) == ("These buttons belong to the member who ran the command.", True)
@@ -143,12 +124,17 @@ async def test_stats_counts_this_guild_only(memory_bot, slash, guild, channel, m
         f"Memory of {guild.name}", "1", "test-tiny (embeddings: all-MiniLM-L6-v2)")
 
 
-async def test_stats_reports_the_reranker_and_latencies(memory_bot, slash, channel, member):
+async def stats_after_a_search(memory_bot, slash, channel, member):
+    """The fields of /memory stats once the member has searched what they said."""
     await say("the picnic moved to Saturday", member, channel)
     await memory_bot.memory.flush()
     await slash.run("memory search", member, channel, query="picnic")
     http = await slash.run("memory stats", member, channel)
-    fields = {field.name: field.value for field in http.last.embeds[0].fields}
+    return {field.name: field.value for field in http.last.embeds[0].fields}
+
+
+async def test_stats_reports_the_reranker_and_latencies(memory_bot, slash, channel, member):
+    fields = await stats_after_a_search(memory_bot, slash, channel, member)
     assert fields["Reranker"].endswith("(local, loaded)") and fields["Search latency"].endswith("(1 samples)")
 
 
@@ -360,11 +346,7 @@ async def test_a_profile_whose_reranker_cannot_load_keeps_the_old_profile(memory
 
 
 async def test_stats_reports_how_the_reranker_ran_in_the_last_hour(memory_bot, slash, channel, member):
-    await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
-    await slash.run("memory search", member, channel, query="picnic")
-    http = await slash.run("memory stats", member, channel)
-    fields = {field.name: field.value for field in http.last.embeds[0].fields}
+    fields = await stats_after_a_search(memory_bot, slash, channel, member)
     assert re.fullmatch(r"torch float32 · p50 [\d,]+ ms · p95 [\d,]+ ms per query \(1 query\) · 1\.0 of 1\.0 "
                         r"candidates scored per recall · cache hits: 0 scores, 0 prompt prefixes",
                         fields["Reranking (last hour)"])

@@ -7,6 +7,7 @@ from discord.ext.test import backend
 from cogs.memory.cog import replies
 from cogs.memory.memory import Memory
 from cogs.memory.records import SearchFilters
+from tests.fixtures.discord import attach_memory_now
 
 
 @pytest.fixture
@@ -28,9 +29,7 @@ async def test_a_memory_that_failed_to_open_says_so(discord_bot, slash, channel,
 async def test_messages_said_while_loading_are_stored_once_memory_is_ready(discord_bot, guild, channel, member,
                                                                           tiny_reranker_profile):
     backend.make_message("the picnic moved to Saturday", member, channel)
-    await discord_bot.attach_memory(
-        await Memory.open(tiny_reranker_profile, discord_bot.db_path, discord_bot.index_dir))
-    await dpytest.run_all_events()
+    await attach_memory_now(discord_bot, tiny_reranker_profile)
     await discord_bot.memory.flush()
     hits = await discord_bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 5)
     assert [hit["content"] for hit in hits] == ["the picnic moved to Saturday"]

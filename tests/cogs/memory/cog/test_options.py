@@ -4,7 +4,6 @@ private answer saying what to change, and nothing runs."""
 import discord
 import discord.ext.test as dpytest
 import pytest
-from discord.ext.test import backend
 from discord.webhook.async_ import async_context
 
 from cogs.memory.cog import replies
@@ -15,17 +14,6 @@ from tests.fixtures.discord import FakeDiscordHTTP, command_payload, find_comman
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def other(members):
-    return members[1]
-
-
-@pytest.fixture
-def admin(guild, other):
-    role = backend.make_role("admin", guild, permissions=discord.Permissions(manage_guild=True).value)
-    return backend.update_member(other, roles=[role])
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from tests.fixtures.discord import (
     bot_replies,
     chat_completions_server,
     give_role,
-    make_role,
     make_thread,
     memory_line,
     remember,
@@ -31,16 +30,6 @@ QUESTION = "what is the budget?"
 @pytest.fixture
 def guild(memory_bot):
     return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def general(guild):
-    return guild.text_channels[0]
-
-
-@pytest.fixture
-def staff_role(guild):
-    return make_role(guild, "staff", discord.Permissions.none())
 
 
 @pytest.fixture

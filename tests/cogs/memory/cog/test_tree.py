@@ -24,14 +24,16 @@ def test_the_expected_commands_exist(discord_bot):
     ]
 
 
+def options(bot):
+    """Each slash command's options, named as a member types them ("memory search query"), with the option."""
+    for command in bot.tree.walk_commands():
+        if isinstance(command, app_commands.Command):
+            for param in command.parameters:
+                yield f"{command.qualified_name} {param.name}", param
+
+
 def test_every_option_has_a_description(discord_bot):
-    undescribed = [
-        f"{command.qualified_name} {param.name}"
-        for command in discord_bot.tree.walk_commands()
-        if isinstance(command, app_commands.Command)
-        for param in command.parameters
-        if param.description == "…"
-    ]
+    undescribed = [name for name, param in options(discord_bot) if param.description == "…"]
     assert undescribed == []
 
 
@@ -57,10 +59,7 @@ def test_every_command_checks_its_options_after_its_permission_checks(discord_bo
 def test_every_text_and_number_option_declares_its_bounds(discord_bot):
     # What the bot checks a received value against; without bounds a crafted value could be any size.
     unbounded = [
-        f"{command.qualified_name} {param.name}"
-        for command in discord_bot.tree.walk_commands()
-        if isinstance(command, app_commands.Command)
-        for param in command.parameters
+        name for name, param in options(discord_bot)
         if (param.type is discord.AppCommandOptionType.string and param.max_value is None and not param.choices)
         or (param.type is discord.AppCommandOptionType.integer and None in (param.min_value, param.max_value))
     ]

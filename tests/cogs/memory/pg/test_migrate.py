@@ -11,36 +11,19 @@ import asyncpg
 import numpy as np
 import pytest
 
-from cogs.memory import text
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.backends import history_for
 from cogs.memory.history import Exclusion, SqliteHistory
 from cogs.memory.pg import migrate as pg_migrate
-from cogs.memory.pg.schema import DIMENSION
 from cogs.memory.pg.store import PostgresStore
-from cogs.memory.records import MessageRecord
-from cogs.memory.rows import NewRow, WriteBatch
+from cogs.memory.rows import WriteBatch
 from cogs.memory.store import MemoryStore
 from tests.fixtures.core import RecordFactory
+from tests.fixtures.stores import MODEL, insert, unit
 
-MODEL = "test-model"
 # A member forgotten in guild 1.
 FORGOTTEN = Exclusion(1, author_id=7, until=1_700_000_000.0)
 OTHER_MODEL = "other-model"
-
-
-def unit(seed: int) -> np.ndarray:
-    vector = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
-    return vector / np.linalg.norm(vector)
-
-
-async def write(store: MemoryStore, model: str, *records: MessageRecord) -> list[int]:
-    rowids = list(store.allocate_rowids(len(records)))
-    batch = WriteBatch(model, guild_ids={record.guild_id for record in records})
-    batch.inserts = [NewRow(rowid, record, record.content, text.fts_document(record.content), unit(record.message_id))
-                     for rowid, record in zip(rowids, records, strict=True)]
-    await store.write(batch)
-    return rowids
 
 
 @pytest.fixture
@@ -50,9 +33,9 @@ async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
     path = tmp_path / "memory.sqlite3"
     store = await MemoryStore.open(path)
     try:
-        await write(store, MODEL, make_record(1, "the quick brown fox"), make_record(2, "jumps over"),
-                    make_record(3, "the lazy dog", guild_id=2, author_name="bob"))
-        await write(store, OTHER_MODEL, make_record(4, "written by another model"))
+        await insert(store, make_record(1, "the quick brown fox"), make_record(2, "jumps over"),
+                     make_record(3, "the lazy dog", guild_id=2, author_name="bob"))
+        await insert(store, make_record(4, "written by another model"), model=OTHER_MODEL)
         await store.set_guild_setting(1, "retention_days", 30)
         await store.set_opt_out(2, 200, True)
         await store.write(WriteBatch(MODEL, tombstones=[99], deleted_at=1_700_000_000.0))
@@ -116,6 +99,14 @@ async def test_only_the_chosen_models_vectors_are_copied_exactly(migrate_cli, da
     rows = await fetch(database_url, "SELECT message_rowid, model, vector::text FROM embeddings ORDER BY message_rowid")
     assert [(row[0], row[1]) for row in rows] == [(1, MODEL), (2, MODEL), (3, MODEL)]
     np.testing.assert_array_equal(np.array(json.loads(rows[2][2]), dtype=np.float32), unit(3))
+
+
+async def test_a_message_without_the_models_vector_waits_for_one_in_postgresql(migrate_cli, database_url: str
+                                                                               ) -> None:
+    await migrate_cli()
+    rows = await fetch(database_url, "SELECT m.message_id FROM pending_vectors AS p JOIN messages AS m "
+                                     "ON m.id = p.message_rowid WHERE p.rejected_at IS NULL")
+    assert [row[0] for row in rows] == [4]
 
 
 async def test_settings_opt_outs_and_tombstones_are_copied(migrate_cli, database_url: str) -> None:

@@ -1,39 +1,20 @@
-"""PostgresStore on a real PostgreSQL 16 + pgvector (pgserver): rows, isolation, races between processes, forget."""
+"""What only the PostgreSQL store does, on a real PostgreSQL 16 + pgvector (pgserver): its stemmed documents, races
+between processes sharing one database, VACUUM after a forget, migrations under an advisory lock. What both stores
+do is tested once for both, in tests/cogs/memory/test_store.py."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 
 import asyncpg
-import numpy as np
 import pytest
 
-from cogs.memory import text
 from cogs.memory.pg import fts
-from cogs.memory.pg.schema import DIMENSION, MIGRATIONS
+from cogs.memory.pg.schema import MIGRATIONS
 from cogs.memory.pg.store import PostgresStore
-from cogs.memory.records import MessageRecord
-from cogs.memory.store import MemoryStore
-from cogs.memory.store_protocol import Store
-from cogs.memory.rows import EditRow, NewRow, WriteBatch
+from cogs.memory.rows import EditRow, WriteBatch
 from tests.fixtures.core import RecordFactory
-
-MODEL = "test-model"
-
-
-def unit(seed: int) -> np.ndarray:
-    vector = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
-    return vector / np.linalg.norm(vector)
-
-
-async def insert(store: PostgresStore, *records: MessageRecord) -> list[int]:
-    rowids = list(store.allocate_rowids(len(records)))
-    batch = WriteBatch(MODEL, guild_ids={record.guild_id for record in records})
-    batch.inserts = [NewRow(rowid, record, record.content, text.fts_document(record.content), unit(record.message_id))
-                     for rowid, record in zip(rowids, records, strict=True)]
-    await store.write(batch)
-    return rowids
+from tests.fixtures.stores import MODEL, insert
 
 
 async def scalar(url: str, sql: str, *params: object) -> object:
@@ -44,40 +25,11 @@ async def scalar(url: str, sql: str, *params: object) -> object:
         await conn.close()
 
 
-def test_both_stores_satisfy_the_store_protocol() -> None:
-    assert issubclass(MemoryStore, Store) and issubclass(PostgresStore, Store)
-
-
-async def test_a_written_message_reads_back_with_its_vector(pg_store: PostgresStore,
-                                                           make_record: RecordFactory) -> None:
-    [rowid] = await insert(pg_store, make_record(1, "the quick brown fox"))
-    message = await pg_store.message(1)
-    vector = await scalar(pg_store.url, "SELECT vector::text FROM embeddings WHERE message_rowid = $1", rowid)
-    assert (message.rowid, message.content, message.author_name) == (rowid, "the quick brown fox", "alice")
-    np.testing.assert_allclose(np.array(json.loads(vector), dtype=np.float32), unit(1), rtol=1e-6)
-
-
 async def test_the_document_holds_stemmed_body_and_author_words(pg_store: PostgresStore,
                                                                make_record: RecordFactory) -> None:
     await insert(pg_store, make_record(1, "Running to the café 東京都", author_name="Zoë"))
     document = await scalar(pg_store.url, "SELECT document::text FROM messages WHERE message_id = 1")
     assert document == "'cafe':4A 'run':1A 'the':3A 'to':2A 'zoe':8B '京都':6A '東京':5A '都':7A"
-
-
-async def test_a_guild_sees_only_its_own_messages(pg_store: PostgresStore, make_record: RecordFactory) -> None:
-    await insert(pg_store, make_record(1, "ours", guild_id=1), make_record(2, "theirs", guild_id=2))
-    assert await pg_store.count_messages(1) == 1
-    assert [ref.message_id for ref in await pg_store.refs_for_guild(2)] == [2]
-    assert sorted(await pg_store.guild_ids()) == [1, 2]
-
-
-async def test_channel_neighbours_follow_time_order(pg_store: PostgresStore, make_record: RecordFactory) -> None:
-    await insert(pg_store, make_record(1, "first"), make_record(2, "second"), make_record(3, "third"))
-    middle = await pg_store.message(2)
-    previous = await pg_store.previous_in_channel(1, 10, middle.created_at, 2)
-    following = await pg_store.next_in_channel(1, 10, middle.created_at, 2)
-    walked = [message.content async for message in pg_store.iter_channel(1, 10, page=2)]
-    assert (previous.content, following.content, walked) == ("first", "third", ["first", "second", "third"])
 
 
 async def test_two_processes_ingesting_one_stream_store_each_message_once(database_url: str,
@@ -139,7 +91,8 @@ async def test_forget_leaves_no_row_and_vacuum_runs(pg_store: PostgresStore, mak
     assert vacuumed >= 1
 
 
-async def test_settings_merge_key_by_key_and_vanish_when_empty(pg_store: PostgresStore) -> None:
+async def test_settings_set_at_once_merge_key_by_key_and_vanish_when_empty(pg_store: PostgresStore) -> None:
+    # One UPDATE merges each key: two processes (or tasks) setting different keys together both keep theirs.
     await asyncio.gather(pg_store.set_guild_setting(1, "retention_days", 30),
                          pg_store.set_guild_setting(1, "enabled", False))
     merged = await pg_store.guild_settings(1)
@@ -147,14 +100,6 @@ async def test_settings_merge_key_by_key_and_vanish_when_empty(pg_store: Postgre
     await pg_store.set_guild_setting(1, "enabled", None)
     assert merged == {"retention_days": 30, "enabled": False}
     assert await scalar(pg_store.url, "SELECT COUNT(*) FROM guild_settings") == 0
-
-
-async def test_opt_outs_round_trip(pg_store: PostgresStore) -> None:
-    await pg_store.set_opt_out(1, 100, True)
-    await pg_store.set_opt_out(1, 100, True)
-    await pg_store.set_opt_out(2, 200, True)
-    await pg_store.set_opt_out(2, 200, False)
-    assert await pg_store.opt_outs() == {(1, 100)}
 
 
 async def test_processes_opening_together_apply_each_migration_once(database_url: str) -> None:

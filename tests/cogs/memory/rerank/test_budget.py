@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cogs.memory.profile import MemoryProfile
-from cogs.memory.rerank import local as _rerank_local, service as reranker_service
+from cogs.memory.rerank import local as _rerank_local
 from cogs.memory.rerank.local import LocalScorer
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
@@ -15,14 +15,6 @@ from tests.fixtures.reranker import with_reranker
 # The prompt tails of DOCS after the shared prefix (default instruction), in tokens: 65 for the first four.
 TAIL_TOKENS = [23, 22, 10, 10, 18, 14, 24, 64, 19]
 REAL_FORWARD = LocalScorer.forward_tails
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
-    now = {"t": 0.0}
-    monkeypatch.setattr(_rerank_local.time, "monotonic", lambda: now["t"])
-    monkeypatch.setattr(reranker_service.time, "monotonic", lambda: now["t"])
-    return now
 
 
 def machine(monkeypatch: pytest.MonkeyPatch, clock: dict[str, float], seconds_per_token: float) -> list[list[int]]:
@@ -59,33 +51,33 @@ def test_the_tails_are_the_lengths_these_tests_assume(tiny_reranker_profile: Mem
 
 
 def test_the_budget_leaves_a_first_stage_tail_unscored(budgeted: MemoryProfile, monkeypatch: pytest.MonkeyPatch,
-                                                       clock: dict[str, float]) -> None:
-    machine(monkeypatch, clock, 0.010)
+                                                       reranker_clock: dict[str, float]) -> None:
+    machine(monkeypatch, reranker_clock, 0.010)
     # 0.65 s for the first pack of four, then 0.25 s left: the next pack is cut to the one candidate that fits.
     assert unscored(budgeted) == [5, 6, 7, 8]
 
 
 def test_no_forward_starts_that_would_end_past_the_budget(budgeted: MemoryProfile, monkeypatch: pytest.MonkeyPatch,
-                                                          clock: dict[str, float]) -> None:
-    packs = machine(monkeypatch, clock, 0.010)
+                                                          reranker_clock: dict[str, float]) -> None:
+    packs = machine(monkeypatch, reranker_clock, 0.010)
     unscored(budgeted)
-    assert (packs, clock["t"] <= 0.9) == ([[23, 22, 10, 10], [18]], True)
+    assert (packs, reranker_clock["t"] <= 0.9) == ([[23, 22, 10, 10], [18]], True)
 
 
 def test_a_faster_machine_scores_more_in_the_same_budget(budgeted: MemoryProfile, monkeypatch: pytest.MonkeyPatch,
-                                                         clock: dict[str, float]) -> None:
-    machine(monkeypatch, clock, 0.010)
+                                                         reranker_clock: dict[str, float]) -> None:
+    machine(monkeypatch, reranker_clock, 0.010)
     slow = len(DOCS) - len(unscored(budgeted))
-    clock["t"] = 0.0
-    machine(monkeypatch, clock, 0.002)
+    reranker_clock["t"] = 0.0
+    machine(monkeypatch, reranker_clock, 0.002)
     fast = len(DOCS) - len(unscored(budgeted))
     assert (slow, fast) == (5, 9)
 
 
 def test_the_speed_learned_on_one_recall_cuts_the_first_pack_of_the_next(
-    tiny_reranker_profile: MemoryProfile, monkeypatch: pytest.MonkeyPatch, clock: dict[str, float]
+    tiny_reranker_profile: MemoryProfile, monkeypatch: pytest.MonkeyPatch, reranker_clock: dict[str, float]
 ) -> None:
-    packs = machine(monkeypatch, clock, 0.010)
+    packs = machine(monkeypatch, reranker_clock, 0.010)
     service = RerankerService(with_reranker(tiny_reranker_profile, time_budget_ms=500, batch_size=4))
     try:
         service.rerank_results("a first question", candidates(["warm up"]))

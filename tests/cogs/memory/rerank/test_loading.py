@@ -4,7 +4,6 @@ ONNX export) goes on in the background, started at construction for a profile th
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,33 +18,15 @@ from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_providers import STATS
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
 from tests.fixtures.core import RecordFactory
-from tests.fixtures.reranker import with_reranker
+from tests.fixtures.reranker import HeldCall, hold, with_reranker
 
 FIRST_STAGE = [(i, None) for i in range(len(DOCS))]
 
 
-class SlowLoad:
-    """Wraps the real scorer builder: each load waits until `release` is set (or 30 s), and is counted."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-        self.started = threading.Event()
-        self.loads = 0
-        self._real = reranker_service.build_local_scorer
-
-    def __call__(self, *args: object, **kwargs: object) -> object:
-        self.loads += 1
-        self.started.set()
-        self.release.wait(30)
-        return self._real(*args, **kwargs)
-
-
 @pytest.fixture
-def slow_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlowLoad]:
-    load = SlowLoad()
-    monkeypatch.setattr(reranker_service, "build_local_scorer", load)
-    yield load
-    load.release.set()
+def slow_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCall]:
+    """Each model load waits until the test releases it."""
+    yield from hold(monkeypatch, reranker_service, "build_local_scorer")
 
 
 @pytest.fixture
@@ -58,7 +39,7 @@ def pairs(results: list[dict]) -> list[tuple[int, float | None]]:
 
 
 async def test_a_recall_while_the_model_loads_gets_first_stage_order(preloading: MemoryProfile,
-                                                                     slow_load: SlowLoad) -> None:
+                                                                     slow_load: HeldCall) -> None:
     service = RerankerService(preloading)
     try:
         results = await service.arerank_results(QUERY, candidates(), top_k=None)
@@ -69,7 +50,7 @@ async def test_a_recall_while_the_model_loads_gets_first_stage_order(preloading:
 
 
 async def test_the_load_goes_on_after_a_recall_that_did_not_wait(preloading: MemoryProfile,
-                                                                 slow_load: SlowLoad) -> None:
+                                                                 slow_load: HeldCall) -> None:
     service = RerankerService(preloading)
     try:
         await service.arerank_results(QUERY, candidates())
@@ -79,11 +60,11 @@ async def test_the_load_goes_on_after_a_recall_that_did_not_wait(preloading: Mem
     finally:
         slow_load.release.set()
         await service.aclose()
-    assert (slow_load.loads, all(r["rerank_score"] is not None for r in results)) == (1, True)
+    assert (slow_load.calls, all(r["rerank_score"] is not None for r in results)) == (1, True)
 
 
 async def test_a_preloading_profile_starts_loading_at_construction(preloading: MemoryProfile,
-                                                                   slow_load: SlowLoad) -> None:
+                                                                   slow_load: HeldCall) -> None:
     service = RerankerService(preloading)
     try:
         started = await asyncio.to_thread(slow_load.started.wait, 30)
@@ -95,7 +76,7 @@ async def test_a_preloading_profile_starts_loading_at_construction(preloading: M
 
 
 async def test_without_preload_the_first_recall_starts_the_load(tiny_reranker_profile: MemoryProfile,
-                                                                slow_load: SlowLoad) -> None:
+                                                                slow_load: HeldCall) -> None:
     service = RerankerService(tiny_reranker_profile)
     try:
         before = service.status()["loading"]
@@ -108,7 +89,7 @@ async def test_without_preload_the_first_recall_starts_the_load(tiny_reranker_pr
 
 
 async def test_memory_recall_does_not_wait_for_a_loading_reranker(
-    preloading: MemoryProfile, slow_load: SlowLoad, db_path: Path, index_dir: Path, make_record: RecordFactory
+    preloading: MemoryProfile, slow_load: HeldCall, db_path: Path, index_dir: Path, make_record: RecordFactory
 ) -> None:
     memory = await Memory.open(preloading, db_path, index_dir)
     try:
@@ -135,7 +116,7 @@ async def test_a_preloaded_model_has_the_instructions_prompt_ready_for_the_first
     assert status["prefix_cache_hits"] == 1
 
 
-async def test_stats_say_the_reranker_is_loading(preloading: MemoryProfile, slow_load: SlowLoad) -> None:
+async def test_stats_say_the_reranker_is_loading(preloading: MemoryProfile, slow_load: HeldCall) -> None:
     service = RerankerService(preloading)
     try:
         status = service.status()
