@@ -8,16 +8,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .history import SqliteHistory
 from .search import SearchEngine
 from .store import MemoryStore
 from .vector_index import IndexRegistry
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .embedding import Embedder
+    from .history import HistoryLedger
     from .profile import MemoryProfile
     from .store_protocol import Store
 
-__all__ = ("indexes_for", "open_store", "search_engine_for")
+__all__ = ("history_for", "indexes_for", "open_store", "search_engine_for")
 
 
 async def open_store(db_path: Path, database_url: str | None) -> Store:
@@ -45,3 +49,14 @@ def search_engine_for(store: Store, embedder: Embedder, indexes: Any, profile: M
 
     assert isinstance(store, PostgresStore)
     return PostgresSearchEngine(store, embedder, profile)
+
+
+def history_for(store: Store, write_lock: asyncio.Lock) -> HistoryLedger:
+    """Where catch-up and backfill keep their progress: beside the messages, in the same database."""
+    if isinstance(store, MemoryStore):
+        return SqliteHistory(store, write_lock)
+    from .pg.history import PostgresHistory
+    from .pg.store import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    return PostgresHistory(store)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ("ATTACHMENT_PREFIX", "MAX_CONTENT_CHARS", "clean_text", "stand_ins", "stored_content")
+__all__ = ("ATTACHMENT_PREFIX", "MAX_CONTENT_CHARS", "clean_text", "edited_content", "stand_ins", "stored_content")
 
 # Marks an attachment/embed stand-in line in stored content, so an edit of the text keeps the stand-ins.
 ATTACHMENT_PREFIX = "📎 "
@@ -34,3 +34,9 @@ def stored_content(content: str, attachments: Iterable[str] = ()) -> str:
 def stand_ins(content: str) -> list[str]:
     """The attachment stand-ins of stored content, without their prefix."""
     return [line[len(ATTACHMENT_PREFIX):] for line in content.split("\n") if line.startswith(ATTACHMENT_PREFIX)]
+
+
+def edited_content(content: str, current: str) -> str:
+    """The text stored after an edit to ``content`` of a message stored as ``current``: an edit changes the words,
+    the attachment stand-ins stay."""
+    return stored_content(content, stand_ins(current))

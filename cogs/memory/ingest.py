@@ -13,7 +13,7 @@ from datetime import datetime
 import numpy as np
 
 from . import text
-from .content import ATTACHMENT_PREFIX, stand_ins, stored_content
+from .content import ATTACHMENT_PREFIX, edited_content, stored_content
 from .embedding import Embedder
 from .ingest_report import FlushReport, IngestError, RetryPolicy
 from .message_writer import MessageWriter
@@ -172,7 +172,7 @@ class IngestQueue:
                 log.debug("Edit of message %d came before the message; kept for its add", message_id)
                 return False
             self._pending_edits.discard([message_id])
-            new_content = stored_content(content, stand_ins(current.content))
+            new_content = edited_content(content, current.content)
             if new_content == current.content:
                 return True
             ref = RowRef(current.rowid, current.message_id, current.guild_id, current.channel_id, current.created_at)
@@ -222,12 +222,15 @@ class IngestQueue:
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
         """Forget a channel and its threads; nothing outside them had them as a predecessor.
 
-        Messages created before now that arrive later in the channel or its threads are dropped too.
+        Messages created before now that arrive later in the channel or its threads are dropped too, and each
+        forgotten id leaves a tombstone: reading the channel's history again (catch-up, backfill) does not bring
+        them back.
         """
         self._tombstones.bury_channel(guild_id, channel_id)
         await self._after_queued()
         async with self.write_lock:
-            return await self._delete_refs(await self._store.refs_for_channel(guild_id, channel_id), relink=False)
+            refs = await self._store.refs_for_channel(guild_id, channel_id)
+            return await self._delete_refs(refs, relink=False, tombstones=[ref.message_id for ref in refs])
 
     async def delete_guild(self, guild_id: int) -> int:
         """Forget a guild; its messages created before now that arrive later are dropped too."""
@@ -242,7 +245,8 @@ class IngestQueue:
         """Forget every message of a user (in one guild, or everywhere with ``guild_id=None``; or one channel).
 
         Without a channel, their messages created before now that arrive later are dropped too; newer ones (after
-        an opt-in, a rejoin) are stored as usual.
+        an opt-in, a rejoin) are stored as usual. Each forgotten id leaves a tombstone, so reading the history again
+        (catch-up, backfill) does not bring it back.
         """
         if channel_id is None:
             self._tombstones.bury_author(guild_id, author_id)
@@ -251,7 +255,7 @@ class IngestQueue:
             refs = await self._store.refs_for_author(guild_id, author_id)
             if channel_id is not None:
                 refs = [ref for ref in refs if ref.channel_id == channel_id]
-            return await self._delete_refs(refs, relink=True)
+            return await self._delete_refs(refs, relink=True, tombstones=[ref.message_id for ref in refs])
 
     async def delete_older_than(self, guild_id: int, cutoff: datetime) -> int:
         """Forget a guild's messages written before ``cutoff`` (retention), in one DELETE."""

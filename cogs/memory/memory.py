@@ -6,20 +6,22 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .backends import indexes_for, open_store, search_engine_for
+from .backends import history_for, indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
+from .history import Exclusion
 from .ingest import FlushReport, IngestQueue
 from .profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
+from .reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
-from .store import MemoryStore, StoreOpenError, WriteBatch
-from .text import embedding_input
+from .store import MemoryStore, StoreOpenError
 from .vector_index import IndexRegistry, IndexSaveError
 
 if TYPE_CHECKING:
@@ -62,6 +64,8 @@ class Memory:
         self.reranker = reranker
         self.search_engine = search_engine_for(store, embedder, indexes, profile)
         self._policy = GuildPolicy(store, ingest)
+        # What reading channels' history again needs (catch-up, backfill): stored spans and saved progress.
+        self.history = history_for(store, ingest.write_lock)
         self._autosave: asyncio.Task[None] | None = None
         self.purges = PurgeScheduler(self._erase_forgotten)
 
@@ -195,15 +199,26 @@ class Memory:
     async def delete(self, message_ids: Sequence[int]) -> int:
         return self._forgot(await self.ingest.delete(message_ids))
 
+    # Forgetting by request also tells history (catch-up, backfill) never to store that again.
+
+    async def forget_message(self, guild_id: int, message_id: int) -> int:
+        await self.history.exclude(Exclusion(guild_id, message_id=message_id))
+        return await self.delete([message_id])
+
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
+        await self.history.exclude(Exclusion(guild_id, channel_id, until=time.time()))
+        await self.history.forget(guild_id, channel_id)
         return self._forgot(await self.ingest.delete_channel(guild_id, channel_id))
 
     async def delete_guild(self, guild_id: int) -> int:
+        await self.history.exclude(Exclusion(guild_id, until=time.time()))
+        await self.history.forget(guild_id)
         count = self._forgot(await self.ingest.delete_guild(guild_id))
         self._policy.forget_guild(guild_id)
         return count
 
     async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+        await self.history.exclude(Exclusion(guild_id, channel_id, author_id, until=time.time()))
         return self._forgot(await self.ingest.delete_author(guild_id, author_id, channel_id))
 
     @property
@@ -232,12 +247,21 @@ class Memory:
         return await self._policy.settings(guild_id)
 
     async def save_settings(self, guild_id: int, settings: GuildSettings) -> None:
+        """Saves a guild's settings; history never stores what a channel said while its capture was off."""
+        was_off, now = (await self.settings(guild_id)).capture_disabled_channel_ids, time.time()
         await self._policy.save_settings(guild_id, settings)
+        for channel_id in settings.capture_disabled_channel_ids - was_off:
+            await self.history.exclude(Exclusion(guild_id, channel_id, since=now))
+        for channel_id in was_off - settings.capture_disabled_channel_ids:
+            await self.history.end_exclusions(guild_id, channel_id, now)
 
     async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
         return await self._policy.is_opted_out(guild_id, user_id)
 
     async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
+        """Opting back in: history still never stores what the member said before (while opted out)."""
+        if not opted_out:
+            await self.history.exclude(Exclusion(guild_id, author_id=user_id, until=time.time()))
         await self._policy.set_opt_out(guild_id, user_id, opted_out)
 
     async def apply_retention(self, now: datetime | None = None) -> int:
@@ -313,7 +337,7 @@ class Memory:
         async with self.ingest.write_lock:
             indexes = self.indexes
             if embedder.model_name != self.embedder.model_name:
-                await self._reembed_all(embedder)
+                await reembed_all(self.store, embedder)
                 await self.store.resolve_embedded(embedder.model_name)
                 await self.indexes.close()
                 indexes = indexes_for(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
@@ -330,33 +354,6 @@ class Memory:
         elif self.reranker is None:
             self.reranker = _build_reranker(profile, device, self.onnx_dir)
         log.info("Memory switched to profile %s", profile.name)
-
-    async def _reembed_all(self, embedder: EmbeddingService) -> None:
-        """Embed, with ``embedder``, every stored message that has no vector for its model yet."""
-        total = 0
-        for guild_id in await self.store.guild_ids():
-            for channel_id in await self.store.channel_ids(guild_id):
-                pending: list[tuple[int, str]] = []
-                previous = None
-                async for message in self.store.iter_channel(guild_id, channel_id):
-                    if not await self.store.has_vector(message.rowid, embedder.model_name):
-                        pending.append((message.rowid, embedding_input(message.author_name, message.content,
-                                                                       previous)))
-                    previous = (message.author_name, message.content)
-                    if len(pending) >= 256:
-                        total += await self._write_reembedded(embedder, guild_id, pending)
-                if pending:
-                    total += await self._write_reembedded(embedder, guild_id, pending)
-        log.info("Embedded %d stored messages with %s", total, embedder.model_name)
-
-    async def _write_reembedded(self, embedder: EmbeddingService, guild_id: int, pending: list[tuple[int, str]]) -> int:
-        vectors = await embedder.embed([text for _, text in pending])
-        batch = WriteBatch(embedder.model_name, guild_ids={guild_id})
-        batch.vectors = [(rowid, vector) for (rowid, _), vector in zip(pending, vectors, strict=True)]
-        await self.store.write(batch)
-        count = len(pending)
-        pending.clear()
-        return count
 
 
 async def _prune_tombstones(ingest: IngestQueue) -> None:

@@ -171,6 +171,67 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        # How far each channel's history has been read again (history.py), so a restart goes on from there: the
+        # catch-up after a gateway session began, and /memory backfill in both directions.
+        "0008_history_progress",
+        (
+            """
+            CREATE TABLE catchup_progress (
+                channel_id INTEGER PRIMARY KEY,
+                guild_id INTEGER NOT NULL,
+                parent_channel_id INTEGER,
+                position INTEGER NOT NULL,
+                anchor INTEGER NOT NULL,
+                read INTEGER NOT NULL DEFAULT 0,
+                added INTEGER NOT NULL DEFAULT 0,
+                edited INTEGER NOT NULL DEFAULT 0,
+                deleted INTEGER NOT NULL DEFAULT 0,
+                finished INTEGER NOT NULL DEFAULT 0,
+                updated_at REAL NOT NULL
+            )
+            """,
+            "CREATE INDEX catchup_progress_guild ON catchup_progress (guild_id, parent_channel_id)",
+            """
+            CREATE TABLE backfill_progress (
+                channel_id INTEGER PRIMARY KEY,
+                guild_id INTEGER NOT NULL,
+                parent_channel_id INTEGER,
+                oldest_id INTEGER,
+                newest_id INTEGER,
+                reached_start INTEGER NOT NULL DEFAULT 0,
+                updated_at REAL NOT NULL
+            )
+            """,
+            "CREATE INDEX backfill_progress_guild ON backfill_progress (guild_id, parent_channel_id)",
+            # A backfill used to keep only the oldest message it had read, in the guild's settings; it read newest
+            # first from that run's present, so from here it reads on forward from that message, and back before it.
+            """
+            INSERT INTO backfill_progress (channel_id, guild_id, oldest_id, newest_id, updated_at)
+            SELECT CAST(progress.key AS INTEGER), settings.guild_id, progress.value, progress.value,
+                   (julianday('now') - 2440587.5) * 86400.0
+            FROM guild_settings AS settings, json_each(settings.settings, '$.backfill_progress') AS progress
+            """,
+            # What reading history again must never store (history.Exclusion); a channel whose capture is off now
+            # has been off since a moment nobody recorded, so from the start.
+            """
+            CREATE TABLE history_exclusions (
+                guild_id INTEGER,
+                channel_id INTEGER,
+                author_id INTEGER,
+                message_id INTEGER,
+                since REAL NOT NULL DEFAULT 0,
+                until REAL
+            )
+            """,
+            "CREATE INDEX history_exclusions_guild ON history_exclusions (guild_id)",
+            """
+            INSERT INTO history_exclusions (guild_id, channel_id)
+            SELECT settings.guild_id, disabled.value
+            FROM guild_settings AS settings, json_each(settings.settings, '$.capture_disabled_channel_ids') AS disabled
+            """,
+        ),
+    ),
 )
 
 

@@ -28,8 +28,6 @@ class GuildSettings:
     retention_days: int | None = None
     # Forget a member's messages when they leave the server.
     forget_on_leave: bool = False
-    # channel id -> the oldest message a backfill of it has read, so the next run goes on further back from there.
-    backfill_progress: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GuildSettings:
@@ -39,14 +37,12 @@ class GuildSettings:
             capture_disabled_channel_ids=frozenset(int(x) for x in data.get("capture_disabled_channel_ids", ())),
             retention_days=data.get("retention_days"),
             forget_on_leave=bool(data.get("forget_on_leave", False)),
-            backfill_progress={int(k): int(v) for k, v in data.get("backfill_progress", {}).items()},
         )
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["recall_channel_ids"] = sorted(self.recall_channel_ids)
         data["capture_disabled_channel_ids"] = sorted(self.capture_disabled_channel_ids)
-        data["backfill_progress"] = {str(k): v for k, v in self.backfill_progress.items()}
         return data
 
     def with_changes(self, **changes: Any) -> GuildSettings:

@@ -175,6 +175,11 @@ class MemoryStore(PendingVectorsMixin):
         """``function(connection, *args)`` on a reader thread: several queries, one hop off the event loop."""
         return await self._readers.run(function, *args)
 
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """One statement on the writer's connection, committed on its own; call it between ingest writes (under
+        ``IngestQueue.write_lock``), or it joins the batch being written."""
+        await self._conn.execute(sql, params)
+
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
         rows = await self._conn.execute_fetchall(sql, params)
         return rows[0] if rows else None

@@ -13,10 +13,13 @@ if TYPE_CHECKING:
 
 
 async def setup(bot: MemoryBot) -> None:
+    from .catchup import CatchUp
     from .commands import MemoryCommands
     from .latency import Latencies
     from .listeners import MemoryListeners
 
     latencies = Latencies()
+    catch_up = CatchUp(bot)
     await bot.add_cog(MemoryListeners(bot, latencies))
-    await bot.add_cog(MemoryCommands(bot, latencies))
+    await bot.add_cog(catch_up)
+    await bot.add_cog(MemoryCommands(bot, latencies, catch_up))

@@ -13,7 +13,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from . import replies
-from .backfill import ProgressReport, backfill_channel
+from .backfill import backfill_command
+from .catchup import CatchUp, heard_until_now
 from .capture import parse_message_link
 from .latency import Latencies
 from .options import DateTransformer, UserInputError, check_date_order, check_forget_options, options_checked
@@ -67,9 +68,10 @@ def result_pages(query: str, results: list[Candidate]) -> list[discord.Embed]:
 class MemoryCommands(commands.GroupCog, group_name="memory", group_description="Search and manage the bot's memory"):
     profile = app_commands.Group(name="profile", description="The hardware profile that sizes the memory models")
 
-    def __init__(self, bot: MemoryBot, latencies: Latencies | None = None) -> None:
+    def __init__(self, bot: MemoryBot, latencies: Latencies | None = None, catch_up: CatchUp | None = None) -> None:
         self.bot = bot
         self.latencies = latencies or Latencies()
+        self.catch_up = catch_up
         self._backfills: set[int] = set()
 
     def memory(self) -> Memory:
@@ -149,7 +151,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         stats = await memory.stats(interaction.guild_id)
         reranker = memory.reranker.status() if memory.reranker is not None else None
         latencies = {"search": self.latencies.search_ms, "recall": self.latencies.recall_ms}
-        embed = replies.stats_embed(interaction.guild.name, stats, memory.profile.name, reranker, latencies)
+        catch_up = self.catch_up.status.get(interaction.guild_id) if self.catch_up is not None else None
+        embed = replies.stats_embed(interaction.guild.name, stats, memory.profile.name, reranker, latencies, catch_up)
         await interaction.followup.send(embed=embed, ephemeral=True)
 
     # -- forgetting and opting out ------------------------------------------------------------------------
@@ -229,7 +232,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             author_id = await self._author_of(interaction.guild, channel_id, message_id)
             if author_id not in (interaction.user.id, None):
                 raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
-        return "that message", lambda: memory.delete([message_id])
+        return "that message", lambda: memory.forget_message(interaction.guild_id, message_id)
 
     async def _author_of(self, guild: discord.Guild, channel_id: int, message_id: int) -> int | None:
         """The author's id from Discord; None when the message is gone there (so anyone may clear its memory)."""
@@ -274,16 +277,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         channel: discord.TextChannel | discord.Thread | discord.VoiceChannel,
         limit: app_commands.Range[int, 1, 100_000] = 1000,
     ) -> None:
-        memory = self.memory()
-        if channel.id in self._backfills:
-            raise UserInputError(replies.BACKFILL_RUNNING.format(channel=channel.mention))
-        report = ProgressReport(interaction)
-        await interaction.response.send_message(replies.BACKFILL_STARTED.format(channel=channel.mention), ephemeral=True)
-        self._backfills.add(channel.id)
-        try:
-            await backfill_channel(memory, interaction.guild_id, channel, limit, report)
-        finally:
-            self._backfills.discard(channel.id)
+        await backfill_command(self.memory(), interaction, channel, limit, self._backfills)
 
     @app_commands.command(name="settings", description="Show or change memory settings for this server (admins)")
     @app_commands.describe(
@@ -322,6 +316,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             changes["capture_disabled_channel_ids"] = (
                 disabled - {capture_channel.id} if capture else disabled | {capture_channel.id}
             )
+            if capture and capture_channel.id in disabled:  # what was said while it was off stays unstored
+                await heard_until_now(memory, interaction.guild_id, capture_channel)
         if retention_days is not None:
             changes["retention_days"] = retention_days or None
         if forget_on_leave is not None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 if TYPE_CHECKING:
+    from .catchup import CatchUpStatus
     from ..settings import GuildSettings
     from ..profile import MemoryProfile
 
@@ -47,11 +48,21 @@ OPTED_OUT = "I will no longer remember your messages here, and I forgot the {cou
 OPTED_IN = "I will remember your messages here again from now on."
 
 BACKFILL_STARTED = "Reading the history of {channel}…"
-BACKFILL_PROGRESS = "Reading the history of {channel}, newest first: {count} messages so far…"
+BACKFILL_PROGRESS = "Reading the history of {channel}: {count} messages so far…"
 BACKFILL_DONE = "Backfill of {channel} finished: read {count} messages, newest first. Run it again to go further back."
 BACKFILL_RUNNING = "A backfill of {channel} is already running; wait for it to finish."
+BACKFILL_CAPTURE_OFF = "Capture is off in {channel}, so its history is not read either: turn it on with /memory settings first."
+BACKFILL_FAILED = ("Backfill of {channel} stopped after {count} messages: Discord answered {status} ({error}). "
+                   "What it read is saved; run it again to go on from there.")
 BACKFILL_NOT_STORED = ("Backfill of {channel} stopped after reading {count} messages: {not_stored} of them could not "
                        "be stored ({reason}). I keep them and keep trying; run the backfill again later to go on.")
+
+# /memory stats: the catch-up after the bot (re)connected.
+CATCHUP_NOT_RUN = "not run yet: it starts once the bot has connected"
+CATCHUP_RUNNING = "reading channel {done} of {channels}: {counts} so far"
+CATCHUP_DONE = "finished {when}: {channels} channels, {counts}"
+CATCHUP_COUNTS = "{read:,} messages read, {added:,} new, {edited:,} edited, {deleted:,} deleted"
+CATCHUP_UNREAD = "{failed} channels could not be read; they go on from their saved place later"
 
 SETTINGS_CAPTURE_PAIR = "Use `capture_channel` and `capture` together, e.g. capture_channel:#off-topic capture:False."
 
@@ -163,8 +174,22 @@ def reranking_summary(status: dict[str, Any]) -> str:
             + scored_by)
 
 
+def catch_up_summary(status: CatchUpStatus | None) -> str:
+    if status is None:
+        return CATCHUP_NOT_RUN
+    counts = CATCHUP_COUNTS.format(read=status.read, added=status.added, edited=status.edited,
+                                   deleted=status.deleted)
+    if status.finished_at is None:
+        line = CATCHUP_RUNNING.format(done=min(status.done + status.failed + 1, status.channels),
+                                      channels=status.channels, counts=counts)
+    else:
+        line = CATCHUP_DONE.format(when=discord.utils.format_dt(status.finished_at, "R"), channels=status.channels,
+                                   counts=counts)
+    return f"{line}. {CATCHUP_UNREAD.format(failed=status.failed)}." if status.failed else f"{line}."
+
+
 def stats_embed(guild_name: str, stats: dict[str, Any], profile: str, reranker: dict[str, Any] | None,
-                latencies: dict[str, Sequence[float]]) -> discord.Embed:
+                latencies: dict[str, Sequence[float]], catch_up: CatchUpStatus | None = None) -> discord.Embed:
     embed = discord.Embed(title=f"Memory of {guild_name}")
     embed.add_field(name="Messages", value=f"{stats['messages']:,}")
     embed.add_field(name="Vectors", value=f"{stats['vectors']:,} ({stats['index_kind']})")
@@ -176,6 +201,7 @@ def stats_embed(guild_name: str, stats: dict[str, Any], profile: str, reranker: 
         embed.add_field(name="Reranking (last hour)", value=reranking_summary(reranker), inline=False)
     embed.add_field(name="Search latency", value=_latency(latencies["search"]), inline=False)
     embed.add_field(name="Recall latency (search + rerank)", value=_latency(latencies["recall"]), inline=False)
+    embed.add_field(name="Catch-up", value=catch_up_summary(catch_up), inline=False)
     if stats.get("queued"):
         embed.set_footer(text=f"{stats['queued']} messages waiting to be indexed")
     return embed

@@ -1,4 +1,5 @@
-"""A one-way copy of a SQLite memory into PostgreSQL: messages, one model's vectors, settings, opt-outs, tombstones.
+"""A one-way copy of a SQLite memory into PostgreSQL: messages, one model's vectors, settings, opt-outs, tombstones,
+and what reading history again must never store (history exclusions).
 
 Rows keep their SQLite row ids, so a vector still names its message. The copy runs in pages, one transaction
 each, and every insert skips what is already there: a copy cut short is finished by running it again. At the
@@ -43,12 +44,16 @@ SQLITE_MAX_ROWID = "SELECT COALESCE(MAX(id), 0) FROM messages"
 SQLITE_SETTINGS = "SELECT guild_id, settings FROM guild_settings ORDER BY guild_id"
 SQLITE_OPT_OUTS = "SELECT guild_id, user_id FROM opt_outs ORDER BY guild_id, user_id"
 SQLITE_TOMBSTONES = "SELECT message_id, deleted_at FROM message_tombstones ORDER BY message_id"
+SQLITE_EXCLUSIONS = "SELECT guild_id, channel_id, author_id, message_id, since, until FROM history_exclusions"
+# A memory last opened before the history ledger existed has no such table: nothing was excluded then.
+SQLITE_HAS_EXCLUSIONS = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'history_exclusions'"
 SQLITE_COUNTS = {
     "messages": ("SELECT COUNT(*) FROM messages", ()),
     "embeddings": ("SELECT COUNT(*) FROM embeddings WHERE model = ?", ("model",)),
     "guild_settings": ("SELECT COUNT(*) FROM guild_settings", ()),
     "opt_outs": ("SELECT COUNT(*) FROM opt_outs", ()),
     "message_tombstones": ("SELECT COUNT(*) FROM message_tombstones", ()),
+    "history_exclusions": ("SELECT COUNT(*) FROM history_exclusions", ()),
 }
 
 # -- PostgreSQL side -------------------------------------------------------------------------------------------
@@ -68,6 +73,15 @@ ON CONFLICT DO NOTHING
 PG_INSERT_SETTINGS = "INSERT INTO guild_settings (guild_id, settings) VALUES ($1, $2::jsonb) ON CONFLICT DO NOTHING"
 PG_INSERT_OPT_OUT = "INSERT INTO opt_outs (guild_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING"
 PG_INSERT_TOMBSTONE = "INSERT INTO message_tombstones (message_id, deleted_at) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+# No key to conflict on: a row the same in every column is already there (the ledger never writes two such rows).
+PG_INSERT_EXCLUSION = """
+INSERT INTO history_exclusions (guild_id, channel_id, author_id, message_id, since, until)
+SELECT $1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::double precision, $6::double precision
+WHERE NOT EXISTS (
+    SELECT 1 FROM history_exclusions WHERE guild_id IS NOT DISTINCT FROM $1 AND channel_id IS NOT DISTINCT FROM $2
+        AND author_id IS NOT DISTINCT FROM $3 AND message_id IS NOT DISTINCT FROM $4 AND since = $5
+        AND until IS NOT DISTINCT FROM $6)
+"""
 # Later row-id blocks start past every copied id (setval never moves the sequence back here).
 PG_ADVANCE_ROWIDS = """
 SELECT setval('message_rowid_blocks', GREATEST($1::bigint, (SELECT last_value FROM message_rowid_blocks)))
@@ -89,6 +103,7 @@ PG_COUNTS = {
     "guild_settings": "SELECT COUNT(*) FROM guild_settings",
     "opt_outs": "SELECT COUNT(*) FROM opt_outs",
     "message_tombstones": "SELECT COUNT(*) FROM message_tombstones",
+    "history_exclusions": "SELECT COUNT(*) FROM history_exclusions",
 }
 
 # (table, rows done, rows in all, rows skipped because they were already there)
@@ -143,9 +158,16 @@ def _vector(blob: bytes, model: str) -> np.ndarray:
 
 
 async def _count(conn: sqlite3.Connection, table: str, model: str) -> int:
+    if table == "history_exclusions" and not await _has_exclusions(conn):
+        return 0
     sql, names = SQLITE_COUNTS[table]
     [(count,)] = await _sqlite(conn, sql, *(model for _ in names))
     return count
+
+
+async def _has_exclusions(conn: sqlite3.Connection) -> bool:
+    [(tables,)] = await _sqlite(conn, SQLITE_HAS_EXCLUSIONS)
+    return tables > 0
 
 
 async def _copy_messages(source: sqlite3.Connection, target: asyncpg.Connection, progress: ProgressCallback) -> None:
@@ -203,6 +225,9 @@ async def copy_memory(sqlite_path: Path, url: str, model: str, progress: Progres
             await _copy_small(source, target, "opt_outs", SQLITE_OPT_OUTS, PG_INSERT_OPT_OUT, progress)
             await _copy_small(source, target, "message_tombstones", SQLITE_TOMBSTONES, PG_INSERT_TOMBSTONE,
                               progress)
+            if await _has_exclusions(source):
+                await _copy_small(source, target, "history_exclusions", SQLITE_EXCLUSIONS, PG_INSERT_EXCLUSION,
+                                  progress)
             return await count_tables(source, target, model)
         finally:
             await target.close()

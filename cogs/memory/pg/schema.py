@@ -110,6 +110,67 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        # How far each channel's history has been read again (history.py): the catch-up after a gateway session
+        # began, and /memory backfill in both directions.
+        "0003_history_progress",
+        (
+            """
+            CREATE TABLE catchup_progress (
+                channel_id BIGINT PRIMARY KEY,
+                guild_id BIGINT NOT NULL,
+                parent_channel_id BIGINT,
+                position BIGINT NOT NULL,
+                anchor BIGINT NOT NULL,
+                read BIGINT NOT NULL DEFAULT 0,
+                added BIGINT NOT NULL DEFAULT 0,
+                edited BIGINT NOT NULL DEFAULT 0,
+                deleted BIGINT NOT NULL DEFAULT 0,
+                finished BOOLEAN NOT NULL DEFAULT FALSE,
+                updated_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            "CREATE INDEX catchup_progress_guild ON catchup_progress (guild_id, parent_channel_id)",
+            """
+            CREATE TABLE backfill_progress (
+                channel_id BIGINT PRIMARY KEY,
+                guild_id BIGINT NOT NULL,
+                parent_channel_id BIGINT,
+                oldest_id BIGINT,
+                newest_id BIGINT,
+                reached_start BOOLEAN NOT NULL DEFAULT FALSE,
+                updated_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            "CREATE INDEX backfill_progress_guild ON backfill_progress (guild_id, parent_channel_id)",
+            # A backfill used to keep only the oldest message it had read, in the guild's settings (copied here from
+            # SQLite by `migrate`): from here it reads on forward from that message, and back before it.
+            """
+            INSERT INTO backfill_progress (channel_id, guild_id, oldest_id, newest_id, updated_at)
+            SELECT progress.key::bigint, settings.guild_id, progress.value::bigint, progress.value::bigint,
+                   extract(epoch FROM now())
+            FROM guild_settings AS settings, jsonb_each_text(settings.settings -> 'backfill_progress') AS progress
+            """,
+            # What reading history again must never store (history.Exclusion); capture off now: off from the start.
+            """
+            CREATE TABLE history_exclusions (
+                guild_id BIGINT,
+                channel_id BIGINT,
+                author_id BIGINT,
+                message_id BIGINT,
+                since DOUBLE PRECISION NOT NULL DEFAULT 0,
+                until DOUBLE PRECISION
+            )
+            """,
+            "CREATE INDEX history_exclusions_guild ON history_exclusions (guild_id)",
+            """
+            INSERT INTO history_exclusions (guild_id, channel_id)
+            SELECT settings.guild_id, disabled::bigint
+            FROM guild_settings AS settings,
+                 jsonb_array_elements_text(settings.settings -> 'capture_disabled_channel_ids') AS disabled
+            """,
+        ),
+    ),
 )
 
 

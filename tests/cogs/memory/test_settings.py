@@ -34,8 +34,7 @@ async def test_a_guild_without_settings_has_the_defaults(policy: GuildPolicy) ->
 
 async def test_saved_settings_are_read_back_from_the_store(policy: GuildPolicy, store: MemoryStore,
                                                            ingest: IngestQueue) -> None:
-    saved = GuildSettings(auto_recall=True, recall_channel_ids=frozenset({5}), retention_days=30,
-                          backfill_progress={7: 99})
+    saved = GuildSettings(auto_recall=True, recall_channel_ids=frozenset({5}), retention_days=30)
     await policy.save_settings(1, saved)
     assert await GuildPolicy(store, ingest).settings(1) == saved
 

@@ -277,6 +277,42 @@ async def test_a_tombstone_survives_a_restart(
         await reopened.close()
 
 
+async def test_a_forgotten_authors_message_does_not_come_back_after_a_restart(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, embedder: EmbeddingService,
+    make_record: RecordFactory
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    await memory.add(make_record(1, "said, then forgotten with its author"))
+    await memory.flush()
+    await memory.delete_author(1, 100)
+    await memory.close()
+    reopened = await Memory.open(core_profile, db_path, index_dir)
+    try:
+        await reopened.add(make_record(1, "said, then forgotten with its author"))  # the history read again
+        await reopened.flush()
+        assert await contents(reopened.store) == []
+    finally:
+        await reopened.close()
+
+
+async def test_a_forgotten_channels_message_does_not_come_back_after_a_restart(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, embedder: EmbeddingService,
+    make_record: RecordFactory
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    await memory.add(make_record(1, "said, then forgotten with its channel"))
+    await memory.flush()
+    await memory.delete_channel(1, 10)
+    await memory.close()
+    reopened = await Memory.open(core_profile, db_path, index_dir)
+    try:
+        await reopened.add(make_record(1, "said, then forgotten with its channel"))
+        await reopened.flush()
+        assert await contents(reopened.store) == []
+    finally:
+        await reopened.close()
+
+
 @pytest.fixture
 async def second_queue(
     db_path: Path, tmp_path: Path, embedder: EmbeddingService, store: MemoryStore

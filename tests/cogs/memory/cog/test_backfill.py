@@ -1,15 +1,14 @@
 """/memory backfill over long runs: progress saved as it goes, and reported past the interaction token's life."""
 
 import importlib
-import sqlite3
-from types import SimpleNamespace
 
-import discord
 import discord.ext.test as dpytest
 import pytest
 
 from cogs.memory.records import SearchFilters
+from tests.fixtures.core import message_writes_failing, write_locked
 from tests.fixtures.discord import bot_replies, say
+from tests.fixtures.history import deleted_while_away, said_while_away
 
 
 @pytest.fixture
@@ -19,19 +18,18 @@ def guild(memory_bot):
 
 @pytest.fixture
 def backfill(monkeypatch):
-    """The extension's backfill module as loaded now, reporting and saving every 2 messages."""
+    """The extension's backfill module as loaded now, reading pages of 2 messages, reporting every 2."""
     module = importlib.import_module("cogs.memory.cog.backfill")
     monkeypatch.setattr(module, "PROGRESS_EVERY", 2)
+    monkeypatch.setattr(module, "PAGE_SIZE", 2)
     return module
 
 
 @pytest.fixture
-async def history(slash, guild, channel, member, admin):
-    """Three messages said while capture was off in ``channel``, oldest first."""
-    await slash.run("memory settings", admin, channel, capture_channel=channel, capture=False)
+def history(guild, channel, member):
+    """Three messages said in ``channel`` before the bot heard it, oldest first."""
     for age in ("oldest", "older", "newest"):
-        await say(f"{age} picnic plans", member, channel)
-    bot_replies()
+        said_while_away(f"{age} picnic plans", member, channel)
 
 
 def done(channel, count):
@@ -45,31 +43,10 @@ async def stored(bot, guild):
     return sorted(hit["content"] for hit in hits if hit["content"].endswith("picnic plans"))
 
 
-def discord_history(monkeypatch, *, first_run_breaks_after):
-    """channel.history as Discord serves it, newest first (dpytest's pages run oldest first); the first run through
-    it fails after ``first_run_breaks_after`` messages, as when Discord or the connection goes away."""
-    real = discord.TextChannel.history
-    breaks = [first_run_breaks_after]
-
-    def history(self, **options):
-        async def messages():
-            newest_first = sorted([message async for message in real(self, **options)], key=lambda m: m.id,
-                                  reverse=True)
-            breaks_after = breaks.pop() if breaks else None
-            for read, message in enumerate(newest_first):
-                if read == breaks_after:
-                    raise discord.DiscordServerError(SimpleNamespace(status=503, reason="Service Unavailable"), "")
-                yield message
-
-        return messages()
-
-    monkeypatch.setattr(discord.TextChannel, "history", history)
-
-
 async def test_a_run_cut_short_resumes_from_its_last_save(memory_bot, slash, guild, channel, admin, history, backfill,
-                                                          monkeypatch):
-    discord_history(monkeypatch, first_run_breaks_after=2)
-    await slash.run("memory backfill", admin, channel, channel=channel)  # fails on the third message
+                                                          history_api):
+    history_api.fail(channel.id, nth=2)
+    await slash.run("memory backfill", admin, channel, channel=channel)  # fails on its second page, the third message
     http = await slash.run("memory backfill", admin, channel, channel=channel)
     assert (http.last.content, await stored(memory_bot, guild)) == (
         done(channel, 1), ["newest picnic plans", "older picnic plans", "oldest picnic plans"])
@@ -98,16 +75,62 @@ async def test_a_long_run_remembers_everything_it_read(memory_bot, slash, guild,
     assert await stored(memory_bot, guild) == ["newest picnic plans", "older picnic plans", "oldest picnic plans"]
 
 
+# -- gaps on either side, and what Discord no longer has ----------------------------------------------------------
+
+
+async def test_a_first_run_fills_a_gap_in_the_middle(memory_bot, slash, guild, channel, member, admin, backfill):
+    await say("oldest picnic plans", member, channel)
+    said_while_away("older picnic plans", member, channel)  # the bot was away: a gap between what it heard
+    await say("newest picnic plans", member, channel)
+    await slash.run("memory backfill", admin, channel, channel=channel)
+    assert await stored(memory_bot, guild) == ["newest picnic plans", "older picnic plans", "oldest picnic plans"]
+
+
+async def test_a_later_run_fills_what_was_missed_since_the_last(memory_bot, slash, guild, channel, member, admin,
+                                                                backfill):
+    await say("oldest picnic plans", member, channel)
+    await slash.run("memory backfill", admin, channel, channel=channel)
+    said_while_away("older picnic plans", member, channel)
+    await say("newest picnic plans", member, channel)
+    http = await slash.run("memory backfill", admin, channel, channel=channel)
+    assert (http.last.content, await stored(memory_bot, guild)) == (
+        done(channel, 2), ["newest picnic plans", "older picnic plans", "oldest picnic plans"])
+
+
+async def test_a_run_forgets_what_discord_no_longer_has(memory_bot, slash, guild, channel, member, admin, backfill):
+    kept = await say("oldest picnic plans", member, channel)
+    gone = await say("older picnic plans", member, channel)
+    await memory_bot.memory.flush()
+    deleted_while_away(gone)
+    await slash.run("memory backfill", admin, channel, channel=channel)
+    assert (kept.content, await stored(memory_bot, guild)) == ("oldest picnic plans", ["oldest picnic plans"])
+
+
+# -- a run cut short ------------------------------------------------------------------------------------------------
+
+
+async def test_a_run_cut_short_says_how_far_it_got(memory_bot, slash, guild, channel, admin, history, backfill,
+                                                   history_api):
+    history_api.fail(channel.id, nth=2)
+    http = await slash.run("memory backfill", admin, channel, channel=channel)
+    assert http.last.content == (
+        f"Backfill of {channel.mention} stopped after 2 messages: Discord answered 503 (upstream connect error). "
+        "What it read is saved; run it again to go on from there.")
+
+
 async def test_a_write_that_fails_stops_the_run_and_says_so(memory_bot, slash, guild, channel, admin, history,
                                                             backfill):
-    # Another process holds the database's write lock for the whole run: ingest's retries all fail.
-    locker = sqlite3.connect(memory_bot.db_path, isolation_level=None)
-    locker.execute("BEGIN IMMEDIATE")
-    try:
+    with write_locked(memory_bot.db_path):
         http = await slash.run("memory backfill", admin, channel, channel=channel)
-    finally:
-        locker.rollback()
-        locker.close()
     assert http.last.content == (
         f"Backfill of {channel.mention} stopped after reading 2 messages: 2 of them could not be stored (another "
         "process holds the database's write lock). I keep them and keep trying; run the backfill again later to go on.")
+
+
+async def test_a_write_that_fails_saves_no_progress_past_it(memory_bot, slash, guild, channel, admin, history,
+                                                            backfill):
+    with message_writes_failing(memory_bot.db_path):  # its place could be saved: only the messages' writes fail
+        await slash.run("memory backfill", admin, channel, channel=channel)
+    http = await slash.run("memory backfill", admin, channel, channel=channel)  # reads the unstored page again
+    assert (http.last.content, await stored(memory_bot, guild)) == (
+        done(channel, 3), ["newest picnic plans", "older picnic plans", "oldest picnic plans"])

@@ -9,6 +9,7 @@ import pytest
 from cogs.memory.cog import replies
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import hidden_channel, say
+from tests.fixtures.history import said_while_away
 
 SECRET = "the staff bonus budget is 4000 euros"
 
@@ -263,9 +264,8 @@ async def test_capture_channel_without_capture_says_how(memory_bot, slash, chann
 
 
 async def test_backfill_reads_history_that_was_not_captured(memory_bot, slash, guild, channel, member, admin):
-    await slash.run("memory settings", admin, channel, capture_channel=channel, capture=False)
-    await say("old picnic plans", member, channel)
-    await say("older picnic plans", member, channel)
+    said_while_away("old picnic plans", member, channel)
+    said_while_away("older picnic plans", member, channel)
     http = await slash.run("memory backfill", admin, channel, channel=channel)
     assert (http.sent[0].content, http.last.content, await stored(memory_bot, guild)) == (
         f"Reading the history of {channel.mention}…",
@@ -274,9 +274,8 @@ async def test_backfill_reads_history_that_was_not_captured(memory_bot, slash, g
 
 
 async def test_backfill_resumes_further_back(memory_bot, slash, guild, channel, member, admin):
-    await slash.run("memory settings", admin, channel, capture_channel=channel, capture=False)
     for age in ("oldest", "older", "newest"):
-        await say(f"{age} picnic plans", member, channel)
+        said_while_away(f"{age} picnic plans", member, channel)
     await slash.run("memory backfill", admin, channel, channel=channel, limit=1)
     http = await slash.run("memory backfill", admin, channel, channel=channel, limit=1)
     assert (http.last.content.split(":")[1], await stored(memory_bot, guild)) == (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from pathlib import Path
@@ -11,6 +12,8 @@ import numpy as np
 import pytest
 
 from cogs.memory.__main__ import parse_args, run
+from cogs.memory.backends import history_for
+from cogs.memory.history import Exclusion, SqliteHistory
 from cogs.memory.pg import migrate as pg_migrate
 from cogs.memory.pg.store import PostgresStore
 from cogs.memory.rows import WriteBatch
@@ -18,12 +21,15 @@ from cogs.memory.store import MemoryStore
 from tests.fixtures.core import RecordFactory
 from tests.fixtures.stores import MODEL, insert, unit
 
+# A member forgotten in guild 1.
+FORGOTTEN = Exclusion(1, author_id=7, until=1_700_000_000.0)
 OTHER_MODEL = "other-model"
 
 
 @pytest.fixture
 async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
-    """Three messages in two guilds with MODEL vectors, one more with another model's, settings, opt-out, tombstone."""
+    """Three messages in two guilds with MODEL vectors, one more with another model's, settings, opt-out, tombstone,
+    a history exclusion."""
     path = tmp_path / "memory.sqlite3"
     store = await MemoryStore.open(path)
     try:
@@ -33,6 +39,7 @@ async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
         await store.set_guild_setting(1, "retention_days", 30)
         await store.set_opt_out(2, 200, True)
         await store.write(WriteBatch(MODEL, tombstones=[99], deleted_at=1_700_000_000.0))
+        await SqliteHistory(store, asyncio.Lock()).exclude(FORGOTTEN)
     finally:
         await store.close()
     return path
@@ -64,6 +71,7 @@ COUNTS_TABLE = (
     "guild_settings                1          1\n"
     "opt_outs                      1          1\n"
     "message_tombstones            1          1\n"
+    "history_exclusions            1          1\n"
 )
 
 
@@ -112,6 +120,16 @@ async def test_settings_opt_outs_and_tombstones_are_copied(migrate_cli, database
     assert (settings, opt_outs, stored, deleted) == ({"retention_days": 30}, {(2, 200)}, {1}, {99})
 
 
+async def test_what_history_must_not_bring_back_is_copied(migrate_cli, database_url: str) -> None:
+    await migrate_cli()
+    store = await PostgresStore.open(database_url)
+    try:
+        exclusions = await history_for(store, asyncio.Lock()).exclusions(1, 10, None)
+    finally:
+        await store.close()
+    assert exclusions == [FORGOTTEN]
+
+
 async def test_new_row_ids_in_postgresql_come_after_the_copied_ones(migrate_cli, database_url: str) -> None:
     await migrate_cli()
     store = await PostgresStore.open(database_url)
@@ -126,7 +144,7 @@ async def test_progress_goes_to_stderr(migrate_cli) -> None:
     _, _, err = await migrate_cli()
     assert err == ("\rmessages: 4/4 (0 already there)\n\rembeddings: 3/3 (0 already there)\n"
                    "\rguild_settings: 1/1 (0 already there)\n\ropt_outs: 1/1 (0 already there)\n"
-                   "\rmessage_tombstones: 1/1 (0 already there)\n")
+                   "\rmessage_tombstones: 1/1 (0 already there)\n\rhistory_exclusions: 1/1 (0 already there)\n")
 
 
 async def test_running_again_skips_what_is_there(migrate_cli) -> None:

@@ -1,0 +1,251 @@
+"""Catch-up: after every new gateway session (the start, a reconnect Discord could not resume), each captured
+channel's history is read forward from where memory stopped, in the background and gently, so what was said, edited
+or deleted while the bot was away reaches memory too. Progress is saved per page: a restart goes on from there."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import discord
+from discord.ext import commands
+
+from .reconcile import PAGE_SIZE, PageResult, Reconciler, parent_id, read_page, store_read
+from ..history import CatchUpProgress
+from ..ingest_report import IngestError
+
+if TYPE_CHECKING:
+    from bot import MemoryBot
+
+    from ..memory import Memory
+
+__all__ = ("CatchUp", "CatchUpStatus", "heard_until_now")
+
+log = logging.getLogger(__name__)
+
+# The stored messages checked again for edits and deletes: this many newest of each channel, one request's worth.
+WINDOW_MESSAGES = PAGE_SIZE
+# Between two requests for history: discord.py waits out any 429 itself, this keeps a big server's catch-up from
+# spending the bot's request budget all at once.
+PAGE_PAUSE_S = 0.5
+# A channel whose history could not be read (Discord errors) is tried again after these pauses; after the last, the
+# next gateway session goes on from its saved place.
+RETRY_DELAYS_S = (60.0, 300.0, 900.0)
+
+CatchableChannel = discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.Thread
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUpStatus:
+    """A guild's latest catch-up, as ``/memory stats`` shows it."""
+
+    channels: int
+    done: int = 0
+    failed: int = 0
+    read: int = 0
+    added: int = 0
+    edited: int = 0
+    deleted: int = 0
+    finished_at: datetime | None = None
+
+    def counted(self, result: PageResult) -> CatchUpStatus:
+        return dataclasses.replace(self, read=self.read + result.read, added=self.added + result.added,
+                                   edited=self.edited + result.edited, deleted=self.deleted + result.deleted)
+
+
+def _readable(channel: CatchableChannel) -> bool:
+    permissions = channel.permissions_for(channel.guild.me)
+    return permissions.view_channel and permissions.read_message_history
+
+
+def captured_channels(guild: discord.Guild, disabled: frozenset[int]) -> list[CatchableChannel]:
+    """Every channel live capture stores from that the bot may read: text channels, voice and stage channels' text
+    chats, and the active threads (forum posts too). Capture-disabled ones are left out, as live capture does."""
+    channels: list[CatchableChannel] = [*guild.text_channels, *guild.voice_channels, *guild.stage_channels,
+                                        *guild.threads]
+    return [channel for channel in channels if channel.id not in disabled and _readable(channel)]
+
+
+async def heard_until_now(memory: Memory, guild_id: int, channel: CatchableChannel) -> None:
+    """Marks ``channel`` as heard up to now: capture was off until now, and what was said meanwhile stays unstored."""
+    now = discord.utils.time_snowflake(discord.utils.utcnow())
+    await memory.history.save_catchup(CatchUpProgress(channel.id, guild_id, parent_id(channel), now, now,
+                                                      finished=True))
+
+
+class CatchUp(commands.Cog, name="MemoryCatchUp"):
+    """Reads what each captured channel said while the bot was away, after every new gateway session.
+
+    A RESUME replays every missed event, so only ``on_ready`` (a new session) starts a catch-up; a catch-up still
+    running then stops where it is (its place is saved) and the new one goes on from there.
+    """
+
+    def __init__(self, bot: MemoryBot) -> None:
+        self.bot = bot
+        self.page_pause_s = PAGE_PAUSE_S
+        self.retry_delays_s: tuple[float, ...] = RETRY_DELAYS_S
+        self.status: dict[int, CatchUpStatus] = {}
+        self._session_started: datetime | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def cog_unload(self) -> None:
+        await self._stop()
+
+    async def _stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    @commands.Cog.listener()
+    async def on_connect(self) -> None:
+        # READY arrived; messages of this session may be stored before on_ready. What was stored before this moment
+        # is what the bot heard before the session, where catch-up starts.
+        self._session_started = discord.utils.utcnow()
+
+    @commands.Cog.listener()
+    async def on_ready(self) -> None:
+        self.start()
+
+    @commands.Cog.listener()
+    async def on_resumed(self) -> None:
+        log.info("Gateway session resumed: Discord replays what was missed, no catch-up needed")
+
+    def start(self) -> asyncio.Task[None]:
+        """Starts a catch-up in the background (stopping one still running first)."""
+        since = self._session_started or discord.utils.utcnow()
+        self._task = asyncio.create_task(self._run(self._task, since), name="memory-catch-up")
+        return self._task
+
+    async def wait(self) -> None:
+        """Returns once the current catch-up has finished (its retries included)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    async def _run(self, previous: asyncio.Task[None] | None, since: datetime) -> None:
+        if previous is not None and not previous.done():
+            previous.cancel()
+            await asyncio.gather(previous, return_exceptions=True)
+        await self.bot.memory_ready.wait()
+        memory = self.bot.memory
+        if memory is None:
+            return
+        try:
+            await self._catch_up(memory, since)
+        except asyncio.CancelledError:
+            log.info("Catch-up stopped; the next one goes on from each channel's saved place")
+            raise
+        except Exception:
+            log.exception("Catch-up failed; the next gateway session goes on from each channel's saved place")
+
+    async def _catch_up(self, memory: Memory, since: datetime) -> None:
+        started = time.monotonic()
+        plans: list[tuple[discord.Guild, list[CatchableChannel]]] = []
+        for guild in list(self.bot.guilds):
+            disabled = (await memory.settings(guild.id)).capture_disabled_channel_ids
+            plans.append((guild, captured_channels(guild, disabled)))
+            self.status[guild.id] = CatchUpStatus(channels=len(plans[-1][1]))
+        log.info("Catch-up: reading %d channels in %d guilds for what was said while the bot was away",
+                 sum(len(channels) for _, channels in plans), len(plans))
+        failed = [(guild, channel) for guild, channels in plans for channel in channels
+                  if not await self._channel(memory, guild, channel, since)]
+        for delay in self.retry_delays_s:
+            if not failed:
+                break
+            log.info("Catch-up: %d channels could not be read; trying them again in %.0f s", len(failed), delay)
+            await asyncio.sleep(delay)
+            failed = [(guild, channel) for guild, channel in failed
+                      if not await self._channel(memory, guild, channel, since, retry=True)]
+        now = discord.utils.utcnow()
+        for guild, _ in plans:
+            self.status[guild.id] = dataclasses.replace(self.status[guild.id], finished_at=now)
+        summary = [self.status[guild.id] for guild, _ in plans]
+        log.info("Catch-up finished in %.0f s: %d messages read, %d new, %d edited, %d deleted; %d channels unread",
+                 time.monotonic() - started, sum(s.read for s in summary), sum(s.added for s in summary),
+                 sum(s.edited for s in summary), sum(s.deleted for s in summary), len(failed))
+
+    async def _channel(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel, since: datetime,
+                       retry: bool = False) -> bool:
+        """Catches one channel up; False when it failed part way (it is tried again later, from its saved place)."""
+        try:
+            if channel.id not in (await memory.settings(guild.id)).capture_disabled_channel_ids:
+                progress = await self._progress(memory, guild, channel, since)
+                if progress is not None:
+                    await self._read_forward(memory, guild, channel, progress)
+        except (discord.Forbidden, discord.NotFound):
+            log.info("Catch-up: channel %d in guild %d is gone or its history unreadable; skipped", channel.id,
+                     guild.id)
+        except discord.HTTPException as error:
+            log.warning("Catch-up: reading channel %d in guild %d failed (%s %s); its place is saved",
+                        channel.id, guild.id, error.status, error.text or error)
+            return self._failed(guild, retry)
+        except IngestError as error:
+            log.warning("Catch-up: channel %d in guild %d stopped: %s; its place is saved before them", channel.id,
+                        guild.id, error)
+            return self._failed(guild, retry)
+        except Exception:
+            log.exception("Catch-up of channel %d in guild %d failed; its place is saved", channel.id, guild.id)
+            return self._failed(guild, retry)
+        status = self.status[guild.id]
+        self.status[guild.id] = dataclasses.replace(status, done=status.done + 1,
+                                                    failed=status.failed - 1 if retry else status.failed)
+        return True
+
+    def _failed(self, guild: discord.Guild, retry: bool) -> bool:
+        if not retry:
+            status = self.status[guild.id]
+            self.status[guild.id] = dataclasses.replace(status, failed=status.failed + 1)
+        return False
+
+    async def _progress(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel,
+                        since: datetime) -> CatchUpProgress | None:
+        """Where this channel's catch-up reads from: its saved place if one was cut short, or else the last
+        ``WINDOW_MESSAGES`` stored before the session (checked again), then everything after. None when memory
+        holds nothing of the guild to start from (``/memory backfill`` reads such history)."""
+        saved = await memory.history.catchup_progress(channel.id)
+        if saved is not None and not saved.finished:
+            log.info("Catch-up: channel %d goes on after message %d", channel.id, saved.position)
+            return saved
+        recent = await memory.history.recent_messages(guild.id, channel.id, since, WINDOW_MESSAGES)
+        heard = [mark for mark in (recent[0].message_id if recent else None, saved.position if saved else None)
+                 if mark is not None]
+        if not heard:  # a channel memory holds nothing of: new, or quiet; start where the guild's memory stops
+            newest = await memory.history.newest_message_id(guild.id, since)
+            if newest is None:
+                return None
+            heard = [newest]
+        anchor = max(heard)
+        position = min(anchor, recent[-1].message_id - 1) if recent else anchor
+        progress = CatchUpProgress(channel.id, guild.id, parent_id(channel), position, anchor)
+        await memory.history.save_catchup(progress)
+        return progress
+
+    async def _read_forward(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel,
+                            progress: CatchUpProgress) -> None:
+        reconciler = Reconciler(memory, guild.id, channel, add_after=progress.anchor)
+        while True:
+            page = await read_page(channel, after=progress.position, limit=PAGE_SIZE)
+            last = progress.position if not page else page[-1].id
+            finished = len(page) < PAGE_SIZE
+            # The last page reaches the anchor: the newest message heard before the session may be the one deleted.
+            result = await reconciler.apply(page, progress.position, max(last, progress.anchor) if finished else last)
+            await store_read(memory)  # stored before the place is saved: a crash or a failed write reads it again
+            progress = dataclasses.replace(progress, position=last, read=progress.read + result.read,
+                                           added=progress.added + result.added, edited=progress.edited + result.edited,
+                                           deleted=progress.deleted + result.deleted, finished=finished)
+            await memory.history.save_catchup(progress)
+            self.status[guild.id] = self.status[guild.id].counted(result)
+            log.debug("Catch-up of channel %d: read up to message %d (%d messages, %d new)", channel.id, last,
+                      result.read, result.added)
+            if finished:
+                break
+            await asyncio.sleep(self.page_pause_s)
+        if progress.added or progress.edited or progress.deleted:
+            log.info("Catch-up of channel %d in guild %d: %d messages read, %d new, %d edited, %d deleted",
+                     channel.id, guild.id, progress.read, progress.added, progress.edited, progress.deleted)
+        await asyncio.sleep(self.page_pause_s)
