@@ -15,7 +15,6 @@ from cogs.memory.memory import Memory
 from cogs.memory.profile import ProfileError, load_profile
 
 REPO = Path(__file__).resolve().parents[3]
-from cogs.memory.memory import Memory
 
 
 def export(messages):

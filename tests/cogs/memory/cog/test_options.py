@@ -8,7 +8,8 @@ from discord.webhook.async_ import async_context
 
 from cogs.memory.cog import replies
 from cogs.memory.records import SearchFilters
-from tests.fixtures.discord import FakeDiscordHTTP, command_payload, find_command, say
+from tests.fixtures.discord import say
+from tests.fixtures.interactions import FakeDiscordHTTP, command_payload, find_command
 
 
 @pytest.fixture

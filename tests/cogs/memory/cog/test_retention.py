@@ -8,7 +8,7 @@ import pytest
 
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.settings import GuildSettings
-from tests.fixtures.discord import snowflake
+from tests.fixtures.interactions import snowflake
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import discord
 import discord.ext.test as dpytest
 import pytest
 
-from tests.fixtures.discord import bot_replies, give_role, make_role, say, snowflake
+from tests.fixtures.discord import bot_replies, give_role, make_role, say
+from tests.fixtures.interactions import snowflake
 
 MEMORY_SUBCOMMANDS = ["backfill", "forget", "optin", "optout", "profile", "search", "settings", "stats"]
 
