@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +47,19 @@ class ChannelMessage:
     author_name: str
     content: str
     created_at: float
+
+
+async def channel_pages(fetch_page: Callable[[tuple[float, int], int], Awaitable[Sequence[Sequence[Any]]]],
+                        page: int) -> AsyncIterator[ChannelMessage]:
+    """Every message ``fetch_page(after, page)`` returns, page after page, keyed on (created_at, message_id)."""
+    after: tuple[float, int] = (float("-inf"), -1)
+    while True:
+        rows = await fetch_page(after, page)
+        for row in rows:
+            yield ChannelMessage(*row)
+        if len(rows) < page:
+            return
+        after = (rows[-1][6], rows[-1][1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from .migrations import apply_migrations
 from .pending_vectors import PendingVectorsMixin
 from .readers import ReaderPool
 from .records import SearchFilters
-from .rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, to_timestamp
+from .rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, channel_pages, to_timestamp
 from .store_write import write_batch
 
 # The row records are the store's vocabulary: its callers import them from here.
@@ -279,14 +279,11 @@ class MemoryStore(PendingVectorsMixin):
 
     async def iter_channel(self, guild_id: int, channel_id: int, page: int = 512) -> AsyncIterator[ChannelMessage]:
         """Every message of a channel in order, read in pages (keyset pagination)."""
-        after: tuple[float, int] = (float("-inf"), -1)
-        while True:
-            rows = await self._conn.execute_fetchall(SELECT_CHANNEL_PAGE, (guild_id, channel_id, *after, page))
-            for row in rows:
-                yield ChannelMessage(*row)
-            if len(rows) < page:
-                return
-            after = (rows[-1][6], rows[-1][1])
+        async def fetch_page(after: tuple[float, int], size: int) -> Sequence[Sequence[Any]]:
+            return await self._conn.execute_fetchall(SELECT_CHANNEL_PAGE, (guild_id, channel_id, *after, size))
+
+        async for message in channel_pages(fetch_page, page):
+            yield message
 
     async def channel_ids(self, guild_id: int) -> list[int]:
         return [row[0] for row in await self._conn.execute_fetchall(SELECT_CHANNELS, (guild_id,))]

@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch
+from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch, channel_pages
 from . import fts, pending
 from .pending import PostgresPendingMixin
 from .schema import ROWID_BLOCK, apply_migrations
@@ -284,14 +284,11 @@ class PostgresStore(PostgresPendingMixin):
 
     async def iter_channel(self, guild_id: int, channel_id: int, page: int = 512) -> AsyncIterator[ChannelMessage]:
         """Every message of a channel in order, read in pages (keyset pagination)."""
-        after: tuple[float, int] = (float("-inf"), -1)
-        while True:
-            rows = await self._pool.fetch(SELECT_CHANNEL_PAGE, guild_id, channel_id, *after, page)
-            for row in rows:
-                yield ChannelMessage(*row)
-            if len(rows) < page:
-                return
-            after = (rows[-1][6], rows[-1][1])
+        async def fetch_page(after: tuple[float, int], size: int) -> Sequence[Sequence[Any]]:
+            return await self._pool.fetch(SELECT_CHANNEL_PAGE, guild_id, channel_id, *after, size)
+
+        async for message in channel_pages(fetch_page, page):
+            yield message
 
     async def channel_ids(self, guild_id: int) -> list[int]:
         return [row[0] for row in await self._pool.fetch(SELECT_CHANNELS, guild_id)]
