@@ -41,21 +41,24 @@ SELECT message_id FROM messages WHERE guild_id = ? AND channel_id = ?
 ORDER BY created_at DESC, message_id DESC LIMIT 1
 """
 CATCHUP_COLUMNS = "channel_id, guild_id, parent_channel_id, position, anchor, read, added, edited, deleted, finished"
+# The upserts' conflict clauses, the same on both stores (pg/history.py).
+CATCHUP_UPDATE = """ON CONFLICT (channel_id) DO UPDATE SET
+    guild_id = excluded.guild_id, parent_channel_id = excluded.parent_channel_id, position = excluded.position,
+    anchor = excluded.anchor, read = excluded.read, added = excluded.added, edited = excluded.edited,
+    deleted = excluded.deleted, finished = excluded.finished, updated_at = excluded.updated_at"""
 SELECT_CATCHUP = f"SELECT {CATCHUP_COLUMNS} FROM catchup_progress WHERE channel_id = ?"
 UPSERT_CATCHUP = f"""
 INSERT INTO catchup_progress ({CATCHUP_COLUMNS}, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (channel_id) DO UPDATE SET
-    guild_id = excluded.guild_id, parent_channel_id = excluded.parent_channel_id, position = excluded.position,
-    anchor = excluded.anchor, read = excluded.read, added = excluded.added, edited = excluded.edited,
-    deleted = excluded.deleted, finished = excluded.finished, updated_at = excluded.updated_at
+{CATCHUP_UPDATE}
 """
 BACKFILL_COLUMNS = "channel_id, guild_id, parent_channel_id, oldest_id, newest_id, reached_start"
+BACKFILL_UPDATE = """ON CONFLICT (channel_id) DO UPDATE SET
+    guild_id = excluded.guild_id, parent_channel_id = excluded.parent_channel_id, oldest_id = excluded.oldest_id,
+    newest_id = excluded.newest_id, reached_start = excluded.reached_start, updated_at = excluded.updated_at"""
 SELECT_BACKFILL = f"SELECT {BACKFILL_COLUMNS} FROM backfill_progress WHERE channel_id = ?"
 UPSERT_BACKFILL = f"""
 INSERT INTO backfill_progress ({BACKFILL_COLUMNS}, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (channel_id) DO UPDATE SET
-    guild_id = excluded.guild_id, parent_channel_id = excluded.parent_channel_id, oldest_id = excluded.oldest_id,
-    newest_id = excluded.newest_id, reached_start = excluded.reached_start, updated_at = excluded.updated_at
+{BACKFILL_UPDATE}
 """
 # A channel and its threads, or a whole guild: what was read of them no longer matches what memory holds.
 DELETE_PROGRESS_OF_CHANNEL = """

@@ -7,7 +7,8 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..history import BackfillProgress, CatchUpProgress, Exclusion, StoredMessage
+from ..history import (BACKFILL_COLUMNS, BACKFILL_UPDATE, CATCHUP_COLUMNS, CATCHUP_UPDATE, EXCLUSION_COLUMNS,
+                       PROGRESS_TABLES, BackfillProgress, CatchUpProgress, Exclusion, StoredMessage)
 from ..rows import to_timestamp
 
 if TYPE_CHECKING:
@@ -33,27 +34,18 @@ SELECT_NEWEST_IN_CHANNEL = """
 SELECT message_id FROM messages WHERE guild_id = $1 AND channel_id = $2
 ORDER BY created_at DESC, message_id DESC LIMIT 1
 """
-CATCHUP_COLUMNS = "channel_id, guild_id, parent_channel_id, position, anchor, read, added, edited, deleted, finished"
 SELECT_CATCHUP = f"SELECT {CATCHUP_COLUMNS} FROM catchup_progress WHERE channel_id = $1"
 UPSERT_CATCHUP = f"""
 INSERT INTO catchup_progress ({CATCHUP_COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-ON CONFLICT (channel_id) DO UPDATE SET
-    guild_id = excluded.guild_id, parent_channel_id = excluded.parent_channel_id, position = excluded.position,
-    anchor = excluded.anchor, read = excluded.read, added = excluded.added, edited = excluded.edited,
-    deleted = excluded.deleted, finished = excluded.finished, updated_at = excluded.updated_at
+{CATCHUP_UPDATE}
 """
-BACKFILL_COLUMNS = "channel_id, guild_id, parent_channel_id, oldest_id, newest_id, reached_start"
 SELECT_BACKFILL = f"SELECT {BACKFILL_COLUMNS} FROM backfill_progress WHERE channel_id = $1"
 UPSERT_BACKFILL = f"""
 INSERT INTO backfill_progress ({BACKFILL_COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (channel_id) DO UPDATE SET
-    guild_id = excluded.guild_id, parent_channel_id = excluded.parent_channel_id, oldest_id = excluded.oldest_id,
-    newest_id = excluded.newest_id, reached_start = excluded.reached_start, updated_at = excluded.updated_at
+{BACKFILL_UPDATE}
 """
 DELETE_PROGRESS_OF_CHANNEL = "DELETE FROM {table} WHERE guild_id = $1 AND (channel_id = $2 OR parent_channel_id = $2)"
 DELETE_PROGRESS_OF_GUILD = "DELETE FROM {table} WHERE guild_id = $1"
-PROGRESS_TABLES = ("catchup_progress", "backfill_progress")
-EXCLUSION_COLUMNS = "guild_id, channel_id, author_id, message_id, since, until"
 SELECT_EXCLUSIONS = f"""
 SELECT {EXCLUSION_COLUMNS} FROM history_exclusions
 WHERE (guild_id = $1 OR guild_id IS NULL) AND (channel_id IS NULL OR channel_id = $2 OR channel_id = $3)
