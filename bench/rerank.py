@@ -1,7 +1,7 @@
 """Benchmark: our Qwen3-Reranker scoring vs the official method and sentence-transformers' CrossEncoder.
 
-python -m bench.rerank --data ../shared/data/locomo [--queries 5] [--candidates 20,50] [--dtype bf16|fp32]
-                       [--backend torch,onnx] [--int8] [--profile cpu-small] [--budgets 1000,3000]
+python -m bench.rerank --data ../shared/data/locomo [--queries 5] [--candidates 20,50] [--dtype bf16|fp16|fp32]
+                       [--device cpu|cuda] [--backend torch,onnx] [--int8] [--profile cpu-small] [--budgets 1000,3000]
                        [--baseline-pairs N]
                        [--batch-size 16] [--model-dir DIR] [--export-dir DIR] [--json OUT]
 
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from cogs.memory.rerank.local import DEFAULT_INSTRUCTION, LocalScorer
 from cogs.memory.profile import HardwareDetector, MemoryProfile, load_profile
 
-DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp32": ("float32", torch.float32)}
+DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp16": ("float16", torch.float16), "fp32": ("float32", torch.float32)}
 BACKENDS = ("torch", "onnx")
 OFFICIAL_BATCH = 8
 MAX_LENGTH = 512
@@ -87,15 +87,23 @@ def load_cases(data_dir: Path, n_queries: int, counts: list[int], seed: int = 0)
     return cases
 
 
-def matmul_peak_gflops(dtype: torch.dtype) -> float:
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak_gflops(dtype: torch.dtype, device: str = "cpu") -> float:
     """Best of a few runs of a model-shaped GEMM (512 tokens x 1024 -> 3072), the ceiling for our matmuls."""
-    x, w = torch.randn(512, 1024, dtype=dtype), torch.randn(3072, 1024, dtype=dtype)
+    x = torch.randn(512, 1024, dtype=dtype, device=device)
+    w = torch.randn(3072, 1024, dtype=dtype, device=device)
     flops, best = 2 * 512 * 1024 * 3072, float("inf")
     F.linear(x, w)
+    synchronize(device)
     for _ in range(5):
         started = time.perf_counter()
         for _ in range(3):
             F.linear(x, w)
+        synchronize(device)
         best = min(best, (time.perf_counter() - started) / 3)
     return flops / best / 1e9
 
@@ -113,11 +121,13 @@ def non_embedding_params(model_dir: Path) -> int:
 
 
 def make_scorer(backend: str, model_dir: Path, dtype: str, export_dir: Path, int8: bool,
-                max_length: int = MAX_LENGTH) -> LocalScorer:
+                max_length: int = MAX_LENGTH, device: str = "cpu") -> LocalScorer:
     if backend == "torch":
-        return LocalScorer(str(model_dir), "cpu", dtype, max_length)
+        return LocalScorer(str(model_dir), device, dtype, max_length)
     from cogs.memory.rerank.onnx import OnnxScorer
 
+    if device != "cpu":
+        raise SystemExit("--backend onnx runs on the CPU; use --backend torch with --device cuda")
     if dtype != "float32":
         raise SystemExit("--backend onnx runs float32 (or --int8); use --dtype fp32")
     return OnnxScorer(str(model_dir), max_length, export_dir, int8=int8)
@@ -167,17 +177,25 @@ def run_ours(scorer: LocalScorer, cases: list[Case], batch_size: int) -> dict:
     full_prompt_tokens = sum(len(p) for c in cases for p in scorer.prompt_ids(c.query, c.docs, DEFAULT_INSTRUCTION))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"scores": scores, "times": times, "tokens": tokens, "full_prompt_tokens": full_prompt_tokens,
-            "peak_rss_mb": rss_mb, "constant_prefix_tokens": constant,
+            "peak_rss_mb": rss_mb, "peak_gpu_mb": peak_gpu_mb(scorer.device), "constant_prefix_tokens": constant,
             "constant_prefix_hits": scorer.constant_prefixes.hits}
 
 
-def run_official(model_dir: Path, torch_dtype: torch.dtype, pairs: list[tuple[str, str]]) -> tuple[list[float], float]:
+def peak_gpu_mb(device: str) -> float | None:
+    """The most GPU memory torch held since the last reset (None on the CPU)."""
+    if not device.startswith("cuda"):
+        return None
+    return torch.cuda.max_memory_allocated(device) / 2**20
+
+
+def run_official(model_dir: Path, torch_dtype: torch.dtype, pairs: list[tuple[str, str]],
+                 device: str = "cpu") -> tuple[list[float], float]:
     """The model card's method, with its own prompt text (MODEL_CARD_*) and none of our scorer's code: one prompt
     per pair, left padding, batch 8, full forward with full-vocab logits."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype).to(device).eval()
     yes, no = tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")
     prefix = tokenizer.encode(MODEL_CARD_PREFIX, add_special_tokens=False)
     suffix = tokenizer.encode(MODEL_CARD_SUFFIX, add_special_tokens=False)
@@ -187,7 +205,7 @@ def run_official(model_dir: Path, torch_dtype: torch.dtype, pairs: list[tuple[st
         inputs = tokenizer(texts, padding=False, truncation="longest_first", return_attention_mask=False,
                            max_length=MAX_LENGTH - len(prefix) - len(suffix))
         inputs["input_ids"] = [prefix + ids + suffix for ids in inputs["input_ids"]]
-        inputs = tokenizer.pad(inputs, padding=True, return_tensors="pt")
+        inputs = tokenizer.pad(inputs, padding=True, return_tensors="pt").to(device)
         with torch.inference_mode():
             logits = model(**inputs).logits[:, -1, :]
         pair = torch.stack([logits[:, no], logits[:, yes]], dim=1).float()
@@ -202,11 +220,12 @@ def run_official(model_dir: Path, torch_dtype: torch.dtype, pairs: list[tuple[st
     return scores, elapsed
 
 
-def run_st(model_dir: Path, torch_dtype: torch.dtype, pairs: list[tuple[str, str]]) -> tuple[list[float], float]:
+def run_st(model_dir: Path, torch_dtype: torch.dtype, pairs: list[tuple[str, str]],
+           device: str = "cpu") -> tuple[list[float], float]:
     """sentence-transformers' CrossEncoder with its native causal-LM (yes/no LogitScore) support, batch 8."""
     from sentence_transformers import CrossEncoder
 
-    model = CrossEncoder(str(model_dir), device="cpu", model_kwargs={"dtype": torch_dtype},
+    model = CrossEncoder(str(model_dir), device=device, model_kwargs={"dtype": torch_dtype},
                          processor_kwargs={"chat_template": ST_CHAT_TEMPLATE})
     model.predict(pairs[:1], batch_size=OFFICIAL_BATCH, show_progress_bar=False)
     started = time.perf_counter()
@@ -241,8 +260,10 @@ def run_backends(args: argparse.Namespace, model_dir: Path, dtype: str, cases: l
     budgets = [int(ms) for ms in args.budgets.split(",") if ms.strip()]
     rows = {}
     for name, int8 in runs:
+        if args.device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats(args.device)
         started = time.perf_counter()
-        scorer = make_scorer(name, model_dir, dtype, export_dir, int8)
+        scorer = make_scorer(name, model_dir, dtype, export_dir, int8, device=args.device)
         load_s = time.perf_counter() - started
         row = run_ours(scorer, cases, args.batch_size)
         row.update(load_s=load_s, ms_for_budget=run_budget(scorer, cases, profile, budgets))
@@ -275,6 +296,7 @@ def summarise(row: dict, cases: list[Case], counts: list[int], keys: list[tuple[
         "constant_prefix_hits": row["constant_prefix_hits"],
         "load_s": row["load_s"],
         "peak_rss_mb": row["peak_rss_mb"],
+        "peak_gpu_mb": row["peak_gpu_mb"],
         "ms_for_budget": row["ms_for_budget"],
     }
     for count in counts:
@@ -300,7 +322,7 @@ def measure(args: argparse.Namespace, model_dir: Path) -> dict:
     cases = load_cases(args.data, args.queries, counts)
     load_before = os.getloadavg()[0]
     export_dir = args.export_dir or Path(tempfile.mkdtemp(prefix="rerank-onnx-"))
-    peak = matmul_peak_gflops(torch_dtype)
+    peak = matmul_peak_gflops(torch_dtype, args.device)
     try:
         rows = run_backends(args, model_dir, dtype_name, cases, export_dir)
     finally:
@@ -309,9 +331,9 @@ def measure(args: argparse.Namespace, model_dir: Path) -> dict:
     keys = [(i, j) for i, case in enumerate(cases) for j in range(len(case.docs))]
     keys = keys[: args.baseline_pairs or len(keys)]
     pairs = [(cases[i].query, cases[i].docs[j]) for i, j in keys]
-    official, official_s = run_official(model_dir, torch_dtype, pairs)
+    official, official_s = run_official(model_dir, torch_dtype, pairs, args.device)
     try:
-        st, st_s = run_st(model_dir, torch_dtype, pairs)
+        st, st_s = run_st(model_dir, torch_dtype, pairs, args.device)
         st_error = None
     except Exception as exc:  # reported in the JSON, as the issue asks
         st, st_s, st_error = [], None, f"{type(exc).__name__}: {exc}"
@@ -337,12 +359,15 @@ def measure(args: argparse.Namespace, model_dir: Path) -> dict:
         **{key: value for key, value in first.items() if key.startswith("ms_per_query_")},
         "ms_for_budget": first["ms_for_budget"],
         "peak_rss_mb": first["peak_rss_mb"],
+        "peak_gpu_mb": first["peak_gpu_mb"],
         "matmul_peak_gflops": peak,
         "ours_effective_gflops": first["effective_gflops"],
         "ours_fraction_of_peak": first["fraction_of_peak"],
         "tokens_needed": first["tokens_needed"],
         "tokens_official_prompts": rows[first_name]["full_prompt_tokens"],
         "by_backend": by_backend,
+        "device": args.device,
+        "device_name": torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else None,
         "threads": torch.get_num_threads(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cpu_bf16_native": HardwareDetector().detect().cpu_bf16,
@@ -357,6 +382,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=5)
     parser.add_argument("--candidates", default="20,50", help="candidate counts per query, comma-separated")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument("--device", default="cpu", help="where our torch backend and the baselines run (cpu, cuda)")
     parser.add_argument("--backend", default="torch",
                         help="our backends, comma-separated (torch, onnx); the first gives the top-level figures")
     parser.add_argument("--int8", action="store_true", help="also run ONNX Runtime with int8 weights")

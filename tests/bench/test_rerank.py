@@ -59,7 +59,7 @@ def test_bench_reports_candidates_scored_within_the_profiles_budget(bench_result
 def test_comparison_is_pair_by_pair_on_the_baseline_pairs_in_their_order() -> None:
     cases = [rerank.Case("q0", ["a", "b", "c"]), rerank.Case("q1", ["d", "e"])]
     row = {"scores": [[0.1, 0.2, 0.3], [0.4, 0.5]], "times": [1.0, 1.0], "tokens": 10, "constant_prefix_tokens": 0,
-           "constant_prefix_hits": 0, "load_s": 0.0, "peak_rss_mb": 0.0, "ms_for_budget": {}}
+           "constant_prefix_hits": 0, "load_s": 0.0, "peak_rss_mb": 0.0, "peak_gpu_mb": None, "ms_for_budget": {}}
     keys = [(0, 0), (0, 1), (0, 2), (1, 0)]
     official = [0.1, 0.2, 0.3, 0.4 + 1e-3]  # the pairs the baselines scored, in their order; one differs
     figures = rerank.summarise(row, cases, [3, 2], keys, official, 1.0, official[:3] + [0.4], 1.0, 1, 1.0)
