@@ -208,6 +208,10 @@ class FirstStage:
         return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank)
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
 
+    async def _embed_query(self, query: str) -> np.ndarray:
+        """The query's vector as a one-row matrix, read as every store's vector side reads it."""
+        return await self._embedder.embed_queries([text.embedding_query(query)])
+
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         """The ``k`` nearest messages that pass ``filters``, as (row id, cosine), best first."""
         raise NotImplementedError
@@ -240,7 +244,7 @@ class SearchEngine(FirstStage):
         return await self._store.read(_context_and_rows, sources, candidates, filters)
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        vectors = await self._embedder.embed_queries([text.embedding_query(query)])
+        vectors = await self._embed_query(query)
         if not (_narrows(filters) or filters.exclude_message_ids):
             return await self._index_search(filters.guild_id, vectors, k, None)
         # Most filtered searches (a permission set, a time range) leave most of a guild: over-fetch and drop.

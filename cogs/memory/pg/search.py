@@ -59,7 +59,7 @@ class PostgresSearchEngine(FirstStage):
         self._store = store
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        vectors = await self._embedder.embed_queries([query])
+        vectors = await self._embed_query(query)
         where, params = filter_clause(filters, first=4)
         ef_search = min(max(EF_SEARCH_MIN, 4 * k), EF_SEARCH_MAX)
         async with self._store.acquire() as conn, conn.transaction():

@@ -77,6 +77,12 @@ async def test_vector_side_finds_a_paraphrase_with_no_shared_word(engine: Any) -
     assert ids(results)[0] == 4
 
 
+async def test_the_vector_side_reads_full_width_letters_as_the_letters_people_type(engine: Any) -> None:
+    typed = await engine.search("running a long race", SearchFilters(guild_id=GUILD), 3, mode="vector")
+    full_width = await engine.search("ｒｕｎｎｉｎｇ ａ ｌｏｎｇ ｒａｃｅ", SearchFilters(guild_id=GUILD), 3, mode="vector")
+    assert full_width == typed
+
+
 async def test_results_carry_the_candidate_fields(engine: Any) -> None:
     hit = (await engine.search("pizza tonight", SearchFilters(guild_id=GUILD), 1))[0]
     assert hit == {
