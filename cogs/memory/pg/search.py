@@ -31,12 +31,16 @@ EF_SEARCH_MIN = 100
 EF_SEARCH_MAX = 1000
 SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', $1, true)"
 # Cosine similarity, as FAISS's inner product of unit vectors: 1 - cosine distance.
-SELECT_VECTOR = """
+VECTOR_SCORES = """
 SELECT e.message_rowid, 1 - (e.vector <=> $1) AS score
 FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid
 WHERE e.model = $2 AND {where}
-ORDER BY e.vector <=> $1 LIMIT $3
 """
+SELECT_VECTOR = VECTOR_SCORES + "ORDER BY e.vector <=> $1 LIMIT $3"
+# The HNSW index serves only ``ORDER BY vector <=> $1`` and filters what its ef_search nearest hold (pgvector
+# before 0.8 has no iterative scan), so a guild with few of the database's vectors, or a narrow filter, can get
+# fewer than k. Ordered by the score instead, the planner cannot use it: every row that passes is compared.
+SELECT_VECTOR_EXACT = VECTOR_SCORES + "ORDER BY score DESC, e.message_rowid LIMIT $3"
 # ts_rank's weights are {D, C, B, A}: body words (A) and author words (B) count alike, as in the SQLite side.
 SELECT_KEYWORD = """
 SELECT m.id, ts_rank('{{0, 0, 1, 1}}', m.document, q) AS rank
@@ -61,11 +65,13 @@ class PostgresSearchEngine(FirstStage):
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embed_query(query)
         where, params = filter_clause(filters, first=4)
+        arguments = (np.asarray(vectors[0], dtype=np.float32), self._embedder.model_name, k, *params)
         ef_search = min(max(EF_SEARCH_MIN, 4 * k), EF_SEARCH_MAX)
         async with self._store.acquire() as conn, conn.transaction():
             await conn.execute(SET_EF_SEARCH, str(ef_search))
-            rows = await conn.fetch(SELECT_VECTOR.format(where=where), np.asarray(vectors[0], dtype=np.float32),
-                                    self._embedder.model_name, k, *params)
+            rows = await conn.fetch(SELECT_VECTOR.format(where=where), *arguments)
+            if len(rows) < k:  # fewer pass among the index's nearest than asked: compare every row that passes
+                rows = await conn.fetch(SELECT_VECTOR_EXACT.format(where=where), *arguments)
         return [(row[0], float(row[1])) for row in rows]
 
     async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
