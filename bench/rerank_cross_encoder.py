@@ -2,7 +2,8 @@
 
 python -m bench.rerank_cross_encoder --data ../shared/data/locomo [--shape mmarco-mMiniLMv2-L12-H384|bge-reranker-base]
                                      [--tokenizer qwen3|minilm] [--queries 2] [--candidates 20] [--threads 2]
-                                     [--profile cpu-tiny] [--budgets 250,500,1000,2000] [--json OUT]
+                                     [--profile cpu-tiny] [--batch-size N] [--budgets 250,500,1000,2000]
+                                     [--json OUT]
 
 A random-weight XLMRobertaForSequenceClassification of the named model's exact shape is built in a subprocess and
 saved with a real tokenizer (no XLM-R tokenizer ships with this project: `qwen3` is Qwen3's multilingual BPE,
@@ -10,12 +11,14 @@ saved with a real tokenizer (no XLM-R tokenizer ships with this project: `qwen3`
 loads it through the product's CrossEncoderScorer and scores the LoCoMo candidates, so `peak_rss_mb` is what a
 process that loads the model and reranks needs (torch and transformers included; the bot adds its embedding model,
 index and Discord client). `ms_for_budget` is what the profile's time budget buys, as in bench.rerank.
+`useful_gflops` (2 x non-embedding parameters x the pairs' tokens, per second) beside `matmul_peak_gflops` (the
+same GEMM bench.rerank measures, just before) tells a busy machine from a slow scorer.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import os
 import resource
 import shutil
@@ -31,7 +34,7 @@ import torch
 
 from bench.cross_encoder_random import SHAPES
 from bench.qwen3_random import QWEN_TOKENIZER_DIR
-from bench.rerank import Case, load_cases, run_budget
+from bench.rerank import Case, load_cases, matmul_peak_gflops, report, run_budget
 from cogs.memory.profile import load_profile
 from cogs.memory.rerank.cross_encoder import CrossEncoderScorer
 from cogs.memory.rerank.local import DEFAULT_INSTRUCTION
@@ -72,6 +75,9 @@ def pair_tokens(scorer: CrossEncoderScorer, cases: list[Case]) -> list[int]:
 
 def measure(args: argparse.Namespace, model_dir: Path) -> dict:
     profile = load_profile(args.profile)
+    if args.batch_size:
+        profile = dataclasses.replace(profile, reranker=dataclasses.replace(profile.reranker,
+                                                                            batch_size=args.batch_size))
     settings = profile.reranker
     cases = load_cases(args.data, args.queries, [args.candidates])
     load_before = os.getloadavg()[0]
@@ -80,9 +86,12 @@ def measure(args: argparse.Namespace, model_dir: Path) -> dict:
     scorer = CrossEncoderScorer(str(model_dir), "cpu", "float32", settings.max_length)
     load_s = time.perf_counter() - started
     params = sum(p.numel() for p in scorer.model.parameters())
+    per_token = params - sum(p.numel() for p in scorer.model.base_model.embeddings.parameters())
+    peak = matmul_peak_gflops(torch.float32)
     elapsed = time_queries(scorer, cases, settings.batch_size)
     budgets = [int(ms) for ms in args.budgets.split(",") if ms.strip()]
     tokens = pair_tokens(scorer, cases)
+    useful_gflops = 2 * per_token * sum(tokens) / (sum(elapsed) / 1000) / 1e9
     return {
         "shape": args.shape, "tokenizer": args.tokenizer, "params_m": round(params / 1e6, 1),
         "queries": args.queries, "candidates": args.candidates, "batch_size": settings.batch_size,
@@ -90,6 +99,7 @@ def measure(args: argparse.Namespace, model_dir: Path) -> dict:
         "tokens_per_pair_max": max(tokens),
         "load_s": round(load_s, 2), "ms_per_query": [round(ms) for ms in elapsed],
         "ms_per_query_median": round(statistics.median(elapsed)),
+        "matmul_peak_gflops": round(peak, 1), "useful_gflops": round(useful_gflops, 1),
         "ms_for_budget": run_budget(scorer, cases, profile, budgets),
         "rss_before_load_mb": round(rss_before_mb),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
@@ -108,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="cpu-tiny", help="profile whose reranker settings and budget are used")
     parser.add_argument("--budgets", default="250,500,1000,2000",
                         help="time budgets (ms) for the candidates-scored trade-off, comma-separated ('' = none)")
+    parser.add_argument("--batch-size", type=int, default=0, help="candidates per forward (0 = the profile's)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = the default)")
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args(argv)
@@ -118,11 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         result = measure(args, model_dir)
     finally:
         shutil.rmtree(model_dir, ignore_errors=True)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    report(result, args.json)
 
 
 if __name__ == "__main__":
