@@ -104,8 +104,11 @@ class Memory:
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)
             onnx_dir = db_path.parent / "onnx"
-            memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile, device, onnx_dir),
-                         onnx_dir)
+            reranker = _build_reranker(profile, device, onnx_dir)
+            if reranker is not None:
+                undo.push_async_callback(reranker.aclose)
+                await reranker.tokenizers_loaded()
+            memory = cls(profile, store, embedder, indexes, ingest, reranker, onnx_dir)
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
