@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -29,7 +31,7 @@ async def rowid_of(store: Store, message_id: int) -> int:
 
 
 async def expected_answer_vector(embedder: EmbeddingService) -> np.ndarray:
-    """The answer embedded alone and after the question, summed, normalised."""
+    """The answer embedded alone and after the question (each with the model's passage prefix), summed, normalised."""
     alone, in_context = await embedder.embed([embedding_input("dan", ANSWER, None),
                                               embedding_input("dan", ANSWER, ("mei", QUESTION))])
     return (alone + in_context) / np.linalg.norm(alone + in_context)
@@ -43,15 +45,6 @@ async def test_a_stored_vector_sums_the_message_alone_and_after_its_predecessor(
     await memory_ingest.flush()
     stored = await stored_vector(memory_store, await rowid_of(memory_store, 2), embedder.model_name)
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
-
-
-async def test_a_channels_first_message_is_stored_as_embedded_alone(
-    memory_ingest: IngestQueue, memory_store: Store, embedder: EmbeddingService, make_record: RecordFactory
-) -> None:
-    await memory_ingest.add(make_record(1, QUESTION, author_name="mei"))
-    await memory_ingest.flush()
-    stored = await stored_vector(memory_store, await rowid_of(memory_store, 1), embedder.model_name)
-    np.testing.assert_allclose(stored, (await embedder.embed([embedding_input("mei", QUESTION, None)]))[0], atol=1e-5)
 
 
 async def test_an_edit_stores_the_same_sum_for_its_successor(
@@ -97,3 +90,20 @@ async def test_vectors_of_another_input_form_are_embedded_again_in_the_backgroun
         await memory.close()
     assert (counted, [hit["message_id"] for hit in hits]) == (2, [2])
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
+
+
+async def test_a_switch_to_another_model_stores_the_sum_of_both_forms(
+    tiny_e5: Path, db_path: Path, index_dir: Path, make_record: RecordFactory
+) -> None:
+    # SQLite only: the PostgreSQL vector column has MiniLM's width, and the tiny model's is 16.
+    memory = await Memory.open(core_profile_for(), db_path, index_dir)
+    try:
+        for message_id, (author, content) in enumerate([("mei", QUESTION), ("dan", ANSWER)], start=1):
+            await memory.add(make_record(message_id, content, author_name=author))
+        await memory.flush()
+        await memory.switch_profile(dataclasses.replace(memory.profile, embedding_model=str(tiny_e5)))
+        stored = await stored_vector(memory.store, await rowid_of(memory.store, 2), memory.embedder.model_name)
+        expected = await expected_answer_vector(memory.embedder)
+    finally:
+        await memory.close()
+    np.testing.assert_allclose(stored, expected, atol=1e-5)
