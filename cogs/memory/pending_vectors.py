@@ -39,7 +39,9 @@ DELETE FROM pending_vectors WHERE message_rowid IN (SELECT message_rowid FROM em
 """
 # Every message with no vector under a model (the current one): after a restart with another model or input form
 # (vectors.INPUT_FORM), they all wait for the filler. A message the model rejected stays rejected.
-_UNEMBEDDED = "FROM messages AS m WHERE NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.model = ? AND e.message_rowid = m.id)"
+_UNEMBEDDED = """
+FROM messages AS m WHERE NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.model = ? AND e.message_rowid = m.id)
+"""
 MARK_UNEMBEDDED = f"""
 INSERT INTO pending_vectors (message_rowid, guild_id) SELECT m.id, m.guild_id {_UNEMBEDDED}
 ON CONFLICT (message_rowid) DO NOTHING
