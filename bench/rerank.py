@@ -400,12 +400,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    result = benchmark(args)
+    report(benchmark(args), args.json)
+
+
+def report(result: dict, path: Path | None) -> None:
+    """Print `result` as JSON, and write it to `path` too when one is given."""
     text = json.dumps(result, indent=2)
     print(text)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

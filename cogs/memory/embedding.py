@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .config import DTYPES
+from .vectors import with_input_form
 from .workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
@@ -141,7 +142,9 @@ class EmbeddingService:
             raise ValueError("device 'auto' must be resolved first (profile.resolve_device)")
         self.model = model
         self.prefixes = model_prefixes(model, query_prefix, passage_prefix)
-        self.model_name = _storage_name(model, self.prefixes)
+        # What stats show; the key vectors are stored under adds what they are made of (vectors.INPUT_FORM).
+        self.display_name = _storage_name(model, self.prefixes)
+        self.model_name = with_input_form(self.display_name)
         self.device = device
         self.dtype = dtype
         self.batch_size = batch_size
@@ -177,7 +180,7 @@ class EmbeddingService:
                 model = SentenceTransformer(source, device=device, local_files_only=local.is_dir())
         except Exception as exc:  # any loader failure means the same thing to the operator
             raise EmbeddingModelError(
-                f"cannot load embedding model {self.model_name!r} from {source!r} on {device}: "
+                f"cannot load embedding model {self.display_name!r} from {source!r} on {device}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         if self.dtype != "float32":
@@ -201,7 +204,7 @@ class EmbeddingService:
     async def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Vectors of search queries (with the model's query prefix), on the query thread beside bulk work."""
         if self._model is None:  # not loaded, or shut down (a job queued now would never run)
-            raise RuntimeError(f"embedding model {self.model_name!r} is not loaded")
+            raise RuntimeError(f"embedding model {self.display_name!r} is not loaded")
         texts = self.prefixes.queries(queries)
         return await asyncio.wrap_future(self._query_worker.submit(self._embed_query, texts))
 
@@ -212,7 +215,7 @@ class EmbeddingService:
         runs on the query thread, beside bulk work.
         """
         if self._model is None:  # not loaded, or shut down (a job queued now would never run)
-            raise RuntimeError(f"embedding model {self.model_name!r} is not loaded")
+            raise RuntimeError(f"embedding model {self.display_name!r} is not loaded")
         texts = self.prefixes.passages(texts)
         if interactive is None:
             interactive = len(texts) <= INTERACTIVE_MAX_TEXTS

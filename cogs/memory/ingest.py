@@ -23,6 +23,7 @@ from .store_protocol import Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .vector_filler import VectorFiller
 from .vector_index import IndexRegistry
+from .vectors import VectorSource, stored_vectors
 
 __all__ = ("ATTACHMENT_PREFIX", "FlushReport", "IngestError", "IngestQueue", "RetryPolicy", "stored_content")
 
@@ -316,12 +317,10 @@ class IngestQueue:
         guilds = {message.rowid: message.guild_id for message, _ in pairs}
         if not pairs:
             return guilds
-        inputs = [text.embedding_input(message.author_name, message.content, _as_previous(previous))
-                  for message, previous in pairs]
+        sources = [VectorSource(message.author_name, message.content, _as_previous(previous))
+                   for message, previous in pairs]
         try:
-            vectors = await self._embedder.embed(inputs)
-            if len(vectors) != len(inputs):
-                raise ValueError(f"the model gave {len(vectors)} vectors for {len(inputs)} texts")
+            vectors = await stored_vectors(self._embedder, sources)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - any model failure: the vectors come later

@@ -97,14 +97,18 @@ class Memory:
             indexes = indexes_for(store, index_dir, embedder.model_name, embedder.dimension)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
+            await _mark_unembedded(store, embedder.model_name)
             ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                                  queue_size=profile.ingest_queue_size)
             ingest.start()
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)
             onnx_dir = db_path.parent / "onnx"
-            memory = cls(profile, store, embedder, indexes, ingest, _build_reranker(profile, device, onnx_dir),
-                         onnx_dir)
+            reranker = _build_reranker(profile, device, onnx_dir)
+            if reranker is not None:
+                undo.push_async_callback(reranker.aclose)
+                await reranker.tokenizers_loaded()
+            memory = cls(profile, store, embedder, indexes, ingest, reranker, onnx_dir)
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
@@ -295,7 +299,7 @@ class Memory:
                 "index_size_bytes": 0,
                 "index_file_bytes": 0,
                 "index_kind": self.indexes.kind,
-                "embedding_model": self.embedder.model_name,
+                "embedding_model": self.embedder.display_name,
                 "queued": self.ingest.queued,
             }
         index = self.indexes.get(guild_id)
@@ -307,7 +311,7 @@ class Memory:
             "index_size_bytes": self.indexes.memory_bytes(guild_id),
             "index_file_bytes": file_bytes,
             "index_kind": index.kind if index is not None else "none",
-            "embedding_model": self.embedder.model_name,
+            "embedding_model": self.embedder.display_name,
             "queued": self.ingest.queued,
         }
 
@@ -362,6 +366,19 @@ async def _prune_tombstones(ingest: IngestQueue) -> None:
         await ingest.prune_tombstones()
     except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
         log.warning("Could not prune old tombstones now (%s); a later delete does", exc)
+
+
+async def _mark_unembedded(store: MemoryStore, model: str) -> None:
+    """Mark the stored messages with no vector under ``model`` as waiting for one, so the vector filler embeds them
+    in the background: after a restart with another embedding model or input form (vectors.INPUT_FORM)."""
+    try:
+        marked = await store.mark_unembedded(model)
+    except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
+        log.warning("Could not mark the stored messages without a vector for %s now (%s); the next start does",
+                    model, exc)
+        return
+    if marked:
+        log.info("%d stored messages have no vector for %s; they are embedded in the background", marked, model)
 
 
 def _build_reranker(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> RerankerService | None:

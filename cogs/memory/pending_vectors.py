@@ -11,7 +11,7 @@ from typing import Any
 import aiosqlite
 
 from .rows import VectorInput, WriteBatch
-from .text import embedding_input
+from .vectors import VectorSource
 
 __all__ = ("PendingVectorsMixin", "apply", "vector_input")
 
@@ -37,6 +37,17 @@ DROP_VECTORS = "DELETE FROM embeddings WHERE message_rowid = ?"
 RESOLVE_EMBEDDED = """
 DELETE FROM pending_vectors WHERE message_rowid IN (SELECT message_rowid FROM embeddings WHERE model = ?)
 """
+# Every message with no vector under a model (the current one): after a restart with another model or input form
+# (vectors.INPUT_FORM), they all wait for the filler. A message the model rejected stays rejected.
+_UNEMBEDDED = """
+FROM messages AS m WHERE NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.model = ? AND e.message_rowid = m.id)
+"""
+MARK_UNEMBEDDED = f"""
+INSERT INTO pending_vectors (message_rowid, guild_id) SELECT m.id, m.guild_id {_UNEMBEDDED}
+ON CONFLICT (message_rowid) DO NOTHING
+"""
+# Read first: a start whose messages all have their vector (the usual one) writes nothing, so needs no write lock.
+ANY_UNEMBEDDED = f"SELECT EXISTS (SELECT 1 {_UNEMBEDDED})"
 SELECT_GUILDS = "SELECT DISTINCT guild_id FROM pending_vectors WHERE rejected_at IS NULL"
 # One guild's waiting messages, each with its predecessor: the subquery walks the channel-order index one step back.
 _SELECT_INPUTS = """
@@ -62,7 +73,7 @@ def vector_input(row: Sequence[Any]) -> VectorInput:
     """(rowid, message_id, guild_id, author, content, previous author, previous content) as a VectorInput."""
     rowid, message_id, guild_id, author_name, content, previous_author, previous_content = row
     previous = (previous_author, previous_content) if previous_author is not None else None
-    return VectorInput(rowid, message_id, guild_id, embedding_input(author_name, content, previous))
+    return VectorInput(rowid, message_id, guild_id, VectorSource(author_name, content, previous))
 
 
 async def apply(conn: aiosqlite.Connection, batch: WriteBatch) -> None:
@@ -95,12 +106,12 @@ class PendingVectorsMixin:
         rows = await self._conn.execute_fetchall(SELECT_PAGE, (guild_id, after_rowid, limit))
         return [vector_input(row) for row in rows]
 
-    async def pending_listed(self, guild_id: int, rowids: Sequence[int]) -> dict[int, str]:
-        """Of the guild's ``rowids``, those still waiting for a vector, with the text it must now be computed from."""
+    async def pending_listed(self, guild_id: int, rowids: Sequence[int]) -> dict[int, VectorSource]:
+        """Of the guild's ``rowids``, those still waiting for a vector, with what it must now be computed from."""
         if not rowids:
             return {}
         rows = await self._conn.execute_fetchall(SELECT_LISTED, (guild_id, json.dumps(list(rowids)), len(rowids)))
-        return {item.rowid: item.text for item in map(vector_input, rows)}
+        return {item.rowid: item.source for item in map(vector_input, rows)}
 
     async def pending_count(self) -> tuple[int, int]:
         """(waiting, rejected): stored messages without a vector yet, and those the model could not embed."""
@@ -110,3 +121,10 @@ class PendingVectorsMixin:
     async def resolve_embedded(self, model: str) -> None:
         """Clear every waiting message that has a vector for ``model`` (after a switch embedded them all)."""
         await self._conn.execute(RESOLVE_EMBEDDED, (model,))
+
+    async def mark_unembedded(self, model: str) -> int:
+        """Mark every stored message with no vector for ``model`` as waiting for one; returns how many were marked."""
+        if not (await self._conn.execute_fetchall(ANY_UNEMBEDDED, (model,)))[0][0]:
+            return 0
+        cursor = await self._conn.execute(MARK_UNEMBEDDED, (model,))
+        return cursor.rowcount

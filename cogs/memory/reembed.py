@@ -7,7 +7,7 @@ import logging
 from .embedding import EmbeddingService
 from .rows import WriteBatch
 from .store_protocol import Store
-from .text import embedding_input
+from .vectors import VectorSource, stored_vectors
 
 __all__ = ("reembed_all",)
 
@@ -20,16 +20,17 @@ _CHUNK = 256
 async def reembed_all(store: Store, embedder: EmbeddingService) -> int:
     """Embed, with ``embedder``, every stored message that has no vector for its model yet; returns how many.
 
-    Call with ingest's write lock held: each message is embedded with its predecessor in the channel as stored now.
+    Call with ingest's write lock held: each message is embedded as ingest embeds it (vectors.stored_vectors), with
+    its predecessor in the channel as stored now.
     """
     total = 0
     for guild_id in await store.guild_ids():
         for channel_id in await store.channel_ids(guild_id):
-            pending: list[tuple[int, str]] = []
+            pending: list[tuple[int, VectorSource]] = []
             previous = None
             async for message in store.iter_channel(guild_id, channel_id):
                 if not await store.has_vector(message.rowid, embedder.model_name):
-                    pending.append((message.rowid, embedding_input(message.author_name, message.content, previous)))
+                    pending.append((message.rowid, VectorSource(message.author_name, message.content, previous)))
                 previous = (message.author_name, message.content)
                 if len(pending) >= _CHUNK:
                     total += await _write(store, embedder, guild_id, pending)
@@ -39,8 +40,9 @@ async def reembed_all(store: Store, embedder: EmbeddingService) -> int:
     return total
 
 
-async def _write(store: Store, embedder: EmbeddingService, guild_id: int, pending: list[tuple[int, str]]) -> int:
-    vectors = await embedder.embed([text for _, text in pending])
+async def _write(store: Store, embedder: EmbeddingService, guild_id: int,
+                 pending: list[tuple[int, VectorSource]]) -> int:
+    vectors = await stored_vectors(embedder, [source for _, source in pending])
     batch = WriteBatch(embedder.model_name, guild_ids={guild_id})
     batch.vectors = [(rowid, vector) for (rowid, _), vector in zip(pending, vectors, strict=True)]
     await store.write(batch)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .records import MessageRecord
+from .vectors import VectorSource
 
 __all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "VectorInput", "WriteBatch", "from_timestamp",
            "to_timestamp")
@@ -64,12 +65,12 @@ async def channel_pages(fetch_page: Callable[[tuple[float, int], int], Awaitable
 
 @dataclass(frozen=True, slots=True)
 class VectorInput:
-    """A stored message that needs a vector, and the text its vector is computed from (with its predecessor)."""
+    """A stored message that needs a vector, and what its vector is computed from (it and its predecessor)."""
 
     rowid: int
     message_id: int
     guild_id: int
-    text: str
+    source: VectorSource
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,15 +38,21 @@ Row = tuple[Any, ...]
 
 # Share of the fused score that comes from the vector side. Both sides are standardised per query first
 # (z-scores), so this weighs evidence, not score scales. Chat questions name people and things the keyword
-# side matches exactly; MiniLM adds paraphrases. Swept 0.3–0.5 on LoCoMo: flat from 0.3 to 0.4. A query partly
+# side matches exactly; MiniLM adds paraphrases. Swept 0.3–0.5 on LoCoMo: flat from 0.3 to 0.4 with vectors made
+# after the previous message; with both forms summed (vectors.py), 0.4 beat 0.25 and 0.35 on LoCoMo and on the chat
+# fixture (0.5 and 0.6 lost on LoCoMo with an even spread; README, "The vector side"). A query partly
 # written in scripts the embedding model does not read gets that much less (coverage.covered_share), and none
 # when the model reads no more than half its words: an English model reads the names in a Chinese question, which
 # the keyword side matches exactly, but not what is asked about them.
-VECTOR_WEIGHT = 0.35
+VECTOR_WEIGHT = 0.4
 MIN_COVERED_SHARE = 0.5
-# A message is read in the context of the one before and after it: a strong hit lends this share of its
-# (positive) score to its channel neighbours, which finds answers given in the next turn.
+# A message is read in the context of the one before and after it: a strong hit lends a share of its (positive)
+# score to its channel neighbours, more to the next message than to the previous one. A reply follows what it
+# answers, and a stored vector carries its predecessor only in part (half of it is the message alone, vectors.py), so
+# the spread carries the rest of "the answer comes in the next turn". Measured on LoCoMo, the bilingual and the chat
+# fixtures (README, "The vector side"): 0.3 both ways with vectors made after the previous message only.
 CONTEXT_WEIGHT = 0.3
+NEXT_CONTEXT_WEIGHT = 0.5
 CONTEXT_SOURCES = 50
 # BM25 column weights (body, author). Author names are a column so "what did Ann say" can match Ann's messages.
 BODY_WEIGHT = 1.0
@@ -154,18 +160,19 @@ def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits) -> Fused:
     return Fused(scores, floor, sources)
 
 
-def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours,
-                         floor: float, weight: float = CONTEXT_WEIGHT) -> dict[int, float]:
-    """Each source's positive score, times ``weight``, added to its previous and next message in the channel.
+def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor: float,
+                         weights: tuple[float, float] = (CONTEXT_WEIGHT, NEXT_CONTEXT_WEIGHT)) -> dict[int, float]:
+    """Each source's positive score, times ``weights`` (previous, next), added to its previous and next message in
+    the channel.
 
     A neighbour that was not a candidate starts from ``floor``, the score of a message no side returned.
     """
     spread = dict(scores)
     for rowid, pair in neighbours.items():
-        lent = weight * max(scores[rowid], 0.0)
-        for neighbour in pair:
-            if neighbour is not None and lent > 0.0:
-                spread[neighbour] = spread.get(neighbour, floor) + lent
+        score = max(scores[rowid], 0.0)
+        for neighbour, weight in zip(pair, weights, strict=True):
+            if neighbour is not None and weight * score > 0.0:
+                spread[neighbour] = spread.get(neighbour, floor) + weight * score
     return spread
 
 

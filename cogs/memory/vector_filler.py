@@ -1,6 +1,7 @@
 """VectorFiller: gives each stored message its vector, in the background. It reads what needs one from the store,
-embeds each message with its predecessor, and writes the vectors to the store and the vector index. A failing model is
-tried again after growing pauses; a message the model cannot embed is set aside alone and stays keyword-searchable."""
+embeds each message alone and with its predecessor (vectors.stored_vectors), and writes the vectors to the store and
+the vector index. A failing model is tried again after growing pauses; a message the model cannot embed is set aside
+alone and stays keyword-searchable."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .ingest_report import RetryPolicy, describe
 from .rows import VectorInput, WriteBatch
 from .store_protocol import Store
 from .vector_index import IndexRegistry
+from .vectors import stored_vectors
 
 __all__ = ("PROBE_TEXT", "SLICE", "VectorFiller")
 
@@ -165,9 +167,7 @@ class VectorFiller:
         """Vectors for ``items``; after a failure, halves are tried alone down to the message that fails alone twice,
         which is rejected. Raises ``_ModelDown`` when the model fails on any text."""
         try:
-            vectors = await embedder.embed([item.text for item in items])
-            if len(vectors) != len(items):
-                raise ValueError(f"the model gave {len(vectors)} vectors for {len(items)} texts")
+            vectors = await stored_vectors(embedder, [item.source for item in items])
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - any model failure is told apart by the probe below
@@ -249,7 +249,7 @@ class VectorFiller:
         if embedded.changes != self._changes or self._recheck:
             # A message edited, deleted or given a new predecessor since it was read keeps waiting.
             current = await self._store.pending_listed(embedded.guild_id, [result.item.rowid for result in results])
-            results = [result for result in results if current.get(result.item.rowid) == result.item.text]
+            results = [result for result in results if current.get(result.item.rowid) == result.item.source]
         if not results:
             self._recheck = False
             return

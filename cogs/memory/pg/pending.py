@@ -11,6 +11,7 @@ import asyncpg
 
 from ..pending_vectors import vector_input
 from ..rows import VectorInput, WriteBatch
+from ..vectors import VectorSource
 
 __all__ = ("PostgresPendingMixin", "apply")
 
@@ -36,6 +37,12 @@ REJECT_PENDING = "UPDATE pending_vectors SET rejected_at = $1, error = $2 WHERE 
 DROP_VECTORS = "DELETE FROM embeddings WHERE message_rowid = ANY($1::bigint[])"
 RESOLVE_EMBEDDED = """
 DELETE FROM pending_vectors WHERE message_rowid IN (SELECT message_rowid FROM embeddings WHERE model = $1)
+"""
+MARK_UNEMBEDDED = """
+INSERT INTO pending_vectors (message_rowid, guild_id)
+SELECT m.id, m.guild_id FROM messages AS m
+WHERE NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.model = $1 AND e.message_rowid = m.id)
+ON CONFLICT (message_rowid) DO NOTHING
 """
 SELECT_GUILDS = "SELECT DISTINCT guild_id FROM pending_vectors WHERE rejected_at IS NULL"
 _SELECT_INPUTS = """
@@ -81,11 +88,11 @@ class PostgresPendingMixin:
     async def pending_page(self, guild_id: int, after_rowid: int, limit: int) -> list[VectorInput]:
         return [vector_input(row) for row in await self._pool.fetch(SELECT_PAGE, guild_id, after_rowid, limit)]
 
-    async def pending_listed(self, guild_id: int, rowids: Sequence[int]) -> dict[int, str]:
+    async def pending_listed(self, guild_id: int, rowids: Sequence[int]) -> dict[int, VectorSource]:
         if not rowids:
             return {}
         rows = await self._pool.fetch(SELECT_LISTED, guild_id, list(rowids))
-        return {item.rowid: item.text for item in map(vector_input, rows)}
+        return {item.rowid: item.source for item in map(vector_input, rows)}
 
     async def pending_count(self) -> tuple[int, int]:
         row = await self._pool.fetchrow(COUNT_PENDING)
@@ -93,3 +100,7 @@ class PostgresPendingMixin:
 
     async def resolve_embedded(self, model: str) -> None:
         await self._pool.execute(RESOLVE_EMBEDDED, model)
+
+    async def mark_unembedded(self, model: str) -> int:
+        status = await self._pool.execute(MARK_UNEMBEDDED, model)  # "INSERT 0 <count>"
+        return int(status.rsplit(" ", 1)[1])

@@ -11,6 +11,7 @@ from .cross_encoder import CrossEncoderScorer
 from .local import LocalScorer
 from .onnx import OnnxScorer
 from ..profile import BACKENDS
+from ..workers import MODEL_LOADING
 
 log = logging.getLogger(__name__)
 
@@ -63,22 +64,32 @@ def choose_backend(requested: str, family: str, config: Any, device: str, dtype:
     return "torch"
 
 
+def load_tokenizer(model_name: str) -> Any:
+    """`model_name`'s tokenizer. Parsing a large tokenizer file holds the GIL throughout (Qwen3's 11 MB: 300 ms and
+    more here), so the service does it while memory opens, before members' messages are served."""
+    from transformers import AutoTokenizer
+
+    with MODEL_LOADING:
+        return AutoTokenizer.from_pretrained(model_name)
+
+
 def build_local_scorer(model_name: str, *, backend: str, device: str, dtype: str, max_length: int,
-                       export_root: Path, int8: bool = False) -> LocalBackend:
+                       export_root: Path, int8: bool = False, tokenizer: Any = None) -> LocalBackend:
     """The scorer for `model_name`: family from its config, backend from `choose_backend`. When the ONNX side
-    fails to export or load, torch runs the model instead (the reason is logged)."""
+    fails to export or load, torch runs the model instead (the reason is logged). `tokenizer`: already loaded
+    by `load_tokenizer` (else it is loaded here)."""
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(model_name)
     family = model_family(config)
     chosen = choose_backend(backend, family, config, device, dtype)
     if family == CROSS_ENCODER:
-        return CrossEncoderScorer(model_name, device, dtype, max_length)
+        return CrossEncoderScorer(model_name, device, dtype, max_length, tokenizer)
     if chosen == "onnx":
         try:
-            return OnnxScorer(model_name, max_length, export_root, int8=int8)
+            return OnnxScorer(model_name, max_length, export_root, int8=int8, tokenizer=tokenizer)
         except Exception:
             log.exception("ONNX Runtime backend for %s failed; the reranker runs on torch", model_name)
     if int8:
         log.warning("reranker int8 is an ONNX Runtime option; %s runs on torch in %s", model_name, dtype)
-    return LocalScorer(model_name, device, dtype, max_length)
+    return LocalScorer(model_name, device, dtype, max_length, tokenizer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import torch
 
@@ -26,11 +27,11 @@ class CrossEncoderScorer:
 
     backend = "torch"
 
-    def __init__(self, model_name: str, device: str, dtype: str, max_length: int) -> None:
+    def __init__(self, model_name: str, device: str, dtype: str, max_length: int, tokenizer: Any = None) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         with MODEL_LOADING:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_name)
+            self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(model_name)
             model = AutoModelForSequenceClassification.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
         self.model = model.to(device).eval()
         self.model_name, self.device, self.dtype = model_name, device, dtype

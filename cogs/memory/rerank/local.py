@@ -80,11 +80,11 @@ class LocalScorer:
 
     backend = "torch"
 
-    def __init__(self, model_name: str, device: str, dtype: str, max_length: int) -> None:
+    def __init__(self, model_name: str, device: str, dtype: str, max_length: int, tokenizer: object = None) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         with MODEL_LOADING:
-            tokenizer = AutoTokenizer.from_pretrained(model_name)
+            tokenizer = tokenizer or AutoTokenizer.from_pretrained(model_name)
             model = AutoModelForCausalLM.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
         self._init_prompts(model_name, tokenizer, device, dtype, max_length)
         self.model = model.to(device).eval()

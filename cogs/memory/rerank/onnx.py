@@ -40,12 +40,13 @@ class OnnxScorer(LocalScorer):
     backend = "onnx"
 
     def __init__(self, model_name: str, max_length: int, export_root: Path, *, int8: bool = False,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, tokenizer: object = None) -> None:
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
-        with MODEL_LOADING:
-            tokenizer = AutoTokenizer.from_pretrained(model_name)
+        if tokenizer is None:
+            with MODEL_LOADING:
+                tokenizer = AutoTokenizer.from_pretrained(model_name)
         self._init_prompts(model_name, tokenizer, "cpu", "int8" if int8 else "float32", max_length)
         self.export_dir = ensure_export(export_root, model_name, self.yes_id, self.no_id, int8=int8)
         started = time.perf_counter()

@@ -1,5 +1,6 @@
 """Where a reranker's ONNX export lives and how it gets there: once per model id + revision + variant, written to a
-temporary folder and renamed into place, so a half-written export is never loaded."""
+temporary folder and renamed into place, so a half-written export is never loaded. The writing runs in a child
+process (export_child.py); `python -m cogs.memory.rerank.onnx_export` is that child."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..workers import MODEL_LOADING
+from .export_child import RecordPrinter, run_export
 from .onnx_graph import GRAPH_FILE, HEAD_NODE, export_qwen3
 from ..profile import HardwareDetector
 
@@ -102,6 +105,12 @@ def _ensure(root: Path, spec: ExportSpec, build: Callable[[Path], None]) -> Path
 
 
 def _export_fp32(model_name: str, spec: ExportSpec, target: Path) -> None:
+    """Write the fp32 export of `model_name` into `target`, in a child process."""
+    run_export(["fp32", model_name, str(target), str(spec.yes_id), str(spec.no_id)], log)
+
+
+def _write_fp32(model_name: str, yes_id: int, no_id: int, target: Path) -> None:
+    """In the child: load the model with transformers and write its graph and weights."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -116,7 +125,7 @@ def _export_fp32(model_name: str, spec: ExportSpec, target: Path) -> None:
             log.info("ONNX export of %s: %d/%d layers written", model_name, done, total)
 
     with torch.inference_mode():
-        export_qwen3(model, target, spec.yes_id, spec.no_id, progress)
+        export_qwen3(model, target, yes_id, no_id, progress)
     size_mb = sum(p.stat().st_size for p in target.iterdir()) / 2**20
     log.info("ONNX export of %s done in %.1f s (%.0f MB)", model_name, time.perf_counter() - started, size_mb)
 
@@ -141,7 +150,12 @@ def int8_variant(cpu_features: tuple[str, ...]) -> str:
 
 
 def _quantize_int8(source: Path, target: Path, seven_bit: bool) -> None:
-    """Dynamic int8, one scale per output channel of each weight matrix; attention products and the two-row
+    """Write the int8 export of the fp32 one in `source` into `target`, in a child process."""
+    run_export(["int8", str(source), str(target), "7" if seven_bit else "8"], log)
+
+
+def _write_int8(source: Path, target: Path, seven_bit: bool) -> None:
+    """In the child: dynamic int8, one scale per output channel of each weight matrix; attention products and the two-row
     yes/no head stay fp32.
 
     Without VNNI (AVX2 only, as on the development machine) the u8 x s8 multiply-add sums pairs of products into
@@ -179,3 +193,23 @@ def ensure_export(root: Path, model_name: str, yes_id: int, no_id: int, *, int8:
     spec = ExportSpec(model_name, revision, int8_variant(cpu_features), yes_id, no_id)
     return _ensure(root, spec, lambda target: _quantize_int8(folder, target, spec.variant == "int8-w7"))
 
+
+
+def main(argv: list[str]) -> None:
+    """The child's entry: `fp32 MODEL TARGET YES_ID NO_ID` or `int8 SOURCE TARGET 7|8`; log records go to stdout."""
+    logging.basicConfig(level=logging.WARNING, handlers=[RecordPrinter()])
+    log.setLevel(logging.INFO)
+    kind, *rest = argv
+    if kind == "fp32":
+        model_name, target, yes_id, no_id = rest
+        _write_fp32(model_name, int(yes_id), int(no_id), Path(target))
+    elif kind == "int8":
+        source, target, bits = rest
+        _write_int8(Path(source), Path(target), bits == "7")
+    else:
+        raise SystemExit(f"unknown export kind {kind!r}: fp32 | int8")
+
+
+if __name__ == "__main__":
+    log = logging.getLogger("cogs.memory.rerank.onnx_export")  # the name it has when imported, not "__main__"
+    main(sys.argv[1:])

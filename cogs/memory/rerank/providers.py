@@ -29,6 +29,7 @@ class Provider:
         self.last_error: str | None = None
         self.loading = False
         self.settled = threading.Event()  # set once a load finished, either way
+        self.tokenizer_settled = threading.Event()  # set once a load is past its tokenizer, either way
 
     @property
     def kind(self) -> str:

@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from .backends import build_local_scorer
+from .backends import build_local_scorer, load_tokenizer
 from .cache import ScoreCache
 from .http import HttpRerankError, HttpScorer
 from .local import DEFAULT_INSTRUCTION
@@ -122,6 +122,14 @@ class RerankerService:
         """`load` without blocking the event loop: for a CLI that wants its one query reranked."""
         return await asyncio.to_thread(self.load)
 
+    async def tokenizers_loaded(self) -> None:
+        """Wait until every load under way is past its tokenizer. Parsing one holds the GIL for hundreds of ms, so
+        memory waits for it as it opens, before it takes members' messages; the model itself (weights, an ONNX
+        session) keeps loading in the background and lets the event loop run."""
+        with self._lock:
+            loading = [provider for provider in self._providers if provider.loading]
+        await asyncio.to_thread(lambda: [provider.tokenizer_settled.wait() for provider in loading])
+
     def status(self) -> dict[str, Any]:
         """The first provider's state at the top level (backend, dtype, loaded, ...), every provider's in
         `providers`, and the last hour's figures."""
@@ -227,7 +235,11 @@ class RerankerService:
         backend = loaded_on = error = None
         if not self._closed:
             try:
-                backend, loaded_on = self._build_backend(profile, provider, device)
+                try:
+                    tokenizer = load_tokenizer(provider.model_name)
+                finally:
+                    provider.tokenizer_settled.set()
+                backend, loaded_on = self._build_backend(profile, provider, device, tokenizer)
                 if warm and hasattr(backend, "warm_up"):
                     backend.warm_up(profile.reranker.instruction or DEFAULT_INSTRUCTION)
             except Exception as exc:
@@ -237,6 +249,7 @@ class RerankerService:
         with self._lock:
             current = not self._closed and any(p is provider for p in self._providers)
             provider.loading = False
+            provider.tokenizer_settled.set()
             if current:
                 provider.backend, provider.device = backend, loaded_on
                 provider.load_error = error if backend is None else None
@@ -247,7 +260,7 @@ class RerankerService:
         provider.settled.set()
 
     def _build_backend(self, profile: MemoryProfile, provider: Provider,
-                       device: str | None) -> tuple[Backend, str | None]:
+                       device: str | None, tokenizer: Any = None) -> tuple[Backend, str | None]:
         settings = profile.reranker
         if provider.kind == "http":
             return HttpScorer(provider.settings.http_url or "", provider.model_name, provider.settings.http_api), None
@@ -255,7 +268,7 @@ class RerankerService:
         started = time.perf_counter()
         scorer = build_local_scorer(provider.model_name, backend=settings.backend, device=device,
                                     dtype=profile.dtype, max_length=settings.max_length,
-                                    export_root=self._export_dir, int8=settings.int8)
+                                    export_root=self._export_dir, int8=settings.int8, tokenizer=tokenizer)
         log.info("reranker %s loaded on %s (%s, %s) in %.1f s", provider.model_name, device, scorer.backend,
                  scorer.dtype, time.perf_counter() - started)
         return scorer, device

@@ -59,8 +59,9 @@ def test_vectors_with_another_passage_prefix_are_stored_under_another_name(tiny_
     usual = EmbeddingService(str(tiny_e5))
     other_query = EmbeddingService(str(tiny_e5), query_prefix="")
     other_passage = EmbeddingService(str(tiny_e5), passage_prefix="note: ")
-    assert usual.model_name == other_query.model_name == str(tiny_e5)
-    assert other_passage.model_name == f"{tiny_e5} (passage prefix 'note: ')"
+    assert usual.display_name == other_query.display_name == str(tiny_e5)
+    assert usual.model_name == other_query.model_name != other_passage.model_name
+    assert other_passage.display_name == f"{tiny_e5} (passage prefix 'note: ')"
 
 
 async def test_switching_to_an_e5_model_re_embeds_stored_messages_with_its_prefix(
@@ -73,10 +74,11 @@ async def test_switching_to_an_e5_model_re_embeds_stored_messages_with_its_prefi
         await memory.flush()
         await memory.switch_profile(dataclasses.replace(memory.profile, embedding_passage_prefix=None))
         rows = await fetchall(memory.store, "SELECT model, vector FROM embeddings")
+        key = memory.embedder.model_name
         hits = await memory.search_engine.search("lake cabin", SearchFilters(guild_id=1), 1, mode="vector")
     finally:
         await memory.close()
     stored = {model: np.frombuffer(blob, dtype=np.float32) for model, blob in rows}
     expected = reference(tiny_e5, ["passage: " + embedding_input("ann", "the lake cabin is booked", None)])[0]
-    np.testing.assert_allclose(stored[str(tiny_e5)], expected, atol=1e-5)
+    np.testing.assert_allclose(stored[key], expected, atol=1e-5)
     assert [hit["message_id"] for hit in hits] == [1]

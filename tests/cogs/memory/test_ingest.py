@@ -41,7 +41,11 @@ async def stored_vector(store: MemoryStore, message_id: int) -> np.ndarray:
 
 
 def expected_vector(embedder: EmbeddingService, author: str, content: str, previous: tuple[str, str] | None) -> np.ndarray:
-    return embedder.embed_sync([embedding_input(author, content, previous)])[0]
+    """The stored vector (vectors.py): the message alone and after ``previous``, embedded, summed, normalised."""
+    texts = [embedding_input(author, content, None)]
+    texts += [embedding_input(author, content, previous)] if previous else []
+    vector = embedder.embed_sync(texts).sum(axis=0)
+    return vector / np.linalg.norm(vector)
 
 
 async def contents(store: MemoryStore) -> list[str]:
@@ -362,7 +366,7 @@ async def test_a_backlog_is_embedded_in_wider_batches(
         await queue.add(make_record(message_id, f"backlog {message_id}"))
     queue.start()
     await queue.close()
-    assert recorder.sizes == [40]
+    assert recorder.sizes == [40 + 39]  # in one call: each message alone, and all but the first after the one before
 
 
 async def test_a_single_live_message_is_not_held_for_a_full_batch(

@@ -25,6 +25,7 @@ from cogs.memory.profile import (
 CPUINFO_BF16 = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n"
 CPUINFO_AVX2 = "processor\t: 0\nflags\t\t: fpu sse avx2 fma\n"
 SMALL_CPU = HardwareInfo(cpu_cores=2, ram_gb=4.0, cpu_bf16=False)
+TINY_CPU = HardwareInfo(cpu_cores=1, ram_gb=2.0, cpu_bf16=False)  # a 2 GB VPS: too small for Qwen3-Reranker
 
 
 def gpu(total_gb: float) -> HardwareInfo:
@@ -38,8 +39,8 @@ def write_profile(tmp_path: Path, text: str, name: str = "custom") -> Path:
     return path
 
 
-def test_the_four_shipped_profiles_load() -> None:
-    assert {"cpu-small", "cpu-bf16", "gpu-small", "gpu-large"} <= {p.name for p in list_profiles()}
+def test_the_shipped_profiles_load() -> None:
+    assert {"cpu-tiny", "cpu-small", "cpu-bf16", "gpu-small", "gpu-large"} <= {p.name for p in list_profiles()}
 
 
 def test_shipped_cpu_bf16_profile_uses_bfloat16() -> None:
@@ -53,6 +54,14 @@ def test_shipped_cpu_small_profile_reranks_on_onnx_float32_within_a_time_budget(
     assert (provider_chain(settings), profile.device, profile.dtype) == ((ProviderSettings("local"),), "cpu", "float32")
     assert (settings.backend, settings.int8, settings.preload, settings.time_budget_ms > 0) == (
         "onnx", False, True, True)
+
+
+def test_shipped_cpu_tiny_profile_reranks_with_a_multilingual_cross_encoder_within_a_time_budget() -> None:
+    profile = load_profile("cpu-tiny")
+    settings = profile.reranker
+    assert (provider_chain(settings), settings.model, profile.dtype) == (
+        (ProviderSettings("local"),), "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1", "float32")
+    assert (settings.preload, settings.time_budget_ms > 0) == (True, True)
 
 
 def test_bad_choice_names_file_field_and_allowed_values(tmp_path: Path) -> None:
@@ -113,6 +122,7 @@ def test_the_multilingual_profile_is_never_picked_by_detection() -> None:
     profile = load_profile("cpu-multilingual")
     assert (profile.embedding_model, profile.embedding_query_prefix) == ("intfloat/multilingual-e5-small", "query: ")
     assert select_profile(SMALL_CPU, environ={}).name == "cpu-small"
+    assert select_profile(TINY_CPU, environ={}).name == "cpu-tiny"
 
 
 def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
@@ -140,6 +150,8 @@ def test_detector_passes_through_cuda_devices_and_mps() -> None:
 
 
 @pytest.mark.parametrize(("hardware", "expected"), [
+    (TINY_CPU, "cpu-tiny"),
+    (dataclasses.replace(TINY_CPU, cpu_bf16=True), "cpu-tiny"),
     (SMALL_CPU, "cpu-small"),
     (dataclasses.replace(SMALL_CPU, cpu_bf16=True), "cpu-bf16"),
     (gpu(8.0), "gpu-small"),

@@ -60,3 +60,11 @@ def test_without_proc_a_profile_still_fits(monkeypatch: pytest.MonkeyPatch, proc
 
 def test_this_machine_reports_its_ram() -> None:
     assert HardwareDetector(cuda=lambda: (), mps=lambda: False).detect().ram_gb > 0.5
+
+
+@pytest.mark.parametrize(("ram_gib", "expected"), [(2.0, "cpu-tiny"), (3.8, "cpu-tiny"), (4.0, "cpu-small"),
+                                                    (16.0, "cpu-small")])
+def test_a_cpu_under_4_gib_of_ram_gets_cpu_tiny(monkeypatch: pytest.MonkeyPatch, ram_gib: float,
+                                                expected: str) -> None:
+    fake_platform(monkeypatch, process=ProcessWithAffinity(2), logical_cpus=2, ram_gib=ram_gib)
+    assert select_profile(detect("processor\t: 0\nflags\t\t: fpu avx2\n"), environ={}).name == expected

@@ -237,8 +237,13 @@ def test_fuse_with_one_side_empty_keeps_the_other_sides_order() -> None:
 
 
 def test_spread_to_neighbours_lends_only_positive_scores() -> None:
-    spread = spread_to_neighbours({1: 2.0, 2: -1.0}, {1: (None, 3), 2: (None, 4)}, floor=-1.5, weight=0.5)
+    spread = spread_to_neighbours({1: 2.0, 2: -1.0}, {1: (None, 3), 2: (None, 4)}, floor=-1.5, weights=(0.5, 0.5))
     assert spread[3] == pytest.approx(-1.5 + 1.0) and 4 not in spread
+
+
+def test_a_hit_lends_more_to_the_reply_after_it_than_to_the_message_before() -> None:
+    spread = spread_to_neighbours({2: 1.0}, {2: (1, 3)}, floor=0.0)
+    assert (spread[1], spread[3]) == (pytest.approx(0.3), pytest.approx(0.5))
 
 
 def test_a_lone_hit_outranks_the_neighbours_it_lends_to() -> None:

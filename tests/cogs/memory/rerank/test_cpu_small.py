@@ -5,6 +5,7 @@ first-stage order at once, and a recall after it has rerank scores."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -43,10 +44,11 @@ def slow_export(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCall]:
     yield from hold(monkeypatch, _rerank_onnx, "ensure_export")
 
 
-@pytest.fixture
-async def memory(cpu_small: MemoryProfile, db_path: Path, index_dir: Path,
-                 make_record: RecordFactory) -> AsyncIterator[Memory]:
-    memory = await Memory.open(cpu_small, db_path, index_dir)
+@contextlib.asynccontextmanager
+async def memory_with_messages(profile: MemoryProfile, db_path: Path, index_dir: Path,
+                               make_record: RecordFactory) -> AsyncIterator[Memory]:
+    """A Memory opened with `profile`, MESSAGES stored and embedded."""
+    memory = await Memory.open(profile, db_path, index_dir)
     try:
         for n, text in enumerate(MESSAGES, start=1):
             await memory.add(make_record(n, text))
@@ -54,6 +56,13 @@ async def memory(cpu_small: MemoryProfile, db_path: Path, index_dir: Path,
         yield memory
     finally:
         await memory.close()
+
+
+@pytest.fixture
+async def memory(cpu_small: MemoryProfile, db_path: Path, index_dir: Path,
+                 make_record: RecordFactory) -> AsyncIterator[Memory]:
+    async with memory_with_messages(cpu_small, db_path, index_dir, make_record) as memory:
+        yield memory
 
 
 async def recall(memory: Memory) -> list[tuple[str, float | None]]:

@@ -127,3 +127,29 @@ async def test_stats_say_the_reranker_is_loading(preloading: MemoryProfile, slow
     fields = {field.name: field.value for field in embed.fields}
     assert (fields["Reranker"], fields["Reranking (last hour)"]) == (
         f"{preloading.reranker.model} (local, loading)", "loading · no queries in the last hour")
+
+
+@pytest.fixture
+def slow_tokenizer(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCall]:
+    """Each reranker tokenizer load waits until the test releases it."""
+    yield from hold(monkeypatch, reranker_service, "load_tokenizer")
+
+
+async def test_memory_opens_once_the_preloading_rerankers_tokenizer_is_parsed(
+    preloading: MemoryProfile, slow_tokenizer: HeldCall, slow_load: HeldCall, db_path: Path, index_dir: Path
+) -> None:
+    opening = asyncio.create_task(Memory.open(preloading, db_path, index_dir))
+    try:
+        await asyncio.to_thread(slow_tokenizer.started.wait, 30)
+        await asyncio.sleep(0.2)
+        open_before_the_tokenizer = opening.done()
+        slow_tokenizer.release.set()
+        memory = await opening
+        status = memory.reranker.status()  # the model itself still loads in the background
+    finally:
+        slow_tokenizer.release.set()
+        slow_load.release.set()
+        if opening.done() and not opening.exception():
+            await opening.result().close()
+    assert (open_before_the_tokenizer, slow_tokenizer.threads, status["loading"]) == (
+        False, [f"reranker-loader-{preloading.name}"], True)
