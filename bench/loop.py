@@ -88,7 +88,8 @@ async def build_bot(workdir: Path):
         name="bench-tiny",
         device="cpu",
         dtype="float32",
-        reranker=RerankerSettings(model=str(model_dir), batch_size=8, candidates=20, top_k=5, time_budget_ms=2000),
+        reranker=RerankerSettings(model=str(model_dir), batch_size=8, candidates=20, top_k=5, time_budget_ms=2000,
+                                  preload=True),  # as every shipped profile that reranks
     )
     bot = MemoryBot(db_path=workdir / "memory.sqlite3", index_dir=workdir / "indexes",
                     profile_choice_path=workdir / "profile.txt", open_memory=False)
