@@ -11,7 +11,6 @@ from .cross_encoder import CrossEncoderScorer
 from .local import LocalScorer
 from .onnx import OnnxScorer
 from ..profile import BACKENDS
-from ..workers import MODEL_LOADING
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +61,6 @@ def choose_backend(requested: str, family: str, config: Any, device: str, dtype:
         return "onnx"
     log.warning("ONNX Runtime is not available (%s); the reranker runs on torch", reason)
     return "torch"
-
-
-def load_tokenizer(model_name: str) -> Any:
-    """`model_name`'s tokenizer. Parsing a large tokenizer file holds the GIL throughout (Qwen3's 11 MB: 300 ms and
-    more here), so the service does it while memory opens, before members' messages are served."""
-    from transformers import AutoTokenizer
-
-    with MODEL_LOADING:
-        return AutoTokenizer.from_pretrained(model_name)
 
 
 def build_local_scorer(model_name: str, *, backend: str, device: str, dtype: str, max_length: int,

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ..workers import MODEL_LOADING
-from .local import TORCH_DTYPES
+from .local import TORCH_DTYPES, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +28,10 @@ class CrossEncoderScorer:
     backend = "torch"
 
     def __init__(self, model_name: str, device: str, dtype: str, max_length: int, tokenizer: Any = None) -> None:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
+        self.tokenizer = load_tokenizer(model_name) if tokenizer is None else tokenizer
         with MODEL_LOADING:
-            self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(model_name)
             model = AutoModelForSequenceClassification.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
         self.model = model.to(device).eval()
         self.model_name, self.device, self.dtype = model_name, device, dtype

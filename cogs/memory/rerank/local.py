@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -71,6 +72,15 @@ def _pack_layout(
     return torch.cat([seen, own], dim=1), positions, ends - 1
 
 
+def load_tokenizer(model_name: str) -> Any:
+    """`model_name`'s tokenizer. Parsing a large tokenizer file holds the GIL throughout (Qwen3's 11 MB: 300 ms and
+    more here), so the service does it while memory opens, before members' messages are served."""
+    from transformers import AutoTokenizer
+
+    with MODEL_LOADING:
+        return AutoTokenizer.from_pretrained(model_name)
+
+
 class LocalScorer:
     """A Qwen3-Reranker (or any Qwen3ForCausalLM with yes/no tokens) loaded with `from_pretrained`.
 
@@ -80,11 +90,12 @@ class LocalScorer:
 
     backend = "torch"
 
-    def __init__(self, model_name: str, device: str, dtype: str, max_length: int, tokenizer: object = None) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    def __init__(self, model_name: str, device: str, dtype: str, max_length: int, tokenizer: Any = None) -> None:
+        from transformers import AutoModelForCausalLM
 
+        if tokenizer is None:
+            tokenizer = load_tokenizer(model_name)
         with MODEL_LOADING:
-            tokenizer = tokenizer or AutoTokenizer.from_pretrained(model_name)
             model = AutoModelForCausalLM.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
         self._init_prompts(model_name, tokenizer, device, dtype, max_length)
         self.model = model.to(device).eval()

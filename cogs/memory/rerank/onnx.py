@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..workers import MODEL_LOADING
 from .onnx_export import ensure_export
 from .onnx_graph import (ATTENTION_BIAS, GRAPH_FILE, INPUT_IDS, LAST_INDEX, LOGITS, POSITION_IDS, past_names,
                           present_names)
-from .local import LocalScorer
+from .local import LocalScorer, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +41,9 @@ class OnnxScorer(LocalScorer):
     def __init__(self, model_name: str, max_length: int, export_root: Path, *, int8: bool = False,
                  threads: int | None = None, tokenizer: object = None) -> None:
         import onnxruntime as ort
-        from transformers import AutoTokenizer
 
         if tokenizer is None:
-            with MODEL_LOADING:
-                tokenizer = AutoTokenizer.from_pretrained(model_name)
+            tokenizer = load_tokenizer(model_name)
         self._init_prompts(model_name, tokenizer, "cpu", "int8" if int8 else "float32", max_length)
         self.export_dir = ensure_export(export_root, model_name, self.yes_id, self.no_id, int8=int8)
         started = time.perf_counter()

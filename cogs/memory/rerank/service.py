@@ -13,10 +13,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from .backends import build_local_scorer, load_tokenizer
+from .backends import build_local_scorer
 from .cache import ScoreCache
 from .http import HttpRerankError, HttpScorer
-from .local import DEFAULT_INSTRUCTION
+from .local import DEFAULT_INSTRUCTION, load_tokenizer
 from .providers import Backend, Provider
 from .stats import RerankStats
 from ..config import ONNX_DIR
