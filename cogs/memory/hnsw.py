@@ -1,4 +1,4 @@
-"""HnswGraph: a FAISS HNSW graph over unit vectors keyed by SQLite row ids, where removal leaves a zeroed tombstone."""
+"""HnswGraph: a FAISS inner-product HNSW graph keyed by SQLite row ids, where removal leaves a zeroed tombstone."""
 
 from __future__ import annotations
 

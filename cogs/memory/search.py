@@ -7,7 +7,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -39,19 +39,19 @@ Row = tuple[Any, ...]
 # Share of the fused score that comes from the vector side. Both sides are standardised per query first
 # (z-scores), so this weighs evidence, not score scales. Chat questions name people and things the keyword
 # side matches exactly; MiniLM adds paraphrases. Swept 0.3–0.5 on LoCoMo: flat from 0.3 to 0.4 with vectors made
-# after the previous message; with both forms summed (vectors.py), 0.4 beat 0.25 and 0.35 on LoCoMo and on the chat
-# fixture (0.5 and 0.6 lost on LoCoMo with an even spread; README, "The vector side"). A query partly
-# written in scripts the embedding model does not read gets that much less (coverage.covered_share), and none
-# when the model reads no more than half its words: an English model reads the names in a Chinese question, which
-# the keyword side matches exactly, but not what is asked about them.
+# after the previous message; with both forms (vectors.py), 0.4 beat 0.25 and 0.35 on LoCoMo and on the chat
+# fixture, and 0.45 and 0.5 lost on LoCoMo (README, "The vector side"). A query partly written in scripts the
+# embedding model does not read gets that much less (coverage.covered_share), and none at the top when the model
+# reads no more than half its words: an English model reads the names in a Chinese question, which the keyword side
+# matches exactly, but not what is asked about them (its hits then only fill the list after the keyword side's).
 VECTOR_WEIGHT = 0.4
 MIN_COVERED_SHARE = 0.5
 # A message is read in the context of the one before and after it: a strong hit lends a share of its (positive)
 # score to its channel neighbours, more to the next message than to the previous one. A reply follows what it
-# answers, and a stored vector carries its predecessor only in part (half of it is the message alone, vectors.py), so
-# the spread carries the rest of "the answer comes in the next turn". Measured on LoCoMo, the bilingual and the chat
-# fixtures (README, "The vector side"): 0.3 both ways with vectors made after the previous message only.
-CONTEXT_WEIGHT = 0.3
+# answers, and a stored vector already reads its predecessor (half of it is the message after the previous one,
+# vectors.py), so looking back needs less help than looking forward. Measured on LoCoMo, the bilingual and the chat
+# fixtures (README, "The vector side"): 0.2 back beat 0.3 on all three with the mean of both forms.
+CONTEXT_WEIGHT = 0.2
 NEXT_CONTEXT_WEIGHT = 0.5
 CONTEXT_SOURCES = 50
 # BM25 column weights (body, author). Author names are a column so "what did Ann say" can match Ann's messages.
@@ -132,32 +132,36 @@ def fuse(vector: Hits, keyword: Hits, vector_weight: float = VECTOR_WEIGHT) -> t
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """One query's fused scores, the score of a message neither side returned, and which side found each."""
+    """One query's fused scores, the score of a message neither side returned, which side found each, and the
+    hits ranked after every scored message (``tail``, best first)."""
 
     scores: dict[int, float]
     floor: float
     sources: dict[int, list[str]]
+    tail: list[int] = field(default_factory=list)
 
 
 def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits) -> Fused:
     """``fuse`` for a hybrid search, the vector side weighted by the share of ``query`` the model reads (``scripts``).
 
     When the model reads no more than ``MIN_COVERED_SHARE`` of the query's words and the keyword side found
-    something, the vector side is left out: its nearest messages are noise. A single side (one mode, or one side
+    something, the vector side's nearest messages are noise at the top: they are left out of the fusion and only
+    fill the list after everything the keyword side ranked (and its spread to neighbours), in their own order, so a
+    list is never cut short while a side still has candidates for the reranker. A single side (one mode, or one side
     empty) keeps its own order.
     """
-    weight = VECTOR_WEIGHT
+    weight, tail = VECTOR_WEIGHT, []
     if vector and keyword:
         share = covered_share(query, scripts)
         if share <= MIN_COVERED_SHARE:
-            vector = []
+            tail, vector = [rowid for rowid, _ in vector], []
         else:
             weight *= share
     scores, floor = fuse(vector, keyword, weight)
     sources: dict[int, list[str]] = {rowid: ["vector"] for rowid, _ in vector}
     for rowid, _ in keyword:
         sources.setdefault(rowid, []).append("keyword")
-    return Fused(scores, floor, sources)
+    return Fused(scores, floor, sources, [rowid for rowid in tail if rowid not in scores])
 
 
 def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor: float,
@@ -209,9 +213,16 @@ class FirstStage:
         if not fused.scores:
             return []
         strongest = sorted(fused.scores, key=fused.scores.__getitem__, reverse=True)[:CONTEXT_SOURCES]
-        neighbours, rows = await self._context_and_rows(strongest, list(fused.scores), filters)
+        neighbours, rows = await self._context_and_rows(strongest, [*fused.scores, *fused.tail], filters)
         scores = spread_to_neighbours(fused.scores, neighbours, fused.floor)
         ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
+        if len(ranked) < limit and fused.tail:
+            # Below everything ranked, each a step lower than the one before (a candidate's score orders it).
+            low = min((scores[rowid] for rowid in ranked), default=fused.floor) - 1.0
+            tail = [rowid for rowid in fused.tail if rowid not in scores and rowid in rows]
+            scores.update((rowid, low - step) for step, rowid in enumerate(tail))
+            fused.sources.update((rowid, ["vector"]) for rowid in tail)
+            ranked += tail
         return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank)
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
 
@@ -220,7 +231,7 @@ class FirstStage:
         return await self._embedder.embed_queries([text.embedding_query(query)])
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        """The ``k`` nearest messages that pass ``filters``, as (row id, cosine), best first."""
+        """The ``k`` nearest messages that pass ``filters``, as (row id, inner product), best first."""
         raise NotImplementedError
 
     async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:

@@ -59,7 +59,7 @@ def _one_thread() -> Iterator[None]:
 
 
 class VectorIndex:
-    """Inner-product search over L2-normalised vectors (= cosine); ids are SQLite row ids.
+    """Inner-product search over stored vectors (each the mean of two unit vectors, vectors.py); ids are SQLite row ids.
 
     Exact (a flat index) up to ``flat_max`` vectors, an HNSW graph above; the kind follows the size whenever
     the index is built or rebuilt. Not thread-safe: its owner (``IndexRegistry``) runs every call on one

@@ -2,10 +2,13 @@
 every re-embed.
 
 A message is embedded twice: alone, and after the previous message in its channel (as context). The stored vector
-is the normalised sum of the two. Context finds an answer given as the reply to a question ("where do you work?" /
-"at Ridgeway Cycles"); in chat where turns switch topic or answer something said further up, the previous message is
-noise, and the message alone is what matches. The sum keeps each form's part of the cosine with a query, so neither
-can drown the other (measured in README, "The vector side: each message alone, after the previous one, or both").
+is the mean of the two, so its inner product with a query is the mean of the two cosines: each reading of the
+message votes alike. Context finds an answer given as the reply to a question ("where do you work?" / "at Ridgeway
+Cycles"); in chat where turns switch topic or answer something said further up, the previous message is noise, and
+the message alone is what matches. Stored vectors are therefore not unit length (between about 0.7 and 1), and every
+vector search scores by inner product, never by cosine. The normalised sum, stored before, is the same direction
+scaled by 2 / |alone + in context|, which ranks higher the messages whose two readings disagree most, for no reason
+(measured in README, "The vector side: each message alone, after the previous one, or both").
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ __all__ = ("INPUT_FORM", "VectorSource", "stored_vectors", "with_input_form")
 # model_name), so a change here leaves every stored vector under an old key, and memory embeds them all again in the
 # background as it opens (as after a switch of model through a restart). Change it whenever ``stored_vectors``
 # computes something else.
-INPUT_FORM = "alone + after previous"
+INPUT_FORM = "mean of alone and after previous"
 
 
 def with_input_form(name: str) -> str:
@@ -66,10 +69,11 @@ def _texts(sources: Sequence[VectorSource]) -> tuple[list[str], list[int]]:
 
 
 async def stored_vectors(embedder: Embedder, sources: Sequence[VectorSource]) -> np.ndarray:
-    """The vector stored for each source: its alone and in-context embeddings summed, L2-normalised; one row each.
+    """The vector stored for each source: the mean of its alone and in-context embeddings; one row each.
 
-    A message with no previous one (a channel's first) has one form, embedded once. Both forms go to the model in
-    one call, so it batches them by length together. Raises ValueError when the model gives too few vectors.
+    A message with no previous one (a channel's first) has one form, embedded once, stored as it is. Both forms go to
+    the model in one call, so it batches them by length together. Raises ValueError when the model gives too few
+    vectors.
     """
     texts, with_context = _texts(sources)
     embedded = np.asarray(await embedder.embed(texts), dtype=np.float32)
@@ -77,6 +81,5 @@ async def stored_vectors(embedder: Embedder, sources: Sequence[VectorSource]) ->
         raise ValueError(f"the model gave {len(embedded)} vectors for {len(texts)} texts")
     vectors = embedded[: len(sources)].copy()
     if with_context:
-        vectors[with_context] += embedded[len(sources):]
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        vectors[with_context] = (vectors[with_context] + embedded[len(sources):]) / 2.0
     return vectors

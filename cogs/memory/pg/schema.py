@@ -171,6 +171,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        # A stored vector is the mean of two unit vectors (vectors.py), not unit length itself: search ranks by
+        # inner product, and the HNSW index must serve that operator. The input form's new key re-embeds every
+        # message in the background, so the old cosine-ordered vectors are dropped, not carried over.
+        "0004_inner_product",
+        (
+            "DROP INDEX IF EXISTS embeddings_vector",
+            "CREATE INDEX embeddings_vector ON embeddings USING hnsw (vector vector_ip_ops)",
+        ),
+    ),
 )
 
 

@@ -30,14 +30,15 @@ log = logging.getLogger(__name__)
 EF_SEARCH_MIN = 100
 EF_SEARCH_MAX = 1000
 SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', $1, true)"
-# Cosine similarity, as FAISS's inner product of unit vectors: 1 - cosine distance.
+# The inner product, as FAISS scores on the SQLite side (stored vectors are not unit length, vectors.py): pgvector's
+# ``<#>`` is its negative.
 VECTOR_SCORES = """
-SELECT e.message_rowid, 1 - (e.vector <=> $1) AS score
+SELECT e.message_rowid, -(e.vector <#> $1) AS score
 FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid
 WHERE e.model = $2 AND {where}
 """
-SELECT_VECTOR = VECTOR_SCORES + "ORDER BY e.vector <=> $1 LIMIT $3"
-# The HNSW index serves only ``ORDER BY vector <=> $1`` and filters what its ef_search nearest hold (pgvector
+SELECT_VECTOR = VECTOR_SCORES + "ORDER BY e.vector <#> $1 LIMIT $3"
+# The HNSW index serves only ``ORDER BY vector <#> $1`` and filters what its ef_search nearest hold (pgvector
 # before 0.8 has no iterative scan), so a guild with few of the database's vectors, or a narrow filter, can get
 # fewer than k. Ordered by the score instead, the planner cannot use it: every row that passes is compared.
 SELECT_VECTOR_EXACT = VECTOR_SCORES + "ORDER BY score DESC, e.message_rowid LIMIT $3"

@@ -41,11 +41,10 @@ async def stored_vector(store: MemoryStore, message_id: int) -> np.ndarray:
 
 
 def expected_vector(embedder: EmbeddingService, author: str, content: str, previous: tuple[str, str] | None) -> np.ndarray:
-    """The stored vector (vectors.py): the message alone and after ``previous``, embedded, summed, normalised."""
+    """The stored vector (vectors.py): the message alone and after ``previous``, embedded, averaged."""
     texts = [embedding_input(author, content, None)]
     texts += [embedding_input(author, content, previous)] if previous else []
-    vector = embedder.embed_sync(texts).sum(axis=0)
-    return vector / np.linalg.norm(vector)
+    return embedder.embed_sync(texts).mean(axis=0)
 
 
 async def contents(store: MemoryStore) -> list[str]:

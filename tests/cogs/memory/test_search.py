@@ -13,7 +13,7 @@ from cogs.memory import search as search_module
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.records import SearchFilters
-from cogs.memory.search import SearchEngine, fuse, spread_to_neighbours
+from cogs.memory.search import SearchEngine, fuse, fuse_sides, spread_to_neighbours
 from cogs.memory.filters import filter_clause
 from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
@@ -243,7 +243,18 @@ def test_spread_to_neighbours_lends_only_positive_scores() -> None:
 
 def test_a_hit_lends_more_to_the_reply_after_it_than_to_the_message_before() -> None:
     spread = spread_to_neighbours({2: 1.0}, {2: (1, 3)}, floor=0.0)
-    assert (spread[1], spread[3]) == (pytest.approx(0.3), pytest.approx(0.5))
+    assert (spread[1], spread[3]) == (pytest.approx(0.2), pytest.approx(0.5))
+
+
+def test_a_vector_side_the_model_cannot_read_only_fills_after_the_keyword_side() -> None:
+    # An English-only model reads none of this question: its nearest messages rank after every keyword hit.
+    fused = fuse_sides("陶艺课的学费是多少？", "latin", [(7, 0.9), (1, 0.8), (8, 0.2)], [(1, 5.0), (2, 1.0)])
+    assert (sorted(fused.scores), fused.tail, fused.sources) == ([1, 2], [7, 8], {1: ["keyword"], 2: ["keyword"]})
+
+
+def test_a_vector_side_the_model_reads_is_fused_with_no_tail() -> None:
+    fused = fuse_sides("what does the class cost?", "latin", [(7, 0.9), (1, 0.8)], [(1, 5.0), (2, 1.0)])
+    assert (sorted(fused.scores), fused.tail) == ([1, 2, 7], [])
 
 
 def test_a_lone_hit_outranks_the_neighbours_it_lends_to() -> None:

@@ -1,10 +1,11 @@
-"""Stored vectors (cogs/memory/vectors.py): a message embedded alone and after its predecessor, summed, through the
+"""Stored vectors (cogs/memory/vectors.py): a message embedded alone and after its predecessor, averaged, through the
 one seam ingest, the vector filler and re-embedding share; a new input form re-embeds stored messages in the
 background. Both stores (SQLite + FAISS, PostgreSQL + pgvector), the real MiniLM."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dataclasses
 
@@ -31,13 +32,13 @@ async def rowid_of(store: Store, message_id: int) -> int:
 
 
 async def expected_answer_vector(embedder: EmbeddingService) -> np.ndarray:
-    """The answer embedded alone and after the question (each with the model's passage prefix), summed, normalised."""
+    """The answer embedded alone and after the question (each with the model's passage prefix), averaged."""
     alone, in_context = await embedder.embed([embedding_input("dan", ANSWER, None),
                                               embedding_input("dan", ANSWER, ("mei", QUESTION))])
-    return (alone + in_context) / np.linalg.norm(alone + in_context)
+    return (alone + in_context) / 2.0
 
 
-async def test_a_stored_vector_sums_the_message_alone_and_after_its_predecessor(
+async def test_a_stored_vector_averages_the_message_alone_and_after_its_predecessor(
     memory_ingest: IngestQueue, memory_store: Store, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await memory_ingest.add(make_record(1, QUESTION, author_name="mei"))
@@ -47,7 +48,7 @@ async def test_a_stored_vector_sums_the_message_alone_and_after_its_predecessor(
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
 
-async def test_an_edit_stores_the_same_sum_for_its_successor(
+async def test_an_edit_stores_the_same_mean_for_its_successor(
     memory_ingest: IngestQueue, memory_store: Store, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await memory_ingest.add(make_record(1, "what do you do?", author_name="mei"))
@@ -59,11 +60,26 @@ async def test_an_edit_stores_the_same_sum_for_its_successor(
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
 
+async def test_vector_search_scores_a_message_by_the_mean_of_its_two_cosines(
+    memory_ingest: IngestQueue, memory_store: Store, embedder: EmbeddingService, make_record: RecordFactory,
+    search_engine: Any
+) -> None:
+    # Inner product with the stored mean, not its cosine: on PostgreSQL too (its index orders by <#>, not <=>).
+    await memory_ingest.add(make_record(1, QUESTION, author_name="mei"))
+    await memory_ingest.add(make_record(2, ANSWER, author_name="dan"))
+    await memory_ingest.flush()
+    expected = await expected_answer_vector(embedder)
+    question = await embedder.embed_queries(["who fixes bikes?"])
+    hits = dict(await search_engine._vector_hits("who fixes bikes?", SearchFilters(guild_id=1), 2))
+    assert np.linalg.norm(expected) < 0.99
+    assert hits[await rowid_of(memory_store, 2)] == pytest.approx(float(expected @ question[0]), abs=1e-4)
+
+
 def test_the_key_of_stored_vectors_names_the_input_form(monkeypatch: pytest.MonkeyPatch) -> None:
     before = EmbeddingService("all-MiniLM-L6-v2").model_name
     monkeypatch.setattr(vectors, "INPUT_FORM", "message after previous")
     assert (before, EmbeddingService("all-MiniLM-L6-v2").model_name) == (
-        "all-MiniLM-L6-v2 [alone + after previous]", "all-MiniLM-L6-v2 [message after previous]")
+        "all-MiniLM-L6-v2 [mean of alone and after previous]", "all-MiniLM-L6-v2 [message after previous]")
 
 
 async def test_vectors_of_another_input_form_are_embedded_again_in_the_background(
@@ -92,7 +108,7 @@ async def test_vectors_of_another_input_form_are_embedded_again_in_the_backgroun
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
 
-async def test_a_switch_to_another_model_stores_the_sum_of_both_forms(
+async def test_a_switch_to_another_model_stores_the_mean_of_both_forms(
     tiny_e5: Path, db_path: Path, index_dir: Path, make_record: RecordFactory
 ) -> None:
     # SQLite only: the PostgreSQL vector column has MiniLM's width, and the tiny model's is 16.
