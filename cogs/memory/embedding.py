@@ -17,6 +17,7 @@ from .vectors import with_input_form
 from .workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
+    from .query_onnx import QueryOnnx
     from .query_trace import QueryTrace
 __all__ = ("DEFAULT_MODEL", "KNOWN_PREFIXES", "Embedder", "EmbeddingModelError", "EmbeddingService", "Prefixes",
            "model_prefixes", "resolve_model_path")
@@ -135,7 +136,8 @@ class EmbeddingService:
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str = "float32",
-                 batch_size: int = 64, *, query_prefix: str | None = None, passage_prefix: str | None = None) -> None:
+                 batch_size: int = 64, *, query_prefix: str | None = None, passage_prefix: str | None = None,
+                 onnx_dir: Path | None = None) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, not {dtype!r}")
         if device == "auto":
@@ -149,7 +151,9 @@ class EmbeddingService:
         self.dtype = dtype
         self.batch_size = batch_size
         self._model: Any = None
-        self._query_trace: QueryTrace | None = None
+        # Where a CPU float32 model's query embedder is exported to ONNX (query_onnx.py); None: queries stay on torch.
+        self._onnx_dir = onnx_dir
+        self._query_runner: QueryOnnx | QueryTrace | None = None
         self._dimension = 0
         self._worker = WorkerThread("embedding")
         self._query_worker = WorkerThread("embedding-query")
@@ -188,10 +192,7 @@ class EmbeddingService:
         model.eval()
         dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self._dimension = int(dimension())
-        from .query_trace import QueryTrace
-
-        # Queries on a CPU in float32 run through a checked TorchScript trace when the model allows one.
-        self._query_trace = QueryTrace.shared(source, model) if device == "cpu" and self.dtype == "float32" else None
+        self._query_runner = self._query_runner_for(source, model)
         # torch keeps an intra-op thread count per thread once one is set: the query thread's is its own, and
         # this thread's (and the process default, which the call on the query thread moved) stays as it was.
         threads = torch.get_num_threads()
@@ -257,11 +258,22 @@ class EmbeddingService:
             )
         return _unit_rows(vectors)
 
+    def _query_runner_for(self, source: str, model: Any) -> QueryOnnx | QueryTrace | None:
+        """Queries on a CPU in float32 run on ONNX Runtime, else through a TorchScript trace, each checked against the
+        model, when the model allows it; otherwise (and on a GPU, or at another dtype) on the model itself."""
+        if self.device != "cpu" or self.dtype != "float32":
+            return None
+        from .query_onnx import QueryOnnx
+        from .query_trace import QueryTrace
+
+        runner = QueryOnnx.shared(source, model, self._onnx_dir) if self._onnx_dir is not None else None
+        return runner or QueryTrace.shared(source, model)
+
     def _embed_query(self, texts: list[str]) -> np.ndarray:
         """A few texts in one forward pass on the query thread, without encode()'s batching machinery.
 
         encode() sorts, batches and converts for any number of texts: ~2 ms of a 15 ms one-query embedding here.
-        On a CPU each text goes through the traced transformer (``_query_trace``) when there is one.
+        On a CPU each text goes through ONNX Runtime or the traced transformer (``_query_runner``) when there is one.
         """
         import torch
         from sentence_transformers.util import batch_to_device
@@ -270,8 +282,8 @@ class EmbeddingService:
             raise RuntimeError("EmbeddingService.start() has not been awaited")
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        if self._query_trace is not None:
-            vectors = torch.cat([self._query_trace.embed(text) for text in texts])
+        if self._query_runner is not None:
+            vectors = torch.cat([self._query_runner.embed(text) for text in texts])
         else:
             features = batch_to_device(self._model.preprocess(texts), self._model.device)
             with torch.inference_mode():
@@ -286,4 +298,4 @@ class EmbeddingService:
         self._query_worker.stop()
         self._worker.stop()
         self._model = None
-        self._query_trace = None  # it holds the model too
+        self._query_runner = None  # it holds the model too

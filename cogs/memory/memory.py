@@ -40,9 +40,9 @@ class MemoryOpenError(RuntimeError):
     """Memory could not start; the message says what to fix. Already logged in one line."""
 
 
-def _embedder_for(profile: MemoryProfile, device: str) -> EmbeddingService:
+def _embedder_for(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> EmbeddingService:
     return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
-                            batch_size=profile.embedding_batch_size, **_prefixes(profile))
+                            batch_size=profile.embedding_batch_size, onnx_dir=onnx_dir, **_prefixes(profile))
 
 
 def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
@@ -86,7 +86,9 @@ class Memory:
             raise MemoryOpenError(str(exc)) from None
         async with contextlib.AsyncExitStack() as undo:
             undo.push_async_callback(store.close)
-            embedder = _embedder_for(profile, device)
+            # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
+            onnx_dir = db_path.parent / "onnx"
+            embedder = _embedder_for(profile, device, onnx_dir)
             undo.push_async_callback(embedder.close)
             try:
                 await embedder.start()
@@ -103,7 +105,6 @@ class Memory:
             ingest.start()
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)
-            onnx_dir = db_path.parent / "onnx"
             reranker = _build_reranker(profile, device, onnx_dir)
             if reranker is not None:
                 undo.push_async_callback(reranker.aclose)
@@ -328,7 +329,7 @@ class Memory:
             self.profile.embedding_model, self.embedder.device, self.profile.dtype, _prefixes(self.profile))
         embedder = self.embedder
         if not same_embedder:
-            embedder = _embedder_for(profile, device)
+            embedder = _embedder_for(profile, device, self.onnx_dir)
             await embedder.start()  # a model that cannot load raises here, with nothing changed yet
         if (self.reranker is not None and reranks(profile)
                 and not await self.reranker.switch(profile, device=device)):

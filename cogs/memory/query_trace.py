@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-__all__ = ("QueryTrace",)
+__all__ = ("MAX_ABS_DIFF", "PROBES", "QueryTrace", "eager_embedding")
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class QueryTrace:
                 traced = torch.jit.trace(transformer, (example["input_ids"], example["attention_mask"]), strict=False)
                 traced = torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))
             trace = cls(model, traced)
-            worst = max(float((trace.embed(text) - _eager(model, text)).abs().max()) for text in PROBES)
+            worst = max(float((trace.embed(text) - eager_embedding(model, text)).abs().max()) for text in PROBES)
         except Exception:  # noqa: BLE001 - an untraceable model still works, through the eager path
             log.info("Query embedding runs eagerly: the model could not be traced", exc_info=True)
             return None
@@ -74,6 +74,7 @@ class QueryTrace:
         return features["sentence_embedding"]
 
 
-def _eager(model: Any, text: str) -> torch.Tensor:
+def eager_embedding(model: Any, text: str) -> torch.Tensor:
+    """One text's sentence embedding by the whole model, eagerly: what a faster path must reproduce."""
     with torch.inference_mode():
         return model(model.preprocess([text]))["sentence_embedding"]

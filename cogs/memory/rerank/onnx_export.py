@@ -1,6 +1,6 @@
 """Where a reranker's ONNX export lives and how it gets there: once per model id + revision + variant, written to a
 temporary folder and renamed into place, so a half-written export is never loaded. The writing runs in a child
-process (export_child.py); `python -m cogs.memory.rerank.onnx_export` is that child."""
+process (../export_child.py); `python -m cogs.memory.rerank.onnx_export` is that child."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..workers import MODEL_LOADING
-from .export_child import RecordPrinter, run_export
+from ..export_child import RecordPrinter, run_export
 from .onnx_graph import GRAPH_FILE, HEAD_NODE, export_qwen3
 from ..profile import HardwareDetector
 
 log = logging.getLogger(__name__)
 
+# The module a child process runs to write an export (this one: `main` below).
+CHILD = "cogs.memory.rerank.onnx_export"
 # Bumped whenever the graph changes shape or meaning: older exports are then written again.
 EXPORT_FORMAT = 1
 MANIFEST = "export.json"
@@ -106,7 +108,7 @@ def _ensure(root: Path, spec: ExportSpec, build: Callable[[Path], None]) -> Path
 
 def _export_fp32(model_name: str, spec: ExportSpec, target: Path) -> None:
     """Write the fp32 export of `model_name` into `target`, in a child process."""
-    run_export(["fp32", model_name, str(target), str(spec.yes_id), str(spec.no_id)], log)
+    run_export(CHILD, ["fp32", model_name, str(target), str(spec.yes_id), str(spec.no_id)], log)
 
 
 def _write_fp32(model_name: str, yes_id: int, no_id: int, target: Path) -> None:
@@ -151,7 +153,7 @@ def int8_variant(cpu_features: tuple[str, ...]) -> str:
 
 def _quantize_int8(source: Path, target: Path, seven_bit: bool) -> None:
     """Write the int8 export of the fp32 one in `source` into `target`, in a child process."""
-    run_export(["int8", str(source), str(target), "7" if seven_bit else "8"], log)
+    run_export(CHILD, ["int8", str(source), str(target), "7" if seven_bit else "8"], log)
 
 
 def _write_int8(source: Path, target: Path, seven_bit: bool) -> None:

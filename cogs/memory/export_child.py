@@ -1,8 +1,9 @@
-"""Runs a reranker's ONNX export (or int8 quantization) in a child process, its log relayed into this one.
+"""Runs a model's ONNX export (a reranker's, its int8 quantization, or the query embedder's) in a child process, its
+log relayed into this one.
 
-An export is minutes of Python building a graph and writing every weight: in the bot's process it holds the GIL
-long enough to stall the event loop for hundreds of milliseconds at a time (measured under bench.loop while a first
-export ran), so it runs in a process of its own. The child writes one JSON line per log record on stdout; anything
+An export is seconds to minutes of Python building a graph and writing every weight: in the bot's process it holds
+the GIL long enough to stall the event loop for hundreds of milliseconds at a time (measured under bench.loop while
+a first reranker export ran), so it runs in a process of its own. The child writes one JSON line per log record on stdout; anything
 else it prints is kept for the error message should it fail."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RECORD_PREFIX = "\x1erecord "
 # The last lines of the child's other output, shown when it fails.
 TAIL_LINES = 20
@@ -46,10 +47,9 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
-def run_export(args: list[str], logger: logging.Logger) -> None:
-    """Run `python -m cogs.memory.rerank.onnx_export ARGS`, relaying its log records to `logger`; raises
-    ExportFailed when it fails."""
-    command = [sys.executable, "-m", "cogs.memory.rerank.onnx_export", *args]
+def run_export(module: str, args: list[str], logger: logging.Logger) -> None:
+    """Run `python -m MODULE ARGS`, relaying its log records to `logger`; raises ExportFailed when it fails."""
+    command = [sys.executable, "-m", module, *args]
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                           env=_child_env(), text=True, encoding="utf-8", errors="replace",
