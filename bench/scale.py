@@ -14,8 +14,8 @@ Per size: ``search_p95_ms`` (a whole hybrid search, its query's embedding includ
 vector mode, embedding included), ``keyword_p95_ms``, ``bruteforce_p95_ms`` (numpy over every vector),
 ``index_recall_at_10_realistic`` (the guild's index against exact search, queries shaped like its vectors:
 perturbed real questions) and ``index_recall_at_10_random`` (a second index of random unit vectors of the same
-size, built after ``peak_rss_mb`` is read: the worst case), ``bytes_per_vector`` (the saved index file),
-``index_build_s`` (time spent adding to the index during ingest) and ``index_load_verify_s``.
+size, built after ``peak_rss_mb`` is read: the worst case; null above ``--random-max``), ``bytes_per_vector`` (the
+saved index file), ``index_build_s`` (time spent adding to the index during ingest) and ``index_load_verify_s``.
 
 ``--database-url`` runs each size on the PostgreSQL store as well, in the same process after SQLite: the same
 messages, with stand-in vectors drawn the same way, through the real ingest path into a scratch database on that
@@ -118,7 +118,8 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
     questions = [query["question"] for query in load_jsonl(args.data / "queries.jsonl")]
     rng = np.random.default_rng(size)
     questions = [questions[i] for i in rng.choice(len(questions), size=args.queries, replace=False)]
-    model = EmbeddingService(batch_size=args.embed_batch)
+    # Queries embed as the bot embeds them: on ONNX Runtime, exported into the run's cache folder once.
+    model = EmbeddingService(batch_size=args.embed_batch, onnx_dir=args.vector_cache / "onnx")
     await model.start()
     kind = "model" if size <= args.model_max else args.vectors
     embedder, perturber = await stand_in(kind, model, args.data, args.vector_cache)
@@ -158,7 +159,10 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
     dimension = model.dimension
     await model.close()
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    if kind != "random":
+    if kind != "random" and size > args.random_max:
+        result["index_recall_at_10_random"] = None
+        result["random_skipped"] = f"above --random-max {args.random_max}"
+    elif kind != "random":
         # The worst case takes a second build: show what is known so far, in case the run is cut short.
         print(json.dumps({"partial": result}), file=sys.stderr, flush=True)
         result.update(random_worst_case(size, dimension, model.model_name, len(questions)))
@@ -280,6 +284,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="what stands in for the model above --model-max")
     parser.add_argument("--vector-cache", type=Path, default=CACHE_DIR,
                         help="where the real vectors of --data are cached (embedded once per model and data)")
+    parser.add_argument("--random-max", type=int, default=1_000_000,
+                        help="largest size that also builds the random-vector worst case (a second, slow build)")
     parser.add_argument("--queries", type=int, default=100, help="timed searches per size")
     parser.add_argument("--batch-size", type=int, default=256, help="ingest batch size")
     parser.add_argument("--embed-batch", type=int, default=64, help="embedding batch size")
@@ -292,8 +298,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def child_command(size: int, args: argparse.Namespace) -> list[str]:
     command = [sys.executable, "-m", "bench.scale", "--single", "--sizes", str(size), "--data", str(args.data),
                "--model-max", str(args.model_max), "--vectors", args.vectors, "--vector-cache",
-               str(args.vector_cache), "--queries", str(args.queries), "--batch-size", str(args.batch_size),
-               "--embed-batch", str(args.embed_batch)]
+               str(args.vector_cache), "--random-max", str(args.random_max), "--queries", str(args.queries),
+               "--batch-size", str(args.batch_size), "--embed-batch", str(args.embed_batch)]
     if args.workdir is not None:
         command += ["--workdir", str(args.workdir)]
     if args.database_url is not None:

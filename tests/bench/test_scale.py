@@ -54,3 +54,13 @@ async def test_with_a_database_url_postgresql_is_measured_beside_sqlite(tmp_path
     assert set(run["postgresql"]) == {"ingest_msgs_per_s", "search_p50_ms", "search_p95_ms", "keyword_p95_ms",
                                       "vector_p95_ms"}
     assert all(value > 0 for value in run["postgresql"].values())
+
+
+async def test_a_size_above_random_max_skips_the_worst_case_build_and_says_so(tmp_path: Path) -> None:
+    data = write_tiny_dataset(tmp_path)
+    args = scale.parse_args(["--sizes", "300", "--model-max", "0", "--queries", "3", "--data", str(data),
+                             "--vector-cache", str(tmp_path / "cache"), "--workdir", str(tmp_path),
+                             "--random-max", "299"])
+    run = await scale.run_size(300, args)
+    assert (run["index_recall_at_10_random"], run["random_skipped"]) == (None, "above --random-max 299")
+    assert "index_build_random_s" not in run
