@@ -3,8 +3,8 @@ log relayed into this one.
 
 An export is seconds to minutes of Python building a graph and writing every weight: in the bot's process it holds
 the GIL long enough to stall the event loop for hundreds of milliseconds at a time (measured under bench.loop while
-a first reranker export ran), so it runs in a process of its own. The child writes one JSON line per log record on stdout; anything
-else it prints is kept for the error message should it fail."""
+a first reranker export ran), so it runs in a process of its own. The child writes one JSON line per log record on
+stdout; anything else it prints is kept for the error message should it fail."""
 
 from __future__ import annotations
 
