@@ -13,6 +13,7 @@ import numpy as np
 
 from ..embedding import Embedder
 from ..records import SearchFilters
+from .. import search
 from ..search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Neighbours, Row
 from . import fts
 from .filters import filter_clause
@@ -42,10 +43,21 @@ SELECT_VECTOR = VECTOR_SCORES + "ORDER BY e.vector <#> $1 LIMIT $3"
 # before 0.8 has no iterative scan), so a guild with few of the database's vectors, or a narrow filter, can get
 # fewer than k. Ordered by the score instead, the planner cannot use it: every row that passes is compared.
 SELECT_VECTOR_EXACT = VECTOR_SCORES + "ORDER BY score DESC, e.message_rowid LIMIT $3"
+# The guild's messages a word matches, counted only up to a cap: the count stops there, so a very common word costs
+# no more than a rare one (the SQLite side's posting budget, search.KEYWORD_MAX_POSTINGS).
+COUNT_MATCHES = """
+SELECT (
+    SELECT count(*) FROM (
+        SELECT 1 FROM messages AS m WHERE m.guild_id = $1 AND m.document @@ to_tsquery('simple', w.q) LIMIT $3
+    ) AS matched
+) FROM unnest($2::text[]) WITH ORDINALITY AS w(q, position) ORDER BY w.position
+"""
 # ts_rank's weights are {D, C, B, A}: body words (A) and author words (B) count alike, as in the SQLite side.
+# ``$1`` (the words within the budget) decides which rows match; ``$3`` (every word) ranks them, so a common word
+# lifts the rows the rare ones match without adding rows to rank: ts_rank reads each matched row's document.
 SELECT_KEYWORD = """
-SELECT m.id, ts_rank('{{0, 0, 1, 1}}', m.document, q) AS rank
-FROM messages AS m, to_tsquery('simple', $1) AS q
+SELECT m.id, ts_rank('{{0, 0, 1, 1}}', m.document, r) AS rank
+FROM messages AS m, to_tsquery('simple', $1) AS q, to_tsquery('simple', $3) AS r
 WHERE m.document @@ q AND {where}
 ORDER BY rank DESC, m.id LIMIT $2
 """
@@ -76,12 +88,28 @@ class PostgresSearchEngine(FirstStage):
         return [(row[0], float(row[1])) for row in rows]
 
     async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        expression = fts.tsquery(fts.query_words(query)[:KEYWORD_MAX_TERMS])
-        if expression is None:
+        words = fts.query_words(query)[:KEYWORD_MAX_TERMS]
+        matching = await self._within_budget(words, filters.guild_id)
+        if not matching:
             return []
-        where, params = filter_clause(filters, first=3)
-        rows = await self._store.fetch(SELECT_KEYWORD.format(where=where), expression, k, *params)
+        where, params = filter_clause(filters, first=4)
+        rows = await self._store.fetch(SELECT_KEYWORD.format(where=where), fts.tsquery(matching), k,
+                                       fts.tsquery(words), *params)
         return [(row[0], float(row[1])) for row in rows]
+
+    async def _within_budget(self, words: list[str], guild_id: int) -> list[str]:
+        """The words that decide which rows match: rarest first, while the rows they match fit the budget."""
+        budget = search.KEYWORD_MAX_POSTINGS
+        if not words:
+            return []
+        rows = await self._store.fetch(COUNT_MATCHES, guild_id, [fts.tsquery([word]) for word in words], budget + 1)
+        counts = {word: row[0] for word, row in zip(words, rows)}
+        matching = []
+        for word in sorted(words, key=counts.__getitem__):
+            if counts[word] <= budget:
+                budget -= counts[word]
+                matching.append(word)
+        return [word for word in words if word in matching]
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:

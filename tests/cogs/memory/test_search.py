@@ -196,24 +196,22 @@ async def test_a_display_name_in_the_query_matches_that_authors_messages(engine:
     assert ids(results)[0] == 1
 
 
-async def test_an_over_common_term_does_not_widen_the_match(
-        sqlite_engine: SearchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_over_common_term_does_not_widen_the_match(engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # "marathon" (1 message) fits the budget, "pizza" (3 documents) does not: only the marathon message matches.
     monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
-    results = await sqlite_engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
+    results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
     assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [4]
 
 
 async def test_an_over_common_term_still_ranks_what_the_rare_ones_match(
-        sqlite_engine: SearchEngine, ingest: IngestQueue, make_record: RecordFactory,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # Longer than message 4, so on "marathon" alone it would rank below it; "pizza" lifts it.
-    await ingest.add(make_record(20, "the marathon route passes right by that pizza place on the corner near the "
-                                     "old train station", guild_id=GUILD, channel_id=RANDOM, author_id=BOB,
-                                 author_name="bob"))
-    await ingest.flush()
+    await memory_ingest.add(make_record(20, "the marathon route passes right by that pizza place on the corner near "
+                                            "the old train station", guild_id=GUILD, channel_id=RANDOM,
+                                        author_id=BOB, author_name="bob"))
+    await memory_ingest.flush()
     monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
-    results = await sqlite_engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
+    results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
     assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [20, 4]
 
 
