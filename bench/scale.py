@@ -1,6 +1,7 @@
 """Ingest rate, search latency and index recall in one guild at growing sizes, against brute-force numpy.
 
     python -m bench.scale --sizes 10000,100000,1000000 [--json OUT] [--database-url postgresql://...]
+                          [--model NAME_OR_DIR] [--device cpu|cuda] [--dtype float32|bfloat16|float16]
 
 Each size runs in a fresh process (so ``peak_rss_mb`` is that size's own peak) through the real ingest path
 and the real SearchEngine. Up to ``--model-max`` messages are embedded with the real model (``"vectors":
@@ -43,7 +44,8 @@ import numpy as np
 from bench.exact import K, exact_comparison, percentile_ms, random_worst_case
 from bench.vectors import CACHE_DIR, Perturber, RandomEmbedder, RealisticEmbedder, load_real_vectors, message_keys
 from cogs.memory import text
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.config import DTYPES
+from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
@@ -119,7 +121,8 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(size)
     questions = [questions[i] for i in rng.choice(len(questions), size=args.queries, replace=False)]
     # Queries embed as the bot embeds them: on ONNX Runtime, exported into the run's cache folder once.
-    model = EmbeddingService(batch_size=args.embed_batch, onnx_dir=args.vector_cache / "onnx")
+    model = EmbeddingService(args.model, args.device, args.dtype, batch_size=args.embed_batch,
+                             onnx_dir=args.vector_cache / "onnx")
     await model.start()
     kind = "model" if size <= args.model_max else args.vectors
     embedder, perturber = await stand_in(kind, model, args.data, args.vector_cache)
@@ -289,6 +292,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=100, help="timed searches per size")
     parser.add_argument("--batch-size", type=int, default=256, help="ingest batch size")
     parser.add_argument("--embed-batch", type=int, default=64, help="embedding batch size")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="embedding model: a profile's model name, a local directory or a hub id")
+    parser.add_argument("--device", default="cpu", help="where the embedding model runs (cpu, cuda)")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="the embedding model's dtype")
     parser.add_argument("--workdir", type=Path, default=None, help="where the temporary database goes")
     parser.add_argument("--database-url", help="also run each size on PostgreSQL (a scratch database on this server)")
     parser.add_argument("--single", action="store_true", help=argparse.SUPPRESS)
@@ -299,7 +306,8 @@ def child_command(size: int, args: argparse.Namespace) -> list[str]:
     command = [sys.executable, "-m", "bench.scale", "--single", "--sizes", str(size), "--data", str(args.data),
                "--model-max", str(args.model_max), "--vectors", args.vectors, "--vector-cache",
                str(args.vector_cache), "--random-max", str(args.random_max), "--queries", str(args.queries),
-               "--batch-size", str(args.batch_size), "--embed-batch", str(args.embed_batch)]
+               "--batch-size", str(args.batch_size), "--embed-batch", str(args.embed_batch), "--model", args.model,
+               "--device", args.device, "--dtype", args.dtype]
     if args.workdir is not None:
         command += ["--workdir", str(args.workdir)]
     if args.database_url is not None:
