@@ -9,14 +9,16 @@ import numpy as np
 
 __all__ = ("HnswGraph", "ef_for")
 
-# Links per node (twice as many on the base layer) and candidates kept while linking a new node: FAISS's default
-# efConstruction; 80 built 1.6x slower for no recall gain on perturbed real MiniLM vectors at 100k.
+# Links per node (twice as many on the base layer) and candidates kept while linking a new node. Questions sit
+# farther from every message than messages sit from each other, and a graph linked with FAISS's default 40 leads
+# them astray: at 1M perturbed real MiniLM vectors, searched with perturbed real questions at ef 768, recall@10 vs
+# exact was 0.897 linked with 40 and 0.982 with 100, for twice the build time and the same search time.
 HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 40
-# Candidates a search keeps, by graph size. Recall@10 vs exact on perturbed real MiniLM vectors (bench/scale.py,
-# queries perturbed the same way): at 100k 0.958 / 0.984 / 0.997 at ef 128 / 256 / 384; at 1M 0.925 at 384 and
-# 0.940 at 512 in bench.scale, and in a separate build of the same kind of vectors 0.909 / 0.941 / 0.970 / 0.977
-# at 384 / 512 / 768 / 1024 (5.3 ms p95 at 768). Recall falls as a graph grows, so above EF_GROWS_AT it keeps 768.
+HNSW_EF_CONSTRUCTION = 100
+# Candidates a search keeps, by graph size. Recall@10 vs exact on perturbed real MiniLM vectors, searched with
+# perturbed real questions (bench/scale.py): at 100k 0.991 at ef 384; at 1M 0.84 / 0.931 / 0.975 / 0.981 / 0.993 /
+# 0.998 at ef 128 / 256 / 384 / 512 / 768 / 1024 (3.2 ms p95 at 768). Recall falls as a graph grows, so above
+# EF_GROWS_AT it keeps 768.
 HNSW_EF_SEARCH = 384
 HNSW_EF_SEARCH_LARGE = 768
 EF_GROWS_AT = 100_000
@@ -172,6 +174,7 @@ class HnswGraph:
         index = faiss.deserialize_index(arrays["index"])
         if not isinstance(index, faiss.IndexHNSWFlat):
             raise ValueError(f"expected an HNSW graph, found {type(index).__name__}")
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION  # a graph saved by an older version links new nodes alike
         return cls(index, np.asarray(arrays["label_ids"]), np.asarray(arrays["live"]))
 
     # -- internals ------------------------------------------------------------------------------------------

@@ -191,6 +191,16 @@ def test_loaded_graph_takes_new_vectors(tmp_path: Path) -> None:
     assert loaded.search(extra[0], 1)[1][0, 0] == 9_000
 
 
+def test_a_graph_saved_with_fewer_link_candidates_links_new_vectors_with_todays(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hnsw, "HNSW_EF_CONSTRUCTION", 40)
+    index, _ = filled(3_000, flat_max=1_000)
+    index.save(tmp_path / "g.faiss", generation=1)
+    monkeypatch.undo()
+    arrays = dict(np.load(tmp_path / "g.faiss", allow_pickle=False))
+    assert hnsw.HnswGraph.from_arrays(arrays)._index.hnsw.efConstruction == hnsw.HNSW_EF_CONSTRUCTION == 100
+
+
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
     index, vectors = filled(300)
     index.save(tmp_path / "g.faiss", generation=7)
