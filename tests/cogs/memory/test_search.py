@@ -244,6 +244,28 @@ def test_a_hit_lends_more_to_the_reply_after_it_than_to_the_message_before() -> 
     assert (spread[1], spread[3]) == (pytest.approx(0.2), pytest.approx(0.5))
 
 
+def test_a_question_lends_its_whole_score_to_the_reply_after_it() -> None:
+    spread = spread_to_neighbours({2: 1.0, 5: 1.0}, {2: (1, 3), 5: (4, 6)}, floor=0.0, asking={2})
+    assert (spread[1], spread[3]) == (pytest.approx(0.2), pytest.approx(1.0))
+    assert (spread[4], spread[6]) == (pytest.approx(0.2), pytest.approx(0.5))
+
+
+async def test_the_reply_to_a_matching_question_outranks_the_reply_to_a_matching_remark(
+        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    # The remark matches the query better (shorter) than the question, yet only the question's reply answers it.
+    guild = 3
+    messages = [(1, 31, "anyone up for pizza tonight with the whole team?"), (2, 31, "sure, Main Street at 8"),
+                (3, 32, "pizza tonight! pizza"), (4, 32, "sure, Main Street at 8"),
+                (5, 33, "I could eat pizza every single day of the week and never get bored of it, honestly"),
+                (6, 33, "my brother makes a frozen pizza on sundays when the weather is too bad to go out"),
+                (7, 33, "the pizza place by the station closed down last month after twenty years there")]
+    for message_id, channel, content in messages:
+        await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel))
+    await memory_ingest.flush()
+    results = ids(await search_engine.search("pizza tonight", SearchFilters(guild_id=guild), 10, mode="keyword"))
+    assert results.index(2) < results.index(4), results
+
+
 def test_a_vector_side_the_model_cannot_read_only_fills_after_the_keyword_side() -> None:
     # An English-only model reads none of this question: its nearest messages rank after every keyword hit.
     fused = fuse_sides("陶艺课的学费是多少？", "latin", [(7, 0.9), (1, 0.8), (8, 0.2)], [(1, 5.0), (2, 1.0)])

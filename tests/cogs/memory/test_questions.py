@@ -1,0 +1,36 @@
+"""questions.asks: which chat messages ask something, in the scripts and styles chat uses."""
+
+from __future__ import annotations
+
+import pytest
+
+from cogs.memory.questions import asks
+
+
+@pytest.mark.parametrize("content", [
+    "Anyone up for pizza tonight?",
+    "anyone know a good plumber",            # chat drops the mark
+    "which one",
+    "is he expensive",
+    "do we have a name for the gig poster yet",
+    "@sam where did you park",
+    "你什么时候到？",                          # full-width mark
+    "你吃饭了吗",                              # Chinese particle, no mark
+    "明日は来ますか。",                         # Japanese particle, then a full stop
+    "내일 같이 갈까",                          # Korean -까
+    "هل أنت قادم؟",                           # Arabic mark
+])
+def test_questions_ask(content: str) -> None:
+    assert asks(content)
+
+
+@pytest.mark.parametrize("content", [
+    "the Pixel 8, the green one",
+    "he did mine for 80",
+    "sure, Main Street at 8",
+    "biscuit obviously. pepper is an angel",
+    "我喜欢吃北京烤鸭",
+    "",
+])
+def test_statements_do_not(content: str) -> None:
+    assert not asks(content)
