@@ -311,26 +311,31 @@ def _keyword_hits(connection: sqlite3.Connection, terms: list[str], filters: Sea
 
 def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str | None:
     """The MATCH string for ``terms``: common terms only rank, author names match their authors' messages."""
-    budget = KEYWORD_MAX_POSTINGS
 
     def documents(term: text.Term) -> int:
-        return connection.execute(COUNT_MATCHES, [text.match_expression([term]), budget + 1]).fetchone()[0]
+        matching = text.match_expression([term])
+        return connection.execute(COUNT_MATCHES, [matching, KEYWORD_MAX_POSTINGS + 1]).fetchone()[0]
 
     postings = {term: documents(text.Term(term)) for term in terms}
+    within = within_budget(postings)
     matching: list[text.Term] = []
-    ranking: list[text.Term] = []
-    for term in sorted(terms, key=postings.__getitem__):
-        if postings[term] > budget:
-            ranking.append(text.Term(term))
-            continue
-        budget -= postings[term]
+    for term in within:
         # A word found at least as often in display names as in messages means a person: match their messages.
         as_author = 2 * documents(text.Term(term, column="author")) >= postings[term] > 0
         matching.append(text.Term(term, column="author" if as_author else None))
-    order = {term: position for position, term in enumerate(terms)}
-    matching.sort(key=lambda t: order[t.text])
-    ranking.sort(key=lambda t: order[t.text])
+    ranking = [text.Term(term) for term in terms if term not in within]
     return text.match_expression(matching, ranking_only=ranking)
+
+
+def within_budget(counts: dict[str, int]) -> list[str]:
+    """The terms that decide which rows match, in query order: rarest first while their summed counts (each counted
+    to just above KEYWORD_MAX_POSTINGS) fit it. The others only rank the rows these match."""
+    budget, kept = KEYWORD_MAX_POSTINGS, set()
+    for term in sorted(counts, key=counts.__getitem__):
+        if counts[term] <= budget:
+            budget -= counts[term]
+            kept.add(term)
+    return [term for term in counts if term in kept]
 
 
 def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candidates: list[int],

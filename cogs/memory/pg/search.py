@@ -98,18 +98,12 @@ class PostgresSearchEngine(FirstStage):
         return [(row[0], float(row[1])) for row in rows]
 
     async def _within_budget(self, words: list[str], guild_id: int) -> list[str]:
-        """The words that decide which rows match: rarest first, while the rows they match fit the budget."""
-        budget = search.KEYWORD_MAX_POSTINGS
+        """The words that decide which rows match (search.within_budget), counted in the guild."""
         if not words:
             return []
-        rows = await self._store.fetch(COUNT_MATCHES, guild_id, [fts.tsquery([word]) for word in words], budget + 1)
-        counts = {word: row[0] for word, row in zip(words, rows)}
-        matching = []
-        for word in sorted(words, key=counts.__getitem__):
-            if counts[word] <= budget:
-                budget -= counts[word]
-                matching.append(word)
-        return [word for word in words if word in matching]
+        rows = await self._store.fetch(COUNT_MATCHES, guild_id, [fts.tsquery([word]) for word in words],
+                                       search.KEYWORD_MAX_POSTINGS + 1)
+        return search.within_budget({word: row[0] for word, row in zip(words, rows)})
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
