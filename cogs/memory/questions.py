@@ -21,12 +21,27 @@ _FIRST_WORD = re.compile(r"[^\W_][\w']*")
 _LEADING_MENTIONS = re.compile(r"^(?:\s*(?:<[@#][!&]?\d+>|@\S+)[,:]?)+")
 # So does one that ends in a question particle: Chinese 吗 / 嗎 / 呢, Japanese か, Korean -까.
 _FINAL_PARTICLE = re.compile(r"(?:吗|嗎|呢|か|까)[\s.!。！~～…]*$")
+# Chinese, Japanese and Korean chat drops the mark too, and asks with a question word wherever it stands in the
+# sentence ("看兽医花了多少钱", "什么时候入职"), so a message holding one asks. Not the indefinite and negative uses
+# the same words make ("没什么", "什么都行", "何か", "誰も", "뭐든", "언제나"): those are removed first.
+_QUESTION_WORD = re.compile(
+    "什么|什麼|怎么|怎麼|为什么|為什麼|为啥|為啥|哪|谁|誰|多少|几点|幾點|几个|幾個|几天|幾天|几号|幾號|几岁|幾歲|有没有|有沒有|是不是"
+    "|どこ|いつ|だれ|どう|どれ|どの|なぜ|なんで|いくら|何"
+    "|뭐|무엇|어디|언제|누구|왜|어떻게|몇|얼마"
+)
+_NOT_ASKING = re.compile(
+    "没什么|沒什麼|任何|不怎么|不怎麼|什么都|什麼都|什么也|什麼也|谁都|誰都|哪儿都|哪裡都|哪里都|多少有点|多少有點"
+    "|何か|何も|誰か|誰も|だれか|だれも|どこか|どこも|いつか|いつも|どうも|どうぞ|どうか"
+    "|뭐든|무엇이든|어디든|언제나|언제든|누구나|누구든|어떻게든|왜냐하면"
+)
 
 
 def asks(content: str) -> bool:
-    """True when ``content`` reads as a question: a question mark anywhere, or an asking first word or last
-    particle."""
+    """True when ``content`` reads as a question: a question mark anywhere, an asking last particle, a Chinese,
+    Japanese or Korean question word anywhere, or an English asking first word."""
     if _QUESTION_MARK.search(content) or _FINAL_PARTICLE.search(content):
+        return True
+    if _QUESTION_WORD.search(_NOT_ASKING.sub("", content)):
         return True
     first = _FIRST_WORD.search(_LEADING_MENTIONS.sub("", content.lower()))
     return first is not None and first.group() in _ENGLISH_OPENERS

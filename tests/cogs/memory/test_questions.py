@@ -19,6 +19,11 @@ from cogs.memory.questions import asks
     "明日は来ますか。",                         # Japanese particle, then a full stop
     "내일 같이 갈까",                          # Korean -까
     "هل أنت قادم؟",                           # Arabic mark
+    "可怜的家伙。看兽医花了多少钱",               # Chinese question word, no mark, no particle
+    "太好了！！什么时候入职",
+    "Daniel去哪里上班",
+    "何時に出発する",                           # Japanese question word
+    "어디서 만나",                              # Korean question word
 ])
 def test_questions_ask(content: str) -> None:
     assert asks(content)
@@ -30,6 +35,11 @@ def test_questions_ask(content: str) -> None:
     "sure, Main Street at 8",
     "biscuit obviously. pepper is an angel",
     "我喜欢吃北京烤鸭",
+    "没什么，我随便问问",                        # the same words used as "nothing", "anything"
+    "什么都行，你定",
+    "任何时候都可以",
+    "何か食べた。美味しかった",
+    "언제나 고마워",
     "",
 ])
 def test_statements_do_not(content: str) -> None:
