@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "keyword"]
 Hits = list[tuple[int, float]]
-# Each source row id's previous and next row id in its channel.
-Neighbours = dict[int, tuple[int | None, int | None]]
+# Each source row id's previous, next and after-next row id in its channel (the last is the reply to the next
+# message, when that one asks).
+Neighbours = dict[int, tuple[int | None, int | None, int | None]]
 # A SELECT_CANDIDATES row after its row id: message_id, guild_id, channel_id, author_id, author_name, content,
 # created_at.
 Row = tuple[Any, ...]
@@ -55,10 +56,13 @@ MIN_COVERED_SHARE = 0.5
 # fixtures (README, "The vector side"): 0.2 back beat 0.3 on all three with the mean of both forms.
 CONTEXT_WEIGHT = 0.2
 NEXT_CONTEXT_WEIGHT = 0.5
-# A hit that asks (questions.asks) lends its whole score to the message after it: a question repeats what is asked
-# about, so the keyword side finds it first, while what answers it is the reply, which rarely repeats the words.
-# Measured the same way, from 0.5: LoCoMo hybrid R@5 0.632 -> 0.648, MRR@10 0.481 -> 0.512; bilingual R@5 0.692 ->
-# 0.739, MRR@10 0.510 -> 0.548; chat R@5 0.750 -> 0.783, MRR@10 0.506 -> 0.548 (0.75 and 0.8 gained less).
+# A message that asks (questions.asks) lends its whole score to the message after it: a question repeats what is
+# asked about, so the keyword side finds it first, while what answers it is the reply, which rarely repeats the
+# words. Measured the same way, from 0.5: LoCoMo hybrid R@5 0.632 -> 0.648, MRR@10 0.481 -> 0.512; bilingual R@5
+# 0.692 -> 0.739, MRR@10 0.510 -> 0.548; chat R@5 0.750 -> 0.783, MRR@10 0.506 -> 0.548 (0.75 and 0.8 gained less).
+# What it lends includes what it got from the message before it: a question often takes its topic from what it
+# follows ("take it to Hank" -> "is he expensive" -> "he did mine for 80"), so a question right after a hit passes
+# that hit on to its reply even when the question itself matches nothing (README, "The vector side").
 ANSWER_CONTEXT_WEIGHT = 1.0
 CONTEXT_SOURCES = 50
 # BM25 column weights (body, author). Author names are a column so "what did Ann say" can match Ann's messages.
@@ -89,7 +93,8 @@ ORDER BY rank LIMIT ?
 SELECT_PASSING = """
 SELECT m.id FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
-# Each row ``c``'s previous and next row id in its channel; a store's statement adds the FROM that names the rows.
+# Each row ``c``'s previous, next and after-next row id in its channel; a store's statement adds the FROM that names
+# the rows.
 SELECT_NEIGHBOUR_IDS = """
 SELECT c.id,
   (SELECT p.id FROM messages AS p
@@ -99,7 +104,11 @@ SELECT c.id,
   (SELECT n.id FROM messages AS n
    WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
      AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
-   ORDER BY n.created_at, n.message_id LIMIT 1)
+   ORDER BY n.created_at, n.message_id LIMIT 1),
+  (SELECT n.id FROM messages AS n
+   WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
+     AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
+   ORDER BY n.created_at, n.message_id LIMIT 1 OFFSET 1)
 """
 SELECT_NEIGHBOURS = SELECT_NEIGHBOUR_IDS + "FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value"
 SELECT_CANDIDATES = """
@@ -175,17 +184,29 @@ def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor
                          weights: tuple[float, float] = (CONTEXT_WEIGHT, NEXT_CONTEXT_WEIGHT),
                          asking: Collection[int] = ()) -> dict[int, float]:
     """Each source's positive score, times ``weights`` (previous, next), added to its previous and next message in
-    the channel; a source in ``asking`` (a question) lends ANSWER_CONTEXT_WEIGHT to the next one instead.
+    the channel; a source in ``asking`` (a question) lends ANSWER_CONTEXT_WEIGHT of it to the next one instead.
 
-    A neighbour that was not a candidate starts from ``floor``, the score of a message no side returned.
+    A question that is the next message of a source lends on too: what its own score and that source's loan come
+    to, times ANSWER_CONTEXT_WEIGHT, goes to the message after it (a source that asks adds the loan it got the same
+    way). A neighbour that was not a candidate starts from ``floor``, the score of a message no side returned.
     """
-    spread = dict(scores)
-    answered = (weights[0], ANSWER_CONTEXT_WEIGHT)
-    for rowid, pair in neighbours.items():
+    spread, lent_to, replies = dict(scores), {}, {}
+    for rowid, (previous, following, after) in neighbours.items():
         score = max(scores[rowid], 0.0)
-        for neighbour, weight in zip(pair, answered if rowid in asking else weights, strict=True):
-            if neighbour is not None and weight * score > 0.0:
-                spread[neighbour] = spread.get(neighbour, floor) + weight * score
+        if previous is not None and weights[0] * score > 0.0:
+            spread[previous] = spread.get(previous, floor) + weights[0] * score
+        if rowid in asking:
+            replies[rowid] = following
+        elif following is not None and weights[1] * score > 0.0:
+            spread[following] = spread.get(following, floor) + weights[1] * score
+        if following is not None:
+            lent_to[following] = (ANSWER_CONTEXT_WEIGHT if rowid in asking else weights[1]) * score
+            if following in asking and following not in neighbours:
+                replies[following] = after
+    for question, reply in replies.items():
+        loan = ANSWER_CONTEXT_WEIGHT * max(scores.get(question, floor) + lent_to.get(question, 0.0), 0.0)
+        if reply is not None and loan > 0.0:
+            spread[reply] = spread.get(reply, floor) + loan
     return spread
 
 
@@ -223,7 +244,8 @@ class FirstStage:
             return []
         strongest = sorted(fused.scores, key=fused.scores.__getitem__, reverse=True)[:CONTEXT_SOURCES]
         neighbours, rows = await self._context_and_rows(strongest, [*fused.scores, *fused.tail], filters)
-        asking = {rowid for rowid in neighbours if rowid in rows and questions.asks(rows[rowid][ROW_CONTENT])}
+        heard = {*neighbours, *(following for _, following, _ in neighbours.values())}
+        asking = {rowid for rowid in heard if rowid in rows and questions.asks(rows[rowid][ROW_CONTENT])}
         scores = spread_to_neighbours(fused.scores, neighbours, fused.floor, asking=asking)
         ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
         if len(ranked) < limit and fused.tail:
@@ -341,7 +363,7 @@ def within_budget(counts: dict[str, int]) -> list[str]:
 def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candidates: list[int],
                       filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
     """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
-    neighbours = {rowid: (previous, following) for rowid, previous, following
+    neighbours = {rowid: (previous, following, after) for rowid, previous, following, after
                   in connection.execute(SELECT_NEIGHBOURS, [_json_ids(sources)])}
     wanted = set(candidates).union(*neighbours.values()) - {None}
     where, params = filter_clause(filters)

@@ -108,7 +108,7 @@ class PostgresSearchEngine(FirstStage):
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
         rows = await self._store.fetch(SELECT_NEIGHBOURS, filters.guild_id, sources)
-        neighbours = {row[0]: (row[1], row[2]) for row in rows}
+        neighbours = {row[0]: (row[1], row[2], row[3]) for row in rows}
         wanted = set(candidates).union(*neighbours.values()) - {None}
         where, params = filter_clause(filters, first=2)
         rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), sorted(wanted), *params)

@@ -235,19 +235,55 @@ def test_fuse_with_one_side_empty_keeps_the_other_sides_order() -> None:
 
 
 def test_spread_to_neighbours_lends_only_positive_scores() -> None:
-    spread = spread_to_neighbours({1: 2.0, 2: -1.0}, {1: (None, 3), 2: (None, 4)}, floor=-1.5, weights=(0.5, 0.5))
+    spread = spread_to_neighbours({1: 2.0, 2: -1.0}, {1: (None, 3, None), 2: (None, 4, None)}, floor=-1.5,
+                                  weights=(0.5, 0.5))
     assert spread[3] == pytest.approx(-1.5 + 1.0) and 4 not in spread
 
 
 def test_a_hit_lends_more_to_the_reply_after_it_than_to_the_message_before() -> None:
-    spread = spread_to_neighbours({2: 1.0}, {2: (1, 3)}, floor=0.0)
+    spread = spread_to_neighbours({2: 1.0}, {2: (1, 3, None)}, floor=0.0)
     assert (spread[1], spread[3]) == (pytest.approx(0.2), pytest.approx(0.5))
 
 
 def test_a_question_lends_its_whole_score_to_the_reply_after_it() -> None:
-    spread = spread_to_neighbours({2: 1.0, 5: 1.0}, {2: (1, 3), 5: (4, 6)}, floor=0.0, asking={2})
+    spread = spread_to_neighbours({2: 1.0, 5: 1.0}, {2: (1, 3, None), 5: (4, 6, None)}, floor=0.0, asking={2})
     assert (spread[1], spread[3]) == (pytest.approx(0.2), pytest.approx(1.0))
     assert (spread[4], spread[6]) == (pytest.approx(0.2), pytest.approx(0.5))
+
+
+def test_a_question_after_a_hit_passes_what_it_got_on_to_its_reply() -> None:
+    # "take it to Hank" (1) -> "is he expensive" (2) -> "he did mine for 80" (3): the question matches nothing.
+    spread = spread_to_neighbours({1: 1.0}, {1: (None, 2, 3)}, floor=0.0, asking={2})
+    assert (spread[2], spread[3]) == (pytest.approx(0.5), pytest.approx(0.5))
+    # After a remark the same message passes nothing on.
+    assert 3 not in spread_to_neighbours({1: 1.0}, {1: (None, 2, 3)}, floor=0.0)
+
+
+def test_a_question_answered_by_a_question_passes_the_first_ones_loan_on() -> None:
+    # "where is it" (1) -> "the gig?" (2) -> "the Fox & Fiddle" (3).
+    spread = spread_to_neighbours({1: 1.0}, {1: (None, 2, 3)}, floor=0.0, asking={1, 2})
+    assert (spread[2], spread[3]) == (pytest.approx(1.0), pytest.approx(1.0))
+
+
+def test_a_source_that_asks_adds_the_loan_it_got_to_its_own_score() -> None:
+    spread = spread_to_neighbours({1: 1.0, 2: 0.5}, {1: (None, 2, 3), 2: (1, 3, 4)}, floor=0.0, asking={2})
+    assert spread[3] == pytest.approx(0.5 + 0.5)  # its own 0.5 and the 0.5 it got from 1
+
+
+async def test_the_reply_to_a_question_that_follows_a_hit_is_found(
+        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    # The question names nothing the query names; it asks about what the message before it said.
+    guild = 4
+    messages = [(1, 41, "take your amp to Hank at Loud Repairs"), (2, 41, "is he expensive"),
+                (3, 41, "he did mine for 80"),
+                (4, 42, "Loud Repairs was closed all week"), (5, 42, "nice"), (6, 42, "he did mine for 80"),
+                *((10 + i, 43, f"the amp buzzes again, day {i} of the tour, somebody help me") for i in range(6))]
+    for message_id, channel, content in messages:
+        await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel))
+    await memory_ingest.flush()
+    results = ids(await search_engine.search("amp Hank Loud Repairs", SearchFilters(guild_id=guild), 20,
+                                             mode="keyword"))
+    assert 3 in results and 6 not in results, results
 
 
 async def test_the_reply_to_a_matching_question_outranks_the_reply_to_a_matching_remark(
@@ -279,7 +315,7 @@ def test_a_vector_side_the_model_reads_is_fused_with_no_tail() -> None:
 
 def test_a_lone_hit_outranks_the_neighbours_it_lends_to() -> None:
     scores, floor = fuse([], [(1, 4.2)])
-    spread = spread_to_neighbours(scores, {1: (None, 2)}, floor)
+    spread = spread_to_neighbours(scores, {1: (None, 2, None)}, floor)
     assert spread[1] > spread[2]
 
 
