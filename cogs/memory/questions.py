@@ -17,9 +17,12 @@ _ENGLISH_OPENERS = frozenset(
     """.split()
 )
 _FIRST_WORD = re.compile(r"[^\W_][\w']*")
+# A chat message often says something, then asks ("poor guy. how much was the vet", "YES!! when do you start"): each
+# sentence's first word counts.
+_SENTENCE_END = re.compile(r"[.!;\n]+")
 # Mentions the message opens with ("@sam where did you park"), as Discord writes them or as clean content shows them.
 _LEADING_MENTIONS = re.compile(r"^(?:\s*(?:<[@#][!&]?\d+>|@\S+)[,:]?)+")
-# So does one that ends in a question particle: Chinese 吗 / 嗎 / 呢, Japanese か, Korean -까.
+# A message that ends in a question particle asks too: Chinese 吗 / 嗎 / 呢, Japanese か, Korean -까.
 _FINAL_PARTICLE = re.compile(r"(?:吗|嗎|呢|か|까)[\s.!。！~～…]*$")
 # Chinese, Japanese and Korean chat drops the mark too, and asks with a question word wherever it stands in the
 # sentence ("看兽医花了多少钱", "什么时候入职"), so a message holding one asks. Not the indefinite and negative uses
@@ -38,10 +41,10 @@ _NOT_ASKING = re.compile(
 
 def asks(content: str) -> bool:
     """True when ``content`` reads as a question: a question mark anywhere, an asking last particle, a Chinese,
-    Japanese or Korean question word anywhere, or an English asking first word."""
+    Japanese or Korean question word anywhere, or an English asking first word of a sentence."""
     if _QUESTION_MARK.search(content) or _FINAL_PARTICLE.search(content):
         return True
     if _QUESTION_WORD.search(_NOT_ASKING.sub("", content)):
         return True
-    first = _FIRST_WORD.search(_LEADING_MENTIONS.sub("", content.lower()))
-    return first is not None and first.group() in _ENGLISH_OPENERS
+    sentences = _SENTENCE_END.split(_LEADING_MENTIONS.sub("", content.lower()))
+    return any(first.group() in _ENGLISH_OPENERS for first in map(_FIRST_WORD.search, sentences) if first)

@@ -14,6 +14,8 @@ from cogs.memory.questions import asks
     "is he expensive",
     "do we have a name for the gig poster yet",
     "@sam where did you park",
+    "poor guy. how much was the vet",         # a remark, then the question
+    "YES!! when do you start",
     "你什么时候到？",                          # full-width mark
     "你吃饭了吗",                              # Chinese particle, no mark
     "明日は来ますか。",                         # Japanese particle, then a full stop
@@ -32,6 +34,7 @@ def test_questions_ask(content: str) -> None:
 @pytest.mark.parametrize("content", [
     "the Pixel 8, the green one",
     "he did mine for 80",
+    "nice. see you at 8",
     "sure, Main Street at 8",
     "biscuit obviously. pepper is an angel",
     "我喜欢吃北京烤鸭",
