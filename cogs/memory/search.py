@@ -339,6 +339,8 @@ def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str
         return connection.execute(COUNT_MATCHES, [matching, KEYWORD_MAX_POSTINGS + 1]).fetchone()[0]
 
     postings = {term: documents(text.Term(term)) for term in terms}
+    postings.update((term, documents(text.Term(term))) for term in characters_alone(postings))
+    terms = list(postings)
     within = within_budget(postings)
     matching: list[text.Term] = []
     for term in within:
@@ -347,6 +349,17 @@ def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str
         matching.append(text.Term(term, column="author" if as_author else None))
     ranking = [text.Term(term) for term in terms if term not in within]
     return text.match_expression(matching, ranking_only=ranking)
+
+
+def characters_alone(counts: dict[str, int]) -> list[str]:
+    """The characters to search alone (text.characters) of the Han bigrams no message holds, unless a bigram that
+    is found already holds them: a found word is not counted again through its characters."""
+    found = "".join(term for term, count in counts.items() if count > 0)
+    alone: list[str] = []
+    for term, count in counts.items():
+        if count == 0:
+            alone.extend(c for c in text.characters(term) if c not in found and c not in counts and c not in alone)
+    return alone
 
 
 def within_budget(counts: dict[str, int]) -> list[str]:

@@ -15,6 +15,7 @@ __all__ = (
     "embedding_input",
     "embedding_query",
     "fts_document",
+    "characters",
     "keyword_terms",
     "match_expression",
 )
@@ -48,6 +49,9 @@ _KANA_HANGUL = _char_class((0x3041, 0x30FF), (0x31F0, 0x31FF), (0x1100, 0x11FF),
                            (0xA960, 0xA97F), (0xAC00, 0xD7A3), (0xD7B0, 0xD7FF))
 _CJK = _HAN + _KANA_HANGUL
 _KANA_HANGUL_CHAR = re.compile(f"[{_KANA_HANGUL}]")
+_HAN_BIGRAM = re.compile(f"[{_HAN}]{{2}}")
+# Chinese function characters (particles, pronouns, the commonest verbs): alone they match most messages.
+_FUNCTION_HAN = frozenset("的了是在我你他她它们这那有不也就都和吧啊呀吗呢么个一上下到说要会能很还")
 # Thai, Lao, Myanmar and Khmer are written without spaces too, and a letter carries its vowel and tone marks: a
 # run is cut into such clusters, and bigrams are made of clusters, never of a mark alone.
 _SOUTHEAST_ASIAN = _char_class((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF))
@@ -194,6 +198,18 @@ def _query_grams(run: Match[str]) -> list[str]:
         elif len(units) > 1:
             grams.extend(_grams(units)[:-1])
     return grams
+
+
+def characters(bigram: str) -> list[str]:
+    """The characters of a Han query bigram that are searched alone when no message holds the bigram whole.
+
+    Chinese has no spaces, so a query's bigrams include ones that straddle two words ("艺课" in 陶艺课) or a
+    word said differently in the messages (报名 "sign up" against 报了 "signed up"); such a bigram matches nothing,
+    while each of its characters still names the topic. Function characters are left out.
+    """
+    if not _HAN_BIGRAM.fullmatch(bigram):
+        return []
+    return [character for character in bigram if character not in _FUNCTION_HAN]
 
 
 def _is_one_unit(term: str) -> bool:

@@ -88,22 +88,29 @@ class PostgresSearchEngine(FirstStage):
         return [(row[0], float(row[1])) for row in rows]
 
     async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        words = fts.query_words(query)[:KEYWORD_MAX_TERMS]
-        matching = await self._within_budget(words, filters.guild_id)
+        counts = await self._counted(fts.query_words(query)[:KEYWORD_MAX_TERMS], filters.guild_id)
+        matching = search.within_budget(counts)
         if not matching:
             return []
         where, params = filter_clause(filters, first=4)
         rows = await self._store.fetch(SELECT_KEYWORD.format(where=where), fts.tsquery(matching), k,
-                                       fts.tsquery(words), *params)
+                                       fts.tsquery(list(counts)), *params)
         return [(row[0], float(row[1])) for row in rows]
 
-    async def _within_budget(self, words: list[str], guild_id: int) -> list[str]:
-        """The words that decide which rows match (search.within_budget), counted in the guild."""
+    async def _counted(self, words: list[str], guild_id: int) -> dict[str, int]:
+        """The query's words and the characters it searches alone (search.characters_alone), each with its count of
+        matching messages in the guild."""
+        counts = await self._count_matches(words, guild_id)
+        counts.update(await self._count_matches(search.characters_alone(counts), guild_id))
+        return counts
+
+    async def _count_matches(self, words: list[str], guild_id: int) -> dict[str, int]:
+        """Each word's matching messages in the guild, counted to just above the posting budget."""
         if not words:
-            return []
+            return {}
         rows = await self._store.fetch(COUNT_MATCHES, guild_id, [fts.tsquery([word]) for word in words],
                                        search.KEYWORD_MAX_POSTINGS + 1)
-        return search.within_budget({word: row[0] for word, row in zip(words, rows)})
+        return {word: row[0] for word, row in zip(words, rows)}
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:

@@ -13,7 +13,7 @@ from cogs.memory import search as search_module
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.records import SearchFilters
-from cogs.memory.search import SearchEngine, fuse, fuse_sides, spread_to_neighbours
+from cogs.memory.search import SearchEngine, characters_alone, fuse, fuse_sides, spread_to_neighbours
 from cogs.memory.filters import filter_clause
 from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
@@ -268,6 +268,25 @@ def test_a_question_answered_by_a_question_passes_the_first_ones_loan_on() -> No
 def test_a_source_that_asks_adds_the_loan_it_got_to_its_own_score() -> None:
     spread = spread_to_neighbours({1: 1.0, 2: 0.5}, {1: (None, 2, 3), 2: (1, 3, 4)}, floor=0.0, asking={2})
     assert spread[3] == pytest.approx(0.5 + 0.5)  # its own 0.5 and the 0.5 it got from 1
+
+
+def test_a_han_bigram_no_message_holds_is_searched_by_its_characters() -> None:
+    # 艺课 straddles 陶艺 and 课; 陶艺 is found, so only 课 is searched alone.
+    assert characters_alone({"陶艺": 3, "艺课": 0, "钱": 2}) == ["课"]
+    assert characters_alone({"报名": 0, "比赛": 0}) == ["报", "名", "比", "赛"]
+    assert characters_alone({"pizza": 0, "的陶": 0}) == ["陶"]  # Latin words and function characters stay whole
+
+
+async def test_a_chinese_word_said_differently_is_found_by_its_characters(
+        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    # "报名" (sign up) is written nowhere; "报了" (signed up) is.
+    guild = 5
+    messages = [(1, 51, "我报了六月的半程马拉松"), (2, 51, "今天天气很好"), (3, 51, "周末去爬山吧")]
+    for message_id, channel, content in messages:
+        await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel))
+    await memory_ingest.flush()
+    results = ids(await search_engine.search("他报名了吗", SearchFilters(guild_id=guild), 10, mode="keyword"))
+    assert results[:1] == [1], results
 
 
 async def test_the_reply_to_a_question_that_follows_a_hit_is_found(
