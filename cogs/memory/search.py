@@ -195,14 +195,15 @@ def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor
         score = max(scores[rowid], 0.0)
         if previous is not None and weights[0] * score > 0.0:
             spread[previous] = spread.get(previous, floor) + weights[0] * score
-        if rowid in asking:
+        if following is None:
+            continue
+        lent_to[following] = (ANSWER_CONTEXT_WEIGHT if rowid in asking else weights[1]) * score
+        if rowid in asking:  # a question's loan is added below, with what it got itself
             replies[rowid] = following
-        elif following is not None and weights[1] * score > 0.0:
-            spread[following] = spread.get(following, floor) + weights[1] * score
-        if following is not None:
-            lent_to[following] = (ANSWER_CONTEXT_WEIGHT if rowid in asking else weights[1]) * score
-            if following in asking and following not in neighbours:
-                replies[following] = after
+        elif lent_to[following] > 0.0:
+            spread[following] = spread.get(following, floor) + lent_to[following]
+        if following in asking and following not in neighbours:
+            replies[following] = after
     for question, reply in replies.items():
         loan = ANSWER_CONTEXT_WEIGHT * max(scores.get(question, floor) + lent_to.get(question, 0.0), 0.0)
         if reply is not None and loan > 0.0:

@@ -12,10 +12,10 @@ import Stemmer
 __all__ = (
     "STOP_WORDS",
     "Term",
+    "characters",
     "embedding_input",
     "embedding_query",
     "fts_document",
-    "characters",
     "keyword_terms",
     "match_expression",
 )
