@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -65,7 +66,13 @@ NEXT_CONTEXT_WEIGHT = 0.5
 # that hit on to its reply even when the question itself matches nothing (README, "The vector side").
 ANSWER_CONTEXT_WEIGHT = 1.0
 CONTEXT_SOURCES = 50
-# BM25 column weights (body, author). Author names are a column so "what did Ann say" can match Ann's messages.
+# Author names are a column so "what did Ann say" can match Ann's messages. bm25() ranks the body column only: it
+# divides by the length of the whole row, so a name matched in the author column would rank Ann's short messages
+# above her long ones, and standardised, that spread outweighs the vector side's reading of which one answers. A
+# name match instead adds the same score to each of that author's messages: what the name's bm25() term is worth at
+# the average length (its IDF, as FTS5 works it out), times AUTHOR_WEIGHT. PostgreSQL's ts_rank does not normalise
+# by length, so both stores now score a name alike. Measured on LoCoMo, whose questions name the speakers: hybrid
+# R@10 0.748 -> 0.766, R@50 0.881 -> 0.895 (README, "Keyword search").
 BODY_WEIGHT = 1.0
 AUTHOR_WEIGHT = 1.0
 # FTS5 scores every row its query matches (bm25() plus the join to messages: ~1.5 µs a row here), so the rows a
@@ -82,12 +89,17 @@ VECTOR_OVERFETCH = 4
 # Documents a keyword literal matches, counted only up to a cap: the count stops reading the term's postings
 # there, so a very common word costs no more than a rare one.
 COUNT_MATCHES = "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)"
+# {by_author} adds each name match (AUTHOR_MATCH); the rows only a name matches tie, and the latest come first.
 SELECT_KEYWORD = """
-SELECT messages_fts.rowid, bm25(messages_fts, ?, ?) AS rank
+SELECT messages_fts.rowid, bm25(messages_fts, ?, 0.0) - ({by_author}) AS rank
 FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid
 WHERE messages_fts MATCH ? AND {where}
-ORDER BY rank LIMIT ?
+ORDER BY rank, m.created_at DESC, m.id DESC LIMIT ?
 """
+AUTHOR_MATCH = "? * (messages_fts.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?))"
+# FTS5's "averages" record (row 1 of its data table): a varint count of the rows indexed, then each column's token
+# total. bm25() reads its row count there; reading it here costs one row, where count(*) would read every one.
+SELECT_FTS_AVERAGES = "SELECT block FROM messages_fts_data WHERE id = 1"
 # Row lookups are driven by the id list (CROSS JOIN fixes the join order): left to itself, the planner reads the
 # whole guild through its guild_id index and tests each row against the list (21 ms instead of 0.2 ms at 100k).
 SELECT_PASSING = """
@@ -322,18 +334,22 @@ class SearchEngine(FirstStage):
 
 
 def _keyword_hits(connection: sqlite3.Connection, terms: list[str], filters: SearchFilters, k: int) -> Hits:
-    expression = _keyword_expression(connection, terms)
-    if expression is None:
+    query = _keyword_query(connection, terms)
+    if query is None:
         return []
+    expression, names = query
     where, params = filter_clause(filters)
-    rows = connection.execute(SELECT_KEYWORD.format(where=where),
-                              [BODY_WEIGHT, AUTHOR_WEIGHT, expression, *params, k]).fetchall()
+    by_author = " + ".join([AUTHOR_MATCH] * len(names)) or "0.0"
+    statement = SELECT_KEYWORD.format(by_author=by_author, where=where)
+    named = [value for name, score in names for value in (score, name)]
+    rows = connection.execute(statement, [BODY_WEIGHT, *named, expression, *params, k]).fetchall()
     # bm25() is lower-is-better; flip it so every score here is higher-is-better.
     return [(rowid, -rank) for rowid, rank in rows]
 
 
-def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str | None:
-    """The MATCH string for ``terms``: common terms only rank, author names match their authors' messages."""
+def _keyword_query(connection: sqlite3.Connection, terms: list[str]) -> tuple[str, list[tuple[str, float]]] | None:
+    """The MATCH string for ``terms`` (common terms only rank, author names match their authors' messages), and for
+    each term some display name holds, the MATCH string of those names and the score a match adds."""
 
     def documents(term: text.Term) -> int:
         matching = text.match_expression([term])
@@ -343,13 +359,44 @@ def _keyword_expression(connection: sqlite3.Connection, terms: list[str]) -> str
     postings.update((term, documents(text.Term(term))) for term in characters_alone(postings))
     terms = list(postings)
     within = within_budget(postings)
+    indexed = _rows_indexed(connection)
     matching: list[text.Term] = []
+    names: list[tuple[str, float]] = []
     for term in within:
+        name = text.Term(term, column="author")
+        authored = documents(name)
         # A word found at least as often in display names as in messages means a person: match their messages.
-        as_author = 2 * documents(text.Term(term, column="author")) >= postings[term] > 0
-        matching.append(text.Term(term, column="author" if as_author else None))
+        as_author = 2 * authored >= postings[term] > 0
+        matching.append(name if as_author else text.Term(term))
+        if authored:
+            names.append((text.match_expression([name]), AUTHOR_WEIGHT * _idf(indexed, authored)))
     ranking = [text.Term(term) for term in terms if term not in within]
-    return text.match_expression(matching, ranking_only=ranking)
+    expression = text.match_expression(matching, ranking_only=ranking)
+    return None if expression is None else (expression, names)
+
+
+def _idf(rows: int, matching: int) -> float:
+    """A term's IDF as FTS5's bm25() works it out: kept just above zero for a term in half the rows or more."""
+    return max(math.log((rows - matching + 0.5) / (matching + 0.5)), 1e-6)
+
+
+def _rows_indexed(connection: sqlite3.Connection) -> int:
+    """How many rows messages_fts holds, read from FTS5's averages record (0 before the first row)."""
+    row = connection.execute(SELECT_FTS_AVERAGES).fetchone()
+    return 0 if row is None or not row[0] else _varint(row[0])
+
+
+def _varint(data: bytes) -> int:
+    """The SQLite varint (FTS5 writes the same) at the start of ``data``: big-endian, seven bits a byte while the
+    high bit is set, and a ninth byte taken whole."""
+    value = 0
+    for position, byte in enumerate(data[:9]):
+        if position == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            break
+    return value
 
 
 def characters_alone(counts: dict[str, int]) -> list[str]:

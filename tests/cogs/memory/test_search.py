@@ -4,6 +4,7 @@ ask for ``sqlite_engine`` or ``store`` are about the SQLite side's own machinery
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from cogs.memory.ingest import IngestQueue
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine, characters_alone, fuse, fuse_sides, spread_to_neighbours
 from cogs.memory.filters import filter_clause
+from cogs.memory.migrations import FTS_TOKENIZER
 from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
 from cogs.memory.profile import MemoryProfile
@@ -196,6 +198,29 @@ async def test_a_display_name_in_the_query_matches_that_authors_messages(engine:
     assert ids(results)[0] == 1
 
 
+async def test_a_name_match_scores_each_of_that_authors_messages_alike(
+        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    # A name says whose message, not which one: Daniel's long message must not rank below his short ones. Each
+    # message has a channel to itself, so no neighbour lends to another and the score is the keyword side's own.
+    guild = 6
+    daniel = ["Noted.", "Where's the wedding?", "Saturday works for me, I'm home after 3 pm",
+              "I started at Ridgeway Cycles two weeks ago, fixing bikes all day, and the owner lets me test-ride"]
+    for message_id, content in enumerate(daniel, start=1):
+        await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=60 + message_id,
+                                            author_id=ALICE, author_name="Daniel"))
+    for message_id in range(10, 16):
+        await memory_ingest.add(make_record(message_id, f"my cat knocked plant number {message_id} off the shelf",
+                                            guild_id=guild, channel_id=70 + message_id, author_id=BOB,
+                                            author_name="Mei"))
+    await memory_ingest.flush()
+    named = await search_engine.search("what did daniel say", SearchFilters(guild_id=guild), 10, mode="keyword")
+    assert sorted(ids(named)) == [1, 2, 3, 4]
+    assert len({round(hit["score"], 9) for hit in named}) == 1, named
+    # A word of the message on top of the name ranks it first; the others still tie below it.
+    bikes = await search_engine.search("daniel bikes", SearchFilters(guild_id=guild), 10, mode="keyword")
+    assert ids(bikes)[0] == 4 and len({round(hit["score"], 9) for hit in bikes[1:]}) == 1, bikes
+
+
 async def test_an_over_common_term_does_not_widen_the_match(engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # "marathon" (1 message) fits the budget, "pizza" (3 documents) does not: only the marathon message matches.
     monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
@@ -346,6 +371,20 @@ async def test_a_narrow_filter_falls_back_to_a_restricted_vector_search(
     filters = SearchFilters(guild_id=GUILD, channel_ids=frozenset({SECRET}))
     results = await sqlite_engine.search("pizza tonight", filters, 1, mode="vector")
     assert ids(results) == [6]
+
+
+def test_the_row_count_bm25_reads_is_read_from_fts5s_own_record() -> None:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    connection.execute(f'CREATE VIRTUAL TABLE messages_fts USING fts5(body, author, tokenize = "{FTS_TOKENIZER}")')
+    assert search_module._rows_indexed(connection) == 0
+    written = 0
+    for more in (1, 126, 1, 16_256):  # 1, 127 and 128 rows hold one and two bytes; 16,384 needs three
+        connection.executemany("INSERT INTO messages_fts (rowid, body, author) VALUES (?, 'hello world', 'ann')",
+                               [(written + i + 1,) for i in range(more)])
+        written += more
+        assert search_module._rows_indexed(connection) == written
+    connection.execute("DELETE FROM messages_fts WHERE rowid <= 200")
+    assert search_module._rows_indexed(connection) == written - 200
 
 
 @pytest.mark.parametrize("sql", [search_module.SELECT_CANDIDATES, search_module.SELECT_PASSING])
