@@ -1,10 +1,11 @@
-"""Whether a chat message asks something: what answers it is usually the message after it in the channel."""
+"""Whether a chat message asks something, and which of the messages after it in the channel answers it."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable, Sequence
 
-__all__ = ("asks",)
+__all__ = ("answer", "asks")
 
 # Question marks of the scripts that have their own: Latin and full-width (CJK), Arabic, Greek, Armenian,
 # Ethiopic, small forms.
@@ -48,3 +49,20 @@ def asks(content: str) -> bool:
         return True
     sentences = _SENTENCE_END.split(_LEADING_MENTIONS.sub("", content.lower()))
     return any(first.group() in _ENGLISH_OPENERS for first in map(_FIRST_WORD.search, sentences) if first)
+
+
+def answer(asker: Hashable, asked: Hashable, after: Sequence[tuple[int, Hashable]]) -> int | None:
+    """Which message answers a question, of the (row id, author) pairs that come after it, nearest first.
+
+    The one asked answers: the author of the message the question follows (``asked``), when that is not the asker,
+    even after someone else's line. Else the first by anyone but the asker, else the next message; None when no
+    message follows.
+    """
+    if asked is not None and asked != asker:
+        for rowid, author in after:
+            if author == asked:
+                return rowid
+    for rowid, author in after:
+        if author != asker:
+            return rowid
+    return after[0][0] if after else None

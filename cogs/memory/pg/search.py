@@ -14,7 +14,7 @@ import numpy as np
 from ..embedding import Embedder
 from ..records import SearchFilters
 from .. import search
-from ..search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Neighbours, Row
+from ..search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Row, Window, window_of
 from . import fts
 from .filters import filter_clause
 from .store import PostgresStore
@@ -113,10 +113,9 @@ class PostgresSearchEngine(FirstStage):
         return {word: row[0] for word, row in zip(words, rows)}
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Neighbours, dict[int, Row]]:
-        rows = await self._store.fetch(SELECT_NEIGHBOURS, filters.guild_id, sources)
-        neighbours = {row[0]: (row[1], row[2], row[3]) for row in rows}
-        wanted = set(candidates).union(*neighbours.values()) - {None}
+                                filters: SearchFilters) -> tuple[Window, dict[int, Row]]:
+        window = window_of(await self._store.fetch(SELECT_NEIGHBOURS, filters.guild_id, sources))
+        wanted = set(candidates).union(*((previous, *after) for previous, after in window.values())) - {None}
         where, params = filter_clause(filters, first=2)
         rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), sorted(wanted), *params)
-        return neighbours, {row[0]: tuple(row)[1:] for row in rows}
+        return window, {row[0]: tuple(row)[1:] for row in rows}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cogs.memory.questions import asks
+from cogs.memory.questions import answer, asks
 
 
 @pytest.mark.parametrize("content", [
@@ -47,3 +47,19 @@ def test_questions_ask(content: str) -> None:
 ])
 def test_statements_do_not(content: str) -> None:
     assert not asks(content)
+
+
+def test_the_one_asked_answers_even_after_someone_elses_line() -> None:
+    # jo: "new phone day!!" -> sam: "which one" -> kat: "rivera plumbing any good?" -> jo: "the Pixel 8".
+    assert answer("sam", "jo", [(3, "kat"), (4, "jo")]) == 4
+
+
+def test_with_no_one_asked_the_first_other_voice_answers() -> None:
+    # The question follows the asker's own message, or opens the channel: the asker does not answer themself.
+    assert answer("sam", "sam", [(3, "sam"), (4, "kat"), (5, "jo")]) == 4
+    assert answer("sam", None, [(3, "sam"), (4, "kat")]) == 4
+
+
+def test_when_no_one_else_speaks_the_next_message_answers() -> None:
+    assert answer("sam", "jo", [(3, "sam"), (4, "sam")]) == 3
+    assert answer("sam", "jo", []) is None
