@@ -1,11 +1,11 @@
-"""Whether a chat message asks something, and which of the messages after it in the channel answers it."""
+"""Whether a chat message asks something, and which of the messages after it in the channel may answer it."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Sequence
 
-__all__ = ("answer", "asks")
+__all__ = ("answers", "asks")
 
 # Question marks of the scripts that have their own: Latin and full-width (CJK), Arabic, Greek, Armenian,
 # Ethiopic, small forms.
@@ -51,18 +51,17 @@ def asks(content: str) -> bool:
     return any(first.group() in _ENGLISH_OPENERS for first in map(_FIRST_WORD.search, sentences) if first)
 
 
-def answer(asker: Hashable, asked: Hashable, after: Sequence[tuple[int, Hashable]]) -> int | None:
-    """Which message answers a question, of the (row id, author) pairs that come after it, nearest first.
+def answers(asker: Hashable, asked: Hashable, after: Sequence[tuple[int, Hashable]]) -> tuple[int, ...]:
+    """Which messages may answer a question, of the (row id, author) pairs that come after it, nearest first.
 
-    The one asked answers: the author of the message the question follows (``asked``), when that is not the asker,
-    even after someone else's line. Else the first by anyone but the asker, else the next message; None when no
-    message follows.
+    The next message, as a rule; and when the one asked (``asked``: the author of the message the question follows,
+    if not the asker) answers later, past someone else's line, their first message too. Who is asked is a guess (a
+    question can turn to someone else), so the next message is never passed over. Empty when nothing follows.
     """
-    if asked is not None and asked != asker:
-        for rowid, author in after:
-            if author == asked:
-                return rowid
-    for rowid, author in after:
-        if author != asker:
-            return rowid
-    return after[0][0] if after else None
+    if not after:
+        return ()
+    nearest, nearest_author = after[0]
+    if asked is None or asked == asker or nearest_author == asked:
+        return (nearest,)
+    later = next((rowid for rowid, author in after[1:] if author == asked), None)
+    return (nearest,) if later is None else (nearest, later)

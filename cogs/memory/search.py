@@ -34,9 +34,9 @@ Hits = list[tuple[int, float]]
 # Each source row id's previous and next messages in its channel, as the store reads them: the previous row id and
 # the row ids after it, nearest first (REPLY_WINDOW + 1 at most).
 Window = dict[int, tuple[int | None, tuple[int, ...]]]
-# Each source row id's previous and next row id in its channel, then the row id of what would answer the source,
-# and what would answer its next message, were they questions (questions.answer).
-Neighbours = dict[int, tuple[int | None, int | None, int | None, int | None]]
+# Each source row id's previous and next row id in its channel, then the row ids of what may answer the source, and
+# what may answer its next message, were they questions (questions.answers).
+Neighbours = dict[int, tuple[int | None, int | None, tuple[int, ...], tuple[int, ...]]]
 # A SELECT_CANDIDATES row after its row id: message_id, guild_id, channel_id, author_id, author_name, content,
 # created_at.
 Row = tuple[Any, ...]
@@ -70,10 +70,10 @@ NEXT_CONTEXT_WEIGHT = 0.5
 # that hit on to its reply even when the question itself matches nothing (README, "The vector side").
 ANSWER_CONTEXT_WEIGHT = 1.0
 # Where that reply is looked for: in a group chat the one asked often answers after someone else's line ("new
-# phone day!!" -> "which one" -> "rivera plumbing any good?" -> "the Pixel 8"), so it is the first of the next
-# REPLY_WINDOW messages by the one asked (questions.answer). Measured with 1 to 4 (README, "The vector side"): 3
-# gained on the chat fixture at every k, and moved the bilingual fixture and LoCoMo (whose speakers take turns) by
-# less than 0.003.
+# phone day!!" -> "which one" -> "rivera plumbing any good?" -> "the Pixel 8"), so the first message within the next
+# REPLY_WINDOW by the one asked gets the loan too, beside the next message (questions.answers). Measured (README, "The
+# vector side"): lending to that message instead of the next lost two Korean questions whose asker turned to
+# someone else; lending to both gained on the chat and bilingual fixtures.
 REPLY_WINDOW = 3
 CONTEXT_SOURCES = 50
 # Author names are a column so "what did Ann say" can match Ann's messages. bm25() ranks the body column only: it
@@ -211,42 +211,44 @@ def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor
     from ``floor``, the score of a message no side returned.
     """
     spread, received, replies = dict(scores), {}, {}
-    for rowid, (previous, following, reply, following_reply) in neighbours.items():
+    for rowid, (previous, following, answers, following_answers) in neighbours.items():
         score = max(scores[rowid], 0.0)
         if previous is not None and weights[0] * score > 0.0:
             spread[previous] = spread.get(previous, floor) + weights[0] * score
-        lent, to = (ANSWER_CONTEXT_WEIGHT, reply) if rowid in asking else (weights[1], following)
-        if to is not None:
-            received[to] = received.get(to, 0.0) + lent * score
         if rowid in asking:  # a question's loan is added below, with what it got itself
-            replies[rowid] = reply
-        elif following is not None and lent * score > 0.0:
-            spread[following] = spread.get(following, floor) + lent * score
+            replies[rowid] = answers
+            for reply in answers:
+                received[reply] = received.get(reply, 0.0) + ANSWER_CONTEXT_WEIGHT * score
+        elif following is not None:
+            received[following] = received.get(following, 0.0) + weights[1] * score
+            if weights[1] * score > 0.0:
+                spread[following] = spread.get(following, floor) + weights[1] * score
         if following in asking and following not in neighbours:
-            replies[following] = following_reply
-    for question, reply in replies.items():
+            replies[following] = following_answers
+    for question, answers in replies.items():
         loan = ANSWER_CONTEXT_WEIGHT * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
-        if reply is not None and loan > 0.0:
-            spread[reply] = spread.get(reply, floor) + loan
+        if loan > 0.0:
+            for reply in answers:
+                spread[reply] = spread.get(reply, floor) + loan
     return spread
 
 
 def neighbours_in(window: Window, rows: dict[int, Row]) -> Neighbours:
-    """Each source's previous and next message from ``window``, and where the answer to it and to its next message
-    would be, were they questions: among the next REPLY_WINDOW messages that pass (``rows``), by questions.answer."""
+    """Each source's previous and next message from ``window``, and what may answer it and its next message, were
+    they questions: among the next REPLY_WINDOW messages that pass (``rows``), by questions.answers."""
 
     def author(rowid: int | None) -> Any:
         return rows[rowid][ROW_AUTHOR] if rowid in rows else None
 
-    def answer(question: int, asked: int | None, after: tuple[int, ...]) -> int | None:
+    def answers(question: int, asked: int | None, after: tuple[int, ...]) -> tuple[int, ...]:
         passing = [(rowid, author(rowid)) for rowid in after[:REPLY_WINDOW] if rowid in rows]
-        return questions.answer(author(question), author(asked), passing)
+        return questions.answers(author(question), author(asked), passing)
 
     neighbours: Neighbours = {}
     for rowid, (previous, after) in window.items():
         following = after[0] if after else None
-        neighbours[rowid] = (previous, following, answer(rowid, previous, after),
-                             None if following is None else answer(following, rowid, after[1:]))
+        neighbours[rowid] = (previous, following, answers(rowid, previous, after),
+                             () if following is None else answers(following, rowid, after[1:]))
     return neighbours
 
 
