@@ -292,7 +292,8 @@ def test_a_question_answered_by_a_question_passes_the_first_ones_loan_on() -> No
 
 
 def test_a_source_that_asks_adds_the_loan_it_got_to_its_own_score() -> None:
-    spread = spread_to_neighbours({1: 1.0, 2: 0.5}, {1: (None, 2, (2,), (3,)), 2: (1, 3, (3,), (4,))}, floor=0.0, asking={2})
+    neighbours = {1: (None, 2, (2,), (3,)), 2: (1, 3, (3,), (4,))}
+    spread = spread_to_neighbours({1: 1.0, 2: 0.5}, neighbours, floor=0.0, asking={2})
     assert spread[3] == pytest.approx(0.5 + 0.5)  # its own 0.5 and the 0.5 it got from 1
 
 
