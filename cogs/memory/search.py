@@ -82,7 +82,7 @@ CONTEXT_SOURCES = 50
 # name match instead adds the same score to each of that author's messages: what the name's bm25() term is worth at
 # the average length (its IDF, as FTS5 works it out), times AUTHOR_WEIGHT. PostgreSQL's ts_rank does not normalise
 # by length, so both stores now score a name alike. Measured on LoCoMo, whose questions name the speakers: hybrid
-# R@10 0.748 -> 0.766, R@50 0.881 -> 0.895 (README, "Keyword search").
+# R@10 0.748 -> 0.766, R@50 0.881 -> 0.895 (README, "First-stage recall on LoCoMo").
 BODY_WEIGHT = 1.0
 AUTHOR_WEIGHT = 1.0
 # FTS5 scores every row its query matches (bm25() plus the join to messages: ~1.5 µs a row here), so the rows a
@@ -389,20 +389,22 @@ def _keyword_query(connection: sqlite3.Connection, terms: list[str]) -> tuple[st
     postings.update((term, documents(text.Term(term))) for term in characters_alone(postings))
     terms = list(postings)
     within = within_budget(postings)
-    indexed = _rows_indexed(connection)
     matching: list[text.Term] = []
-    names: list[tuple[str, float]] = []
+    authored: dict[text.Term, int] = {}
     for term in within:
         name = text.Term(term, column="author")
-        authored = documents(name)
+        authored[name] = documents(name)
         # A word found at least as often in display names as in messages means a person: match their messages.
-        as_author = 2 * authored >= postings[term] > 0
+        as_author = 2 * authored[name] >= postings[term] > 0
         matching.append(name if as_author else text.Term(term))
-        if authored:
-            names.append((text.match_expression([name]), AUTHOR_WEIGHT * _idf(indexed, authored)))
     ranking = [text.Term(term) for term in terms if term not in within]
     expression = text.match_expression(matching, ranking_only=ranking)
-    return None if expression is None else (expression, names)
+    if expression is None:
+        return None
+    indexed = _rows_indexed(connection) if any(authored.values()) else 0
+    names = [(text.match_expression([name]), AUTHOR_WEIGHT * _idf(indexed, count))
+             for name, count in authored.items() if count]
+    return expression, names
 
 
 def _idf(rows: int, matching: int) -> float:
@@ -455,15 +457,20 @@ def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candid
                       filters: SearchFilters) -> tuple[Window, dict[int, Row]]:
     """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
     window = window_of(connection.execute(SELECT_NEIGHBOURS, [_json_ids(sources)]))
-    wanted = set(candidates).union(*((previous, *after) for previous, after in window.values())) - {None}
     where, params = filter_clause(filters)
-    rows = connection.execute(SELECT_CANDIDATES.format(where=where), [_json_ids(sorted(wanted)), *params])
+    wanted = _json_ids(rows_wanted(candidates, window))
+    rows = connection.execute(SELECT_CANDIDATES.format(where=where), [wanted, *params])
     return window, {row[0]: row[1:] for row in rows}
 
 
 def window_of(rows: Iterable[Sequence[Any]]) -> Window:
     """SELECT_NEIGHBOUR_IDS rows as a Window: the messages after a source stop where its channel does."""
     return {row[0]: (row[1], tuple(rowid for rowid in row[2:] if rowid is not None)) for row in rows}
+
+
+def rows_wanted(candidates: list[int], window: Window) -> list[int]:
+    """The row ids to read for a search: its candidates and every message in their sources' window, in order."""
+    return sorted(set(candidates).union(*((previous, *after) for previous, after in window.values())) - {None})
 
 
 def _candidate(row: Row, score: float, sources: list[str], rank: int) -> Candidate:

@@ -14,7 +14,7 @@ import numpy as np
 from ..embedding import Embedder
 from ..records import SearchFilters
 from .. import search
-from ..search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Row, Window, window_of
+from ..search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Row, Window, rows_wanted, window_of
 from . import fts
 from .filters import filter_clause
 from .store import PostgresStore
@@ -115,7 +115,6 @@ class PostgresSearchEngine(FirstStage):
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Window, dict[int, Row]]:
         window = window_of(await self._store.fetch(SELECT_NEIGHBOURS, filters.guild_id, sources))
-        wanted = set(candidates).union(*((previous, *after) for previous, after in window.values())) - {None}
         where, params = filter_clause(filters, first=2)
-        rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), sorted(wanted), *params)
+        rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), rows_wanted(candidates, window), *params)
         return window, {row[0]: tuple(row)[1:] for row in rows}
