@@ -9,7 +9,9 @@ the bilingual fixture bench/data/bilingual (three conversations written for this
 one also in Japanese and Korean).
 
 ``--mode hybrid,vector,keyword`` ingests once and answers the queries in each mode: it prints (and writes) a JSON
-list of the per-mode objects, which share the one ingest measurement.
+list of the per-mode objects, which share the one ingest measurement. ``alone`` is a baseline, not a search of
+memory: each message embedded by itself, ranked by cosine in the query's channel (bench/alone.py), the floor the
+vector side must not fall below.
 
 messages.jsonl: {"channel", "msg_id", "author", "ts", "text"} a line; queries.jsonl: {"channel", "qid", "question",
 "category", "relevant": [msg_id, ...]} a line (the format of ../shared/data/locomo/), optionally with "lang": then the
@@ -31,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,11 +44,13 @@ from cogs.memory.memory import Memory
 from cogs.memory.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters
 
+from .alone import AloneBaseline
+
 GUILD_ID = 1
 # LoCoMo, beside the repository (never copied into it): see ../shared/data/locomo/README.md.
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
 KS = (5, 10, 20, 50)
-MODES = ("vector", "keyword", "hybrid")
+MODES = ("vector", "keyword", "hybrid", "alone")
 MRR_AT = 10
 
 
@@ -180,22 +184,39 @@ async def run_store(args: argparse.Namespace, records: list[MessageRecord], quer
                 "n_messages": len(records),
                 "n_embedded": len(recorder.texts),
             }
-            return [await _answer(memory, queries, mode, ingest, args.candidates, profile.name)
-                    for mode in args.mode]
+            alone = await AloneBaseline.build(memory.embedder, records) if "alone" in args.mode else None
+            return [await _answer(_searcher(memory, alone, mode), queries, mode, ingest, args.candidates,
+                                  profile.name) for mode in args.mode]
         finally:
             await memory.close()
 
 
-async def _answer(memory: Memory, queries: list[Query], mode: str, ingest: dict[str, Any], candidates: int,
+Searcher = Callable[[Query], Awaitable[list[int]]]
+
+
+def _searcher(memory: Memory, alone: AloneBaseline | None, mode: str) -> Searcher:
+    """The message ids one mode ranks for a query, best first: memory's search, or the message-alone baseline."""
+    if mode == "alone":
+        assert alone is not None
+        return lambda query: alone.search(query.question, query.channel_id, max(KS))
+
+    async def search(query: Query) -> list[int]:
+        filters = SearchFilters(guild_id=GUILD_ID, channel_ids=frozenset({query.channel_id}))
+        hits = await memory.search_engine.search(query.question, filters, max(KS), mode=mode)
+        return [hit["message_id"] for hit in hits]
+
+    return search
+
+
+async def _answer(search: Searcher, queries: list[Query], mode: str, ingest: dict[str, Any], candidates: int,
                   profile: str) -> dict[str, Any]:
     per_query: list[tuple[Query, dict[str, float]]] = []
     latencies: list[float] = []
     for query in queries:
-        filters = SearchFilters(guild_id=GUILD_ID, channel_ids=frozenset({query.channel_id}))
         started = time.perf_counter()
-        hits = await memory.search_engine.search(query.question, filters, max(KS), mode=mode)
+        ranked = await search(query)
         latencies.append((time.perf_counter() - started) * 1000)
-        per_query.append((query, score([hit["message_id"] for hit in hits], query.relevant)))
+        per_query.append((query, score(ranked, query.relevant)))
     languages = {"per_language": _grouped(per_query, lambda query: query.lang)} if any(
         query.lang for query, _ in per_query) else {}
     return {
@@ -237,7 +258,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="directory with messages.jsonl and queries.jsonl (default: LoCoMo, %(default)s)")
     parser.add_argument("--messages", type=Path, help="messages file (default: DATA/messages.jsonl)")
     parser.add_argument("--queries", type=Path, help="queries file (default: DATA/queries.jsonl)")
-    parser.add_argument("--mode", type=_modes, default=["hybrid"], help="vector, keyword, hybrid, or a comma list")
+    parser.add_argument("--mode", type=_modes, default=["hybrid"],
+                        help="vector, keyword, hybrid, alone (a baseline), or a comma list")
     parser.add_argument("--json", type=Path, help="also write the result here")
     parser.add_argument("--profile", default="cpu-small", help="profile name or .toml path (reranker is off)")
     parser.add_argument("--candidates", type=int, default=100, help="vector and keyword candidates per query")

@@ -87,3 +87,14 @@ def test_queries_without_a_language_get_no_per_language_figures(tmp_path: Path) 
                  "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
                  "--mode", "keyword", "--candidates", "10", "--db", str(tmp_path), "--json", str(out)])
     assert "per_language" not in json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_the_message_alone_baseline_answers_beside_memory_search(tmp_path: Path) -> None:
+    out = tmp_path / "recall.json"
+    recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
+                 "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
+                 "--mode", "vector,alone", "--candidates", "10", "--db", str(tmp_path), "--json", str(out)])
+    vector, alone = json.loads(out.read_text(encoding="utf-8"))
+    assert FIELDS <= alone.keys()
+    # Each channel has fewer than 5 messages, so the baseline too finds every relevant one in its top 5.
+    assert (vector["mode"], alone["mode"], alone["n_queries"], alone["recall@5"]) == ("vector", "alone", 2, 1.0)
