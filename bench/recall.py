@@ -13,7 +13,8 @@ list of the per-mode objects, which share the one ingest measurement. ``alone`` 
 memory: each message embedded by itself, ranked by cosine in the query's channel (bench/alone.py), the floor the
 vector side must not fall below.
 
-messages.jsonl: {"channel", "msg_id", "author", "ts", "text"} a line; queries.jsonl: {"channel", "qid", "question",
+messages.jsonl: {"channel", "msg_id", "author", "ts", "text"} a line, optionally "reply_to" (the msg_id of an
+earlier message it replies to, as Discord's reply does); queries.jsonl: {"channel", "qid", "question",
 "category", "relevant": [msg_id, ...]} a line (the format of ../shared/data/locomo/), optionally with "lang": then the
 result has ``per_language`` as well as ``per_category``. All messages go into one guild, one Discord channel per
 ``channel`` value, in file order; each query is searched within its own channel.
@@ -95,10 +96,13 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
     for position, row in enumerate(_read_jsonl(messages_path), start=1):
         channel_id = channels.setdefault(str(row["channel"]), 100 + len(channels))
         author_id = authors.setdefault(str(row["author"]), 1000 + len(authors))
+        reply_to = row.get("reply_to")
+        reply_to_id = None if reply_to is None else message_ids.get(str(reply_to))  # an earlier message's, or none
         message_ids[str(row["msg_id"])] = position
         records.append(MessageRecord(message_id=position, guild_id=GUILD_ID, channel_id=channel_id,
                                      parent_channel_id=None, author_id=author_id, author_name=str(row["author"]),
-                                     content=str(row["text"]), created_at=_timestamp(row["ts"])))
+                                     content=str(row["text"]), created_at=_timestamp(row["ts"]),
+                                     reply_to_id=reply_to_id))
     queries = []
     for row in _read_jsonl(queries_path):
         relevant = frozenset(message_ids[str(m)] for m in row["relevant"] if str(m) in message_ids)

@@ -232,6 +232,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        # Search looks up the replies (Discord's reply) to a question: what answers it, however far below it comes.
+        "0009_replies",
+        ("""
+         CREATE INDEX messages_reply_to ON messages (reply_to_id, created_at, message_id)
+         WHERE reply_to_id IS NOT NULL
+         """,),
+    ),
 )
 
 

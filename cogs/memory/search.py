@@ -31,11 +31,12 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "keyword"]
 Hits = list[tuple[int, float]]
-# Each source row id's previous and next messages in its channel, as the store reads them: the previous row id and
-# the row ids after it, nearest first (REPLY_WINDOW + 1 at most).
-Window = dict[int, tuple[int | None, tuple[int, ...]]]
+# Each source row id's previous and next messages in its channel, as the store reads them: the previous row id, the
+# row ids after it, nearest first (REPLY_WINDOW + 1 at most), and the row ids of the messages that reply to it
+# through Discord's reply, earliest first (REPLY_WINDOW at most).
+Window = dict[int, tuple[int | None, tuple[int, ...], tuple[int, ...]]]
 # Each source row id's previous and next row id in its channel, then the row ids of what may answer the source, and
-# what may answer its next message, were they questions (questions.answers).
+# what may answer its next message, were they questions (questions.answers; for the source, its replies too).
 Neighbours = dict[int, tuple[int | None, int | None, tuple[int, ...], tuple[int, ...]]]
 # A SELECT_CANDIDATES row after its row id: message_id, guild_id, channel_id, author_id, author_name, content,
 # created_at.
@@ -73,7 +74,9 @@ ANSWER_CONTEXT_WEIGHT = 1.0
 # phone day!!" -> "which one" -> "rivera plumbing any good?" -> "the Pixel 8"), so the first message within the next
 # REPLY_WINDOW by the one asked gets the loan too, beside the next message (questions.answers). Measured (README, "The
 # vector side"): lending to that message instead of the next lost two Korean questions whose asker turned to
-# someone else; lending to both gained on the chat and bilingual fixtures.
+# someone else; lending to both gained on the chat and bilingual fixtures. A message that answers through Discord's
+# reply says which question it answers, however far below it comes: the first REPLY_WINDOW such replies get the
+# loan as well (none of the benchmark datasets carries replies, so this is not measured).
 REPLY_WINDOW = 3
 CONTEXT_SOURCES = 50
 # Author names are a column so "what did Ann say" can match Ann's messages. bm25() ranks the body column only: it
@@ -122,13 +125,19 @@ _NEXT_ID = """
    WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
      AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
    ORDER BY n.created_at, n.message_id LIMIT 1 OFFSET {offset})"""
+# Each row ``c``'s replies (Discord's reply), earliest first; the messages_reply_to index finds them.
+_REPLY_ID = """
+  (SELECT r.id FROM messages AS r
+   WHERE r.reply_to_id = c.message_id AND r.guild_id = c.guild_id
+   ORDER BY r.created_at, r.message_id LIMIT 1 OFFSET {offset})"""
 SELECT_NEIGHBOUR_IDS = """
 SELECT c.id,
   (SELECT p.id FROM messages AS p
    WHERE p.guild_id = c.guild_id AND p.channel_id = c.channel_id
      AND (p.created_at, p.message_id) < (c.created_at, c.message_id)
    ORDER BY p.created_at DESC, p.message_id DESC LIMIT 1),""" + ",".join(
-    _NEXT_ID.format(offset=offset) for offset in range(REPLY_WINDOW + 1)) + "\n"
+    [*(_NEXT_ID.format(offset=offset) for offset in range(REPLY_WINDOW + 1)),
+     *(_REPLY_ID.format(offset=offset) for offset in range(REPLY_WINDOW))]) + "\n"
 SELECT_NEIGHBOURS = SELECT_NEIGHBOUR_IDS + "FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
@@ -235,7 +244,8 @@ def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor
 
 def neighbours_in(window: Window, rows: dict[int, Row]) -> Neighbours:
     """Each source's previous and next message from ``window``, and what may answer it and its next message, were
-    they questions: among the next REPLY_WINDOW messages that pass (``rows``), by questions.answers."""
+    they questions: among the next REPLY_WINDOW messages that pass (``rows``), by questions.answers, and for the
+    source, its replies (Discord's reply) that pass too."""
 
     def author(rowid: int | None) -> Any:
         return rows[rowid][ROW_AUTHOR] if rowid in rows else None
@@ -245,9 +255,11 @@ def neighbours_in(window: Window, rows: dict[int, Row]) -> Neighbours:
         return questions.answers(author(question), author(asked), passing)
 
     neighbours: Neighbours = {}
-    for rowid, (previous, after) in window.items():
+    for rowid, (previous, after, replies) in window.items():
         following = after[0] if after else None
-        neighbours[rowid] = (previous, following, answers(rowid, previous, after),
+        guessed = answers(rowid, previous, after)
+        replied = tuple(reply for reply in replies if reply in rows and reply not in guessed)
+        neighbours[rowid] = (previous, following, guessed + replied,
                              () if following is None else answers(following, rowid, after[1:]))
     return neighbours
 
@@ -464,13 +476,20 @@ def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candid
 
 
 def window_of(rows: Iterable[Sequence[Any]]) -> Window:
-    """SELECT_NEIGHBOUR_IDS rows as a Window: the messages after a source stop where its channel does."""
-    return {row[0]: (row[1], tuple(rowid for rowid in row[2:] if rowid is not None)) for row in rows}
+    """SELECT_NEIGHBOUR_IDS rows as a Window: the messages after a source stop where its channel does, its replies
+    where they do."""
+    replies_at = 3 + REPLY_WINDOW
+
+    def present(ids: Sequence[Any]) -> tuple[int, ...]:
+        return tuple(rowid for rowid in ids if rowid is not None)
+
+    return {row[0]: (row[1], present(row[2:replies_at]), present(row[replies_at:])) for row in rows}
 
 
 def rows_wanted(candidates: list[int], window: Window) -> list[int]:
     """The row ids to read for a search: its candidates and every message in their sources' window, in order."""
-    return sorted(set(candidates).union(*((previous, *after) for previous, after in window.values())) - {None})
+    around = ((previous, *after, *replies) for previous, after, replies in window.values())
+    return sorted(set(candidates).union(*around) - {None})
 
 
 def _candidate(row: Row, score: float, sources: list[str], rank: int) -> Candidate:

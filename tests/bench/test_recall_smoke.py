@@ -98,3 +98,11 @@ def test_the_message_alone_baseline_answers_beside_memory_search(tmp_path: Path)
     assert FIELDS <= alone.keys()
     # Each channel has fewer than 5 messages, so the baseline too finds every relevant one in its top 5.
     assert (vector["mode"], alone["mode"], alone["n_queries"], alone["recall@5"]) == ("vector", "alone", 2, 1.0)
+
+
+def test_a_message_may_name_the_earlier_one_it_replies_to(tmp_path: Path) -> None:
+    messages = [dict(MESSAGES[0]), dict(MESSAGES[1], reply_to="c1/1"), dict(MESSAGES[2], reply_to="c1/9")]
+    records, _ = recall.load_dataset(write_jsonl(tmp_path / "m.jsonl", messages),
+                                     write_jsonl(tmp_path / "q.jsonl", QUERIES))
+    # c1/9 is no message of the file: no reply.
+    assert [record.reply_to_id for record in records] == [None, records[0].message_id, None]

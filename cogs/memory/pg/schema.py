@@ -181,6 +181,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX embeddings_vector ON embeddings USING hnsw (vector vector_ip_ops)",
         ),
     ),
+    Migration(
+        # Search looks up the replies (Discord's reply) to a question, as on SQLite (migrations.py, 0009_replies).
+        "0005_replies",
+        ("""
+         CREATE INDEX messages_reply_to ON messages (reply_to_id, created_at, message_id)
+         WHERE reply_to_id IS NOT NULL
+         """,),
+    ),
 )
 
 

@@ -5,6 +5,7 @@ ask for ``sqlite_engine`` or ``store`` are about the SQLite side's own machinery
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -307,13 +308,23 @@ def test_neighbours_name_what_may_answer_by_whom_a_question_asks() -> None:
     # Rows 1..5 in a channel: jo, sam, kat, jo, sam (a row is message_id, guild, channel, author_id, ...).
     rows = {rowid: (rowid, GUILD, GENERAL, author, "", "", 0.0) for rowid, author in
             [(1, "jo"), (2, "sam"), (3, "kat"), (4, "jo"), (5, "sam")]}
-    neighbours = neighbours_in({1: (None, (2, 3, 4, 5)), 2: (1, (3, 4, 5))}, rows)
+    neighbours = neighbours_in({1: (None, (2, 3, 4, 5), ()), 2: (1, (3, 4, 5), ())}, rows)
     # 1 opens the channel: only its next message. Its next (2, sam) follows jo: kat's 3, then jo's 4.
     assert neighbours[1] == (None, 2, (2,), (3, 4))
     assert neighbours[2] == (1, 3, (3, 4), (4, 5))
     # A message the filters hide (not among rows) is passed over.
     del rows[4]
-    assert neighbours_in({2: (1, (3, 4, 5))}, rows)[2] == (1, 3, (3,), (5,))
+    assert neighbours_in({2: (1, (3, 4, 5), ())}, rows)[2] == (1, 3, (3,), (5,))
+
+
+def test_the_replies_to_a_message_may_answer_it_however_far_below() -> None:
+    # 1 asks; 2 is next; 9 and 12 reply to 1 through Discord's reply, far below, and so does 2 (once in the answers).
+    rows = {rowid: (rowid, GUILD, GENERAL, author, "", "", 0.0) for rowid, author in
+            [(1, "jo"), (2, "sam"), (3, "kat"), (9, "ravi"), (12, "sam")]}
+    assert neighbours_in({1: (None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 9, 12), (3,))
+    # A reply the filters hide is passed over.
+    del rows[9]
+    assert neighbours_in({1: (None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 12), (3,))
 
 
 def test_a_han_bigram_no_message_holds_is_searched_by_its_characters() -> None:
@@ -382,6 +393,24 @@ async def test_the_reply_of_the_one_asked_is_found_past_someone_elses_line(
     await memory_ingest.flush()
     results = await search_engine.search("new phone", SearchFilters(guild_id=guild), 20, mode="keyword")
     assert [hit["sources"] for hit in results if hit["message_id"] == 4] == [["context"]], results
+
+
+async def test_a_discord_reply_to_a_question_is_found_however_far_below_it(
+        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    # Ben answers Jo's question through Discord's reply, five lines of another talk below it.
+    guild = 8
+    messages = [(1, "jo", "anyone know a good plumber near the harbour?"), (2, "sam", "no idea sorry"),
+                (3, "kat", "did anyone see the match last night"), (4, "ravi", "yes what a game"),
+                (5, "kat", "that last goal though"), (6, "ravi", "unreal"),
+                (7, "ben", "Rivera does great work, they fixed my sink in an hour")]
+    for message_id, name, content in messages:
+        record = make_record(message_id, content, guild_id=guild, channel_id=81, author_name=name,
+                             author_id=400 + message_id)
+        await memory_ingest.add(replace(record, reply_to_id=1) if message_id == 7 else record)
+    await memory_ingest.flush()
+    results = await search_engine.search("good plumber near the harbour", SearchFilters(guild_id=guild), 10,
+                                         mode="keyword")
+    assert [hit["sources"] for hit in results if hit["message_id"] == 7] == [["context"]], results
 
 
 def test_a_vector_side_the_model_cannot_read_only_fills_after_the_keyword_side() -> None:
