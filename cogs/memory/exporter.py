@@ -94,7 +94,8 @@ def _record(message: dict[str, Any], channel: ExportedChannel) -> MessageRecord 
     if not isinstance(content, str):
         raise TypeError(f"its content is {json.dumps(content)}, not text")
     author = message["author"]
-    reference = message.get("reference") or {}
+    # A reply names what it answers; another message's reference (a forward) is not a question to it.
+    reference = (message.get("reference") or {}) if message.get("type") == "Reply" else {}
     reply_to = reference.get("messageId")
     return MessageRecord(
         message_id=int(message["id"]),

@@ -236,7 +236,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         # Search looks up the replies (Discord's reply) to a question: what answers it, however far below it comes.
         "0009_replies",
         ("""
-         CREATE INDEX messages_reply_to ON messages (reply_to_id, created_at, message_id)
+         CREATE INDEX messages_reply_to ON messages (reply_to_id, guild_id, channel_id, created_at, message_id)
          WHERE reply_to_id IS NOT NULL
          """,),
     ),

@@ -128,7 +128,7 @@ _NEXT_ID = """
 # Each row ``c``'s replies (Discord's reply), earliest first; the messages_reply_to index finds them.
 _REPLY_ID = """
   (SELECT r.id FROM messages AS r
-   WHERE r.reply_to_id = c.message_id AND r.guild_id = c.guild_id
+   WHERE r.reply_to_id = c.message_id AND r.guild_id = c.guild_id AND r.channel_id = c.channel_id
    ORDER BY r.created_at, r.message_id LIMIT 1 OFFSET {offset})"""
 SELECT_NEIGHBOUR_IDS = """
 SELECT c.id,

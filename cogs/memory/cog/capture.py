@@ -45,7 +45,8 @@ def record_from_message(message: discord.Message) -> MessageRecord:
     channel = message.channel
     is_thread = isinstance(channel, discord.Thread)
     parent_id = channel.parent_id if is_thread else None
-    reference = message.reference
+    # A reply names what it answers; a forward carries a reference too, to a message that is not a question to it.
+    reference = message.reference if message.type is discord.MessageType.reply else None
     return MessageRecord(
         message_id=message.id,
         guild_id=memory_space_id(message),

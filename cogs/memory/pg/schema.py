@@ -185,7 +185,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         # Search looks up the replies (Discord's reply) to a question, as on SQLite (migrations.py, 0009_replies).
         "0005_replies",
         ("""
-         CREATE INDEX messages_reply_to ON messages (reply_to_id, created_at, message_id)
+         CREATE INDEX messages_reply_to ON messages (reply_to_id, guild_id, channel_id, created_at, message_id)
          WHERE reply_to_id IS NOT NULL
          """,),
     ),

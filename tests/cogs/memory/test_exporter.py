@@ -58,6 +58,12 @@ def test_a_reply_keeps_its_parent(write):
     assert records[0].reply_to_id == 30
 
 
+def test_only_a_reply_keeps_what_it_references(write):
+    forward = message(32, "", reference={"messageId": "30"})  # a forward: a plain message that references another
+    records = read_export(write(export([forward]))).records
+    assert records[0].reply_to_id is None
+
+
 def test_attachments_and_embed_titles_become_stand_ins(write):
     data = export([message(30, "", attachments=[{"fileName": "map.png"}], embeds=[{"title": "Park info"}])])
     records = read_export(write(data)).records

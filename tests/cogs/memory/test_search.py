@@ -464,6 +464,14 @@ async def test_rows_are_looked_up_by_row_id_not_by_reading_the_guild(store: Memo
     assert not any("messages_guild" in step for step in plan)
 
 
+async def test_the_replies_of_a_message_are_looked_up_in_the_reply_index(store: MemoryStore) -> None:
+    # Any other index reads a whole channel or guild for each source of each search.
+    plan = [row[3] for row in await fetchall(store, f"EXPLAIN QUERY PLAN {search_module.SELECT_NEIGHBOURS}",
+                                             ["[1, 2]"])]
+    replies = [step for step in plan if step.startswith("SEARCH r ")]
+    assert len(replies) == search_module.REPLY_WINDOW and all("messages_reply_to" in step for step in replies), plan
+
+
 async def test_a_deleted_message_is_never_found(engine: Any, memory_ingest: IngestQueue) -> None:
     await memory_ingest.delete([6])
     for mode in ("hybrid", "vector", "keyword"):

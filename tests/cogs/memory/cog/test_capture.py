@@ -6,7 +6,7 @@ from discord.ext.test import backend
 
 from cogs.memory.records import SearchFilters
 from tests.fixtures.core import fetchall
-from tests.fixtures.discord import edit, remembered, say
+from tests.fixtures.discord import edit, remembered, reply_to, say
 
 
 @pytest.fixture
@@ -149,3 +149,25 @@ async def test_a_deleted_dm_is_forgotten(memory_bot, member):
     backend.delete_message(message)
     await dpytest.run_all_events()
     assert await dm_memory(memory_bot, dm) == []
+
+
+async def test_a_reply_keeps_what_it_answers_and_a_plain_message_does_not(memory_bot, guild, channel, member):
+    question = await say("anyone know a good plumber?", member, channel)
+    answer = await reply_to(question, "Rivera, they fixed my sink", member)
+    other = await say("the match was great", member, channel)
+    await memory_bot.memory.flush()
+    rows = await fetchall(memory_bot.memory.store, "SELECT message_id, reply_to_id FROM messages ORDER BY message_id")
+    assert rows == sorted([(question.id, None), (answer.id, question.id), (other.id, None)])
+
+
+async def test_a_forward_is_no_reply_to_what_it_forwards(memory_bot, guild, channel, member):
+    original = await say("anyone know a good plumber?", member, channel)
+    data = backend.facts.make_message_dict(channel, member, content="look at this", type=0)
+    data["message_reference"] = {"type": 1, "message_id": str(original.id), "channel_id": str(channel.id),
+                                 "guild_id": str(guild.id)}
+    backend.get_state().parse_message_create(data)
+    await dpytest.run_all_events()
+    await memory_bot.memory.flush()
+    rows = await fetchall(memory_bot.memory.store, "SELECT reply_to_id FROM messages WHERE message_id = ?",
+                          (int(data["id"]),))
+    assert rows == [(None,)]
