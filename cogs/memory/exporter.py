@@ -95,8 +95,7 @@ def _record(message: dict[str, Any], channel: ExportedChannel) -> MessageRecord 
         raise TypeError(f"its content is {json.dumps(content)}, not text")
     author = message["author"]
     # A reply names what it answers; another message's reference (a forward) is not a question to it.
-    reference = (message.get("reference") or {}) if message.get("type") == "Reply" else {}
-    reply_to = reference.get("messageId")
+    reply_to = (message.get("reference") or {}).get("messageId") if message.get("type") == "Reply" else None
     return MessageRecord(
         message_id=int(message["id"]),
         guild_id=channel.guild_id,

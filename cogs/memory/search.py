@@ -478,7 +478,7 @@ def _context_and_rows(connection: sqlite3.Connection, sources: list[int], candid
 def window_of(rows: Iterable[Sequence[Any]]) -> Window:
     """SELECT_NEIGHBOUR_IDS rows as a Window: the messages after a source stop where its channel does, its replies
     where they do."""
-    replies_at = 3 + REPLY_WINDOW
+    replies_at = 2 + REPLY_WINDOW + 1  # a row: the source, its previous, REPLY_WINDOW + 1 after it, its replies
 
     def present(ids: Sequence[Any]) -> tuple[int, ...]:
         return tuple(rowid for rowid in ids if rowid is not None)
