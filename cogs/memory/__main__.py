@@ -90,7 +90,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                          help="the PostgreSQL database (pgvector installed) to copy into")
     migrate.add_argument("--model", help="whose vectors to copy (default: the profile's embedding model)")
     backup = commands.add_parser("backup", help="copy the database to DEST, safely while the bot runs")
-    backup.add_argument("destination", type=Path, metavar="DEST", help="a new file, or a folder for a dated one")
+    # Kept as typed: Path would drop the trailing "/" that says DEST is a folder.
+    backup.add_argument("destination", metavar="DEST",
+                        help="a folder (an existing one, or a path ending in /) for a dated copy, or a new file")
     restore = commands.add_parser("restore", help="replace the database with a backup (stop the bot first)")
     restore.add_argument("source", type=Path, metavar="BACKUP.sqlite3")
     commands.add_parser("check", help="check the whole database for damage; rebuild a damaged keyword index")

@@ -111,17 +111,49 @@ def _copy_atomically(source: Path, target: Path) -> int:
         raise
 
 
-def backup_database(db_path: Path, destination: Path) -> Backup:
-    """Copy the live database to ``destination``: a new file, or a folder to put ``memory-<UTC time>.sqlite3`` in.
+def _names_a_folder(destination: Path | str) -> bool:
+    """A path written with a trailing separator (``backups/``) means a folder, as it does to ``cp`` and ``rsync``;
+    ``Path`` drops that separator, so it is read from the text as given."""
+    separators = tuple(sep for sep in (os.sep, os.altsep) if sep)
+    return (isinstance(destination, str) and destination.endswith(separators)) or Path(destination).is_dir()
+
+
+def _dated_file(folder: Path) -> Path:
+    """``memory-<UTC time>.sqlite3`` in ``folder``; a second backup within the same second gets ``-2``, ``-3``..."""
+    stamp = _stamp()
+    target = folder / f"memory-{stamp}.sqlite3"
+    attempt = 1
+    while target.exists():
+        attempt += 1
+        target = folder / f"memory-{stamp}-{attempt}.sqlite3"
+    return target
+
+
+def _destination_file(destination: Path | str) -> Path:
+    """The file a backup goes to: a dated one in a folder (made if it is new), or the new file named."""
+    try:
+        if _names_a_folder(destination):
+            folder = Path(destination)
+            folder.mkdir(parents=True, exist_ok=True)
+            return _dated_file(folder)
+        target = Path(destination)
+        if target.exists():
+            raise BackupError(f"{target} already exists; give a new file name or a folder")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+    except OSError as error:
+        raise BackupError(f"could not write {destination}: {_reason(error)}") from error
+
+
+def backup_database(db_path: Path, destination: Path | str) -> Backup:
+    """Copy the live database to ``destination``: a folder (an existing one, or any path written with a trailing
+    ``/``, made if new) gets ``memory-<UTC time>.sqlite3``; any other path is the new file to write.
 
     Safe while the bot runs: the copy is one consistent snapshot and never holds up the bot's writes.
     """
     if not db_path.is_file():
         raise BackupError(f"there is no memory database at {db_path}")
-    if destination.is_dir():
-        destination = destination / f"memory-{_stamp()}.sqlite3"
-    if destination.exists():
-        raise BackupError(f"{destination} already exists; give a new file name or a folder")
+    destination = _destination_file(destination)
     lock = DatabaseLock(db_path)
     lock.shared()  # no restore can replace the database during the copy
     try:

@@ -85,6 +85,35 @@ async def test_a_backup_into_a_folder_gets_a_dated_name(db_path: Path, tmp_path:
     assert (re.fullmatch(r"memory-\d{8}-\d{6}\.sqlite3", made.path.name) is not None, made.messages) == (True, 3)
 
 
+async def test_a_destination_ending_in_a_slash_is_a_new_folder(
+    db_path: Path, tmp_path: Path, make_record: RecordFactory
+) -> None:
+    await stored(db_path, make_record, range(1, 4))
+    made = backup_database(db_path, f"{tmp_path / 'backups'}/")
+    assert (made.path.parent == tmp_path / "backups", re.fullmatch(r"memory-\d{8}-\d{6}\.sqlite3", made.path.name)
+            is not None, count(made.path)) == (True, True, 3)
+
+
+async def test_a_new_file_name_is_a_file_in_a_folder_made_for_it(
+    db_path: Path, tmp_path: Path, make_record: RecordFactory
+) -> None:
+    await stored(db_path, make_record, range(1, 4))
+    made = backup_database(db_path, str(tmp_path / "backups" / "monday.sqlite3"))
+    assert (made.path, count(made.path)) == (tmp_path / "backups" / "monday.sqlite3", 3)
+
+
+async def test_a_folder_backup_from_a_terminal_works_twice_in_a_row(
+    db_path: Path, tmp_path: Path, make_record: RecordFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await stored(db_path, make_record, range(1, 4))
+    monkeypatch.chdir(tmp_path)  # the README's command, word for word: `backup backups/` on a fresh install
+    first = await cli("--db", str(db_path), "backup", "backups/")
+    second = await cli("--db", str(db_path), "backup", "backups/")
+    made = sorted((tmp_path / "backups").iterdir())
+    assert ((first[0], first[2]), (second[0], second[2]), len(made), [count(path) for path in made]) == (
+        (0, ""), (0, ""), 2, [3, 3])
+
+
 async def test_a_backup_never_overwrites_a_file(db_path: Path, tmp_path: Path, make_record: RecordFactory) -> None:
     await stored(db_path, make_record, range(1, 4))
     (tmp_path / "old.sqlite3").write_text("an older backup")
