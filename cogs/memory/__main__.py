@@ -24,6 +24,7 @@ from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, datab
 from .database_lock import DatabaseLock
 from .integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
+from .store_protocol import DatabaseUnavailableError
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -203,6 +204,10 @@ async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         progress.finish()
         print(f"error: {error}", file=err)
         return 1
+    except DatabaseUnavailableError as error:
+        progress.finish()
+        print(f"error: {error}; what was copied stays, and running migrate again copies the rest", file=err)
+        return 1
     progress.finish()
     print(f"{'table':<20} {'sqlite':>10} {'postgresql':>10}", file=out)
     for count in report.totals:
@@ -312,6 +317,9 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
             code = await search(memory, args, out, err)
     except sqlite3.DatabaseError as error:  # e.g. damage found mid-run: say what to do, not a traceback
         print(f"error: {explain_open_failure(args.db, error)}", file=err)
+        code = 1
+    except DatabaseUnavailableError as error:  # PostgreSQL went away mid-run
+        print(f"error: {error}", file=err)
         code = 1
     finally:
         closed = await _close(memory, err)

@@ -19,7 +19,7 @@ from .ingest_report import FlushReport, IngestError, RetryPolicy
 from .message_writer import MessageWriter
 from .records import MessageRecord
 from .rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
-from .store_protocol import Store
+from .store_protocol import DatabaseUnavailableError, Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .vector_filler import VectorFiller
 from .vector_index import IndexRegistry
@@ -122,12 +122,15 @@ class IngestQueue:
         not_stored = self._writer.unresolved(target)
         if vectors and not not_stored:
             await self._filler.settle()
-        waiting = (await self._store.pending_count())[0]
+        try:
+            waiting, vectors_error = (await self._store.pending_count())[0], self._filler.failure
+        except DatabaseUnavailableError as error:  # the server went away: what this process last counted
+            waiting, vectors_error = self._filler.backlog, str(error)
         tally = self._writer.take_tally()
         return FlushReport(stored=tally.stored, skipped=tally.skipped, rejected=tuple(tally.rejected),
                            not_stored=not_stored, error=self._writer.error if not_stored else None,
                            vectors_pending=waiting, vectors_rejected=tuple(self._filler.take_rejected()),
-                           vectors_error=self._filler.failure if waiting else None)
+                           vectors_error=vectors_error if waiting else None)
 
     async def close(self) -> None:
         """Store and embed what is queued (as far as the database and the model allow), then stop; never raises

@@ -22,6 +22,7 @@ from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
 from .store import MemoryStore, StoreOpenError
+from .store_protocol import DatabaseUnavailableError
 from .vector_index import IndexRegistry, IndexSaveError
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class Memory:
         device = await asyncio.to_thread(resolve_device, profile)
         try:
             store = await open_store(db_path, database_url)
-        except StoreOpenError as exc:
+        except (StoreOpenError, DatabaseUnavailableError) as exc:
             log.error("Memory cannot start: %s", exc)
             raise MemoryOpenError(str(exc)) from None
         async with contextlib.AsyncExitStack() as undo:

@@ -230,11 +230,14 @@ class MessageWriter:
             if self._held:
                 self._failures += 1
                 self.error = describe(error) if error is not None else self.error
-                log.error("Storing %d messages failed (%s); they are kept and tried again in %.1f s",
-                          len(self._held), self.error, self._retry.delay(self._failures))
+                # One line per outage, not one per try: the next says when it ends.
+                log.log(logging.ERROR if self._failures == 1 else logging.DEBUG,
+                        "Storing %d messages failed (%s); they are kept and tried again in %.1f s",
+                        len(self._held), self.error, self._retry.delay(self._failures))
             else:
                 if self._failures:
-                    log.info("Storing messages works again")
+                    log.info("Storing messages works again (after %d failed tries); nothing kept was lost",
+                             self._failures)
                 self._failures, self.error = 0, None
             self._progress.notify_all()
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import text
 from . import fts
+from .faults import reaching
 from .schema import DIMENSION, apply_migrations
 from .store import DOCUMENT, _prepare_connection
 
@@ -251,27 +252,32 @@ async def copy_memory(sqlite_path: Path, url: str, model: str, progress: Progres
     both sides per table and guild."""
     source = await asyncio.to_thread(open_sqlite, sqlite_path)
     try:
-        target = await asyncpg.connect(url)
-        try:
-            await apply_migrations(target)
-            await _prepare_connection(target)
-            [(max_rowid,)] = await _sqlite(source, SQLITE_MAX_ROWID)
-            await target.execute(PG_ADVANCE_ROWIDS, max_rowid)
-            await _copy_messages(source, target, progress)
-            await _copy_vectors(source, target, model, progress)
-            await target.execute(PG_MARK_WAITING, model)
-            await _copy_small(source, target, "guild_settings", SQLITE_SETTINGS, PG_INSERT_SETTINGS, progress)
-            await _copy_small(source, target, "opt_outs", SQLITE_OPT_OUTS, PG_INSERT_OPT_OUT, progress)
-            await _copy_small(source, target, "message_tombstones", SQLITE_TOMBSTONES, PG_INSERT_TOMBSTONE,
-                              progress)
-            if await _has_exclusions(source):
-                await _copy_small(source, target, "history_exclusions", SQLITE_EXCLUSIONS, PG_INSERT_EXCLUSION,
-                                  progress)
-            return await count_tables(source, target, model)
-        finally:
-            await target.close()
+        async with reaching(url):  # a lost server is one DatabaseUnavailableError; what was copied stays
+            return await _copy(source, url, model, progress)
     finally:
         await asyncio.to_thread(source.close)
+
+
+async def _copy(source: sqlite3.Connection, url: str, model: str, progress: ProgressCallback) -> CopyReport:
+    target = await asyncpg.connect(url)
+    try:
+        await apply_migrations(target)
+        await _prepare_connection(target)
+        [(max_rowid,)] = await _sqlite(source, SQLITE_MAX_ROWID)
+        await target.execute(PG_ADVANCE_ROWIDS, max_rowid)
+        await _copy_messages(source, target, progress)
+        await _copy_vectors(source, target, model, progress)
+        await target.execute(PG_MARK_WAITING, model)
+        await _copy_small(source, target, "guild_settings", SQLITE_SETTINGS, PG_INSERT_SETTINGS, progress)
+        await _copy_small(source, target, "opt_outs", SQLITE_OPT_OUTS, PG_INSERT_OPT_OUT, progress)
+        await _copy_small(source, target, "message_tombstones", SQLITE_TOMBSTONES, PG_INSERT_TOMBSTONE,
+                          progress)
+        if await _has_exclusions(source):
+            await _copy_small(source, target, "history_exclusions", SQLITE_EXCLUSIONS, PG_INSERT_EXCLUSION,
+                              progress)
+        return await count_tables(source, target, model)
+    finally:
+        await target.close()
 
 
 async def _sqlite_counts(conn: sqlite3.Connection, table: str, model: str) -> dict[int | None, int]:
