@@ -18,6 +18,7 @@ from .embedding import Embedder
 from .ingest_report import FlushReport, IngestError, RetryPolicy
 from .message_writer import MessageWriter
 from .records import MessageRecord
+from .spool import IngestSpool
 from .rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
 from .store_protocol import DatabaseUnavailableError, Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
@@ -54,7 +55,8 @@ class IngestQueue:
     """
 
     def __init__(self, store: Store, embedder: Embedder, indexes: IndexRegistry, *, batch_size: int = 64,
-                 queue_size: int = 1024, retry: RetryPolicy = RetryPolicy()) -> None:
+                 queue_size: int = 1024, retry: RetryPolicy = RetryPolicy(),
+                 spool: IngestSpool | None = None) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = indexes
@@ -63,7 +65,7 @@ class IngestQueue:
         self._pending_edits = PendingEdits()
         self._next_prune = 0.0
         self._writer = MessageWriter(store, self.write_lock, self._admit, self._stored, retry,
-                                     batch_size=batch_size, queue_size=queue_size)
+                                     batch_size=batch_size, queue_size=queue_size, spool=spool)
         self._filler = VectorFiller(store, self.write_lock, embedder, indexes, retry)
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -152,6 +154,7 @@ class IngestQueue:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self._tasks = []
+            await self._writer.close()
 
     async def _after_queued(self) -> None:
         """Wait until every add queued before now was tried (stored, dropped, or held after a failed write)."""

@@ -4,17 +4,28 @@ what was stored, exit 1 and no traceback; a real server (pgserver) is stopped an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import asyncpg
 import pytest
 
 from cogs.memory.__main__ import parse_args, run
+from cogs.memory.embedding import EmbeddingService
+from cogs.memory.ingest import IngestQueue, RetryPolicy
 from cogs.memory.memory import Memory
+from cogs.memory.pg.indexes import DatabaseIndexes
+from cogs.memory.pg.store import PostgresStore
 from cogs.memory.records import MessageRecord
+from cogs.memory.spool import SPOOL_NAME, IngestSpool
+from tests.fixtures.core import RecordFactory
 from tests.fixtures.postgres import StoppableServer, fresh_database
 from tests.fixtures.stores import MODEL
 
@@ -124,3 +135,89 @@ async def test_migrate_to_a_stopped_server_is_one_line(tmp_path: Path, server_ur
     [line] = err.getvalue().splitlines()
     assert line.startswith("error: PostgreSQL at postgres@") and "cannot be reached" in line
     no_tracebacks(caplog)
+
+
+# -- the bot: capture goes on while the database is away ---------------------------------------------------------
+
+FAST_RETRY = RetryPolicy(first_delay_s=0.05, max_delay_s=0.5)
+OUTAGE_BEGINS = "Storing N messages failed"
+OUTAGE_ENDS = "Storing messages works again"
+
+
+async def until(condition: Callable[[], Awaitable[bool]], what: str, timeout_s: float = 60.0) -> None:
+    """Wait for ``condition`` (checked every 50 ms), failing with ``what`` after ``timeout_s``."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not await condition():
+        if asyncio.get_running_loop().time() > deadline:
+            pytest.fail(f"not within {timeout_s:.0f} s: {what}")
+        await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def capturing(url: str, spool_path: Path, embedder: EmbeddingService) -> AsyncIterator[IngestQueue]:
+    """The bot's ingest over PostgreSQL with its spool, as Memory.open builds it (retries sped up)."""
+    store = await PostgresStore.open(url)
+    queue = IngestQueue(store, embedder, DatabaseIndexes(embedder.model_name, embedder.dimension), retry=FAST_RETRY,
+                        spool=IngestSpool(spool_path))
+    queue.start()
+    try:
+        yield queue
+    finally:
+        await queue.close()
+        await store.close()
+
+
+async def stored_ids(url: str) -> set[int]:
+    conn = await asyncpg.connect(url)
+    try:
+        return {row[0] for row in await conn.fetch("SELECT message_id FROM messages")}
+    finally:
+        await conn.close()
+
+
+async def spooled(path: Path) -> int:
+    return len(await IngestSpool(path).read())
+
+
+def outage_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The writer's log lines, numbers and reasons left out (how messages are batched varies)."""
+    return [re.sub(r"\d+", "N", record.getMessage().split(" (")[0]) for record in caplog.records
+            if record.name == "cogs.memory.message_writer" and record.levelno >= logging.INFO]
+
+
+async def test_capture_goes_on_while_postgresql_is_away_and_catches_up(
+        server_url: str, stoppable_postgres: StoppableServer, embedder: EmbeddingService, tmp_path: Path,
+        make_record: RecordFactory, caplog: pytest.LogCaptureFixture) -> None:
+    spool_path = tmp_path / "data" / SPOOL_NAME
+    caplog.set_level(logging.INFO)
+    async with capturing(server_url, spool_path, embedder) as queue:
+        await queue.add(make_record(1, "before the outage"))
+        await queue.flush(vectors=False)
+        await asyncio.to_thread(stoppable_postgres.stop)
+        for message_id in range(2, 7):
+            await queue.add(make_record(message_id, f"said while the database was away, number {message_id}"))
+        await until(lambda: _equals(spooled(spool_path), 5), "the five messages kept in the spool")
+        await asyncio.to_thread(stoppable_postgres.start)
+        await until(lambda: _equals(stored_ids(server_url), set(range(1, 7))), "every message stored")
+        await until(lambda: _equals(spooled(spool_path), 0), "the spool emptied")
+    assert outage_lines(caplog) == [OUTAGE_BEGINS, OUTAGE_ENDS]
+    no_tracebacks(caplog)
+
+
+async def test_what_the_spool_kept_is_stored_after_a_restart_during_the_outage(
+        server_url: str, stoppable_postgres: StoppableServer, embedder: EmbeddingService, tmp_path: Path,
+        make_record: RecordFactory) -> None:
+    spool_path = tmp_path / "data" / SPOOL_NAME
+    async with capturing(server_url, spool_path, embedder) as queue:
+        await asyncio.to_thread(stoppable_postgres.stop)
+        for message_id in range(1, 4):
+            await queue.add(make_record(message_id, f"said while the database was away, number {message_id}"))
+        await until(lambda: _equals(spooled(spool_path), 3), "the three messages kept in the spool")
+    await asyncio.to_thread(stoppable_postgres.start)
+    async with capturing(server_url, spool_path, embedder) as queue:
+        await until(lambda: _equals(stored_ids(server_url), {1, 2, 3}), "what the spool kept, stored")
+        await until(lambda: _equals(spooled(spool_path), 0), "the spool emptied")
+
+
+async def _equals(value: Awaitable[Any], expected: Any) -> bool:
+    return await value == expected
