@@ -221,3 +221,22 @@ async def test_what_the_spool_kept_is_stored_after_a_restart_during_the_outage(
 
 async def _equals(value: Awaitable[Any], expected: Any) -> bool:
     return await value == expected
+
+
+async def test_dropped_connections_are_opened_again_and_nothing_is_lost(
+        database_url: str, embedder: EmbeddingService, tmp_path: Path, make_record: RecordFactory,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    async with capturing(database_url, tmp_path / SPOOL_NAME, embedder) as queue:
+        await queue.add(make_record(1, "before the connections drop"))
+        await queue.flush(vectors=False)
+        conn = await asyncpg.connect(database_url)
+        try:  # as a server restart or a network cut does to every session but this one
+            await conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                               "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        finally:
+            await conn.close()
+        await queue.add(make_record(2, "after they dropped"))
+        report = await queue.flush(vectors=False)
+    assert report.complete and await stored_ids(database_url) == {1, 2}
+    no_tracebacks(caplog)
