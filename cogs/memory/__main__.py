@@ -206,7 +206,7 @@ async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 1
     except DatabaseUnavailableError as error:
         progress.finish()
-        print(f"error: {error}; what was copied stays, and running migrate again copies the rest", file=err)
+        print(f"error: {error} (what was copied so far stays; the next run copies only the rest)", file=err)
         return 1
     progress.finish()
     print(f"{'table':<20} {'sqlite':>10} {'postgresql':>10}", file=out)

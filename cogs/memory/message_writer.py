@@ -308,7 +308,7 @@ class MessageWriter:
                         len(self._held), self.error, self._retry.delay(self._failures))
             else:
                 if self._failures:
-                    log.info("Storing messages works again (after %d failed tries); nothing kept was lost",
+                    log.info("Storing messages works again (after %d failed tries)",
                              self._failures)
                 self._failures, self.error = 0, None
             self._progress.notify_all()

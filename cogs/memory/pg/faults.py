@@ -38,7 +38,9 @@ def unavailable(url: str, error: BaseException) -> DatabaseUnavailableError:
     if isinstance(error, LOGIN_ERRORS):
         return DatabaseUnavailableError(f"PostgreSQL at {where} refused the login ({error}); fix the user or "
                                         "password in DATABASE_URL (or --to)")
-    why = str(error) or type(error).__name__
+    # A unix socket that is not there is a FileNotFoundError naming no file: say what it means.
+    why = "no server listens on its socket" if isinstance(error, FileNotFoundError) else (
+        str(error) or type(error).__name__)
     return DatabaseUnavailableError(f"PostgreSQL at {where} cannot be reached ({why}); start the server or fix "
                                     "DATABASE_URL (or --to), then run this again")
 
