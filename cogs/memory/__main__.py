@@ -24,6 +24,7 @@ from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, datab
 from .database_lock import DatabaseLock
 from .integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
+from .store_protocol import DatabaseUnavailableError
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -88,7 +89,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     migrate = commands.add_parser("migrate", help="copy the SQLite memory into PostgreSQL (resumable, one way)")
     migrate.add_argument("--to", required=True, type=postgres_url, metavar="postgresql://...",
                          help="the PostgreSQL database (pgvector installed) to copy into")
-    migrate.add_argument("--model", help="whose vectors to copy (default: the profile's embedding model)")
+    migrate.add_argument("--model", help="whose vectors to copy: a model name or a key as stored (default: the "
+                         "profile's embedding model, under the key memory stores its vectors)")
     backup = commands.add_parser("backup", help="copy the database to DEST, safely while the bot runs")
     # Kept as typed: Path would drop the trailing "/" that says DEST is a folder.
     backup.add_argument("destination", metavar="DEST",
@@ -172,31 +174,58 @@ class TableProgress:
             self.out.write("\n")
 
 
+async def vector_key_for(args: argparse.Namespace, stored: dict[str, int]) -> str:
+    """The key whose vectors migrate copies: that of the profile's model, derived as memory derives it (name, passage
+    prefix, input form), or of ``--model`` (a model name, or a key as stored)."""
+    from .embedding import vector_key
+
+    if args.model:
+        return args.model if args.model in stored else vector_key(args.model)
+    profile = await asyncio.to_thread(load_profile_for, args)
+    return vector_key(profile.embedding_model, profile.embedding_query_prefix, profile.embedding_passage_prefix)
+
+
 async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Copy the SQLite memory into PostgreSQL, then print both sides' counts; 1 when any table differs."""
-    from .pg.migrate import MigrationError, copy_memory
+    """Copy the SQLite memory into PostgreSQL, then print both sides' counts; 1 when any table differs in any guild."""
+    from .pg.migrate import MigrationError, copy_memory, stored_models
     from .profile import ProfileError
 
     try:
-        model = args.model or (await asyncio.to_thread(load_profile_for, args)).embedding_model
+        stored = await stored_models(args.db)
+        model = await vector_key_for(args, stored)
+    except MigrationError as error:
+        print(f"error: {error}", file=err)
+        return 1
     except ProfileError as error:
         print(f"error: {error}", file=err)
         return 2
     progress = TableProgress(err)
     try:
-        counts = await copy_memory(args.db, args.to, model, progress)
+        report = await copy_memory(args.db, args.to, model, progress)
     except MigrationError as error:
         progress.finish()
         print(f"error: {error}", file=err)
         return 1
+    except DatabaseUnavailableError as error:
+        progress.finish()
+        print(f"error: {error} (what was copied so far stays; the next run copies only the rest)", file=err)
+        return 1
     progress.finish()
     print(f"{'table':<20} {'sqlite':>10} {'postgresql':>10}", file=out)
-    for count in counts:
+    for count in report.totals:
         print(f"{count.table:<20} {count.sqlite:>10} {count.postgresql:>10}{'' if count.matches else '  MISMATCH'}",
               file=out)
-    if all(count.matches for count in counts):
-        print(f"copied: every table matches ({model} vectors)", file=out)
+    for other, vectors in sorted(stored.items()):
+        if other != model:
+            print(f"not copied: {vectors} vectors under {other!r} (another model or an earlier form of it)", file=out)
+    if report.waiting:
+        print(f"{report.waiting} copied messages have no {model} vector; memory embeds them in the background when "
+              "it opens on PostgreSQL", file=out)
+    if report.matches:
+        print(f"copied: every table matches in every guild ({model} vectors)", file=out)
         return 0
+    for count in report.differences:
+        print(f"error: {count.difference(model)}", file=err)
     print("error: counts differ; was the PostgreSQL database empty (or only an earlier copy) when this began?",
           file=err)
     return 1
@@ -290,6 +319,9 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
             code = await search(memory, args, out, err)
     except sqlite3.DatabaseError as error:  # e.g. damage found mid-run: say what to do, not a traceback
         print(f"error: {explain_open_failure(args.db, error)}", file=err)
+        code = 1
+    except DatabaseUnavailableError as error:  # PostgreSQL went away mid-run
+        print(f"error: {error}", file=err)
         code = 1
     finally:
         closed = await _close(memory, err)

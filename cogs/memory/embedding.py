@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .query_onnx import QueryOnnx
     from .query_trace import QueryTrace
 __all__ = ("DEFAULT_MODEL", "KNOWN_PREFIXES", "Embedder", "EmbeddingModelError", "EmbeddingService", "Prefixes",
-           "model_prefixes", "resolve_model_path")
+           "model_prefixes", "resolve_model_path", "vector_key")
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,12 @@ def _storage_name(model: str, prefixes: Prefixes) -> str:
     if prefixes.passage == model_prefixes(model).passage:
         return model
     return f"{model} (passage prefix {prefixes.passage!r})"
+
+
+def vector_key(model: str, query_prefix: str | None = None, passage_prefix: str | None = None) -> str:
+    """The key memory stores ``model``'s vectors under (``EmbeddingService.model_name``), given a profile's prefixes:
+    what ``migrate`` copies, without loading the model."""
+    return with_input_form(_storage_name(model, model_prefixes(model, query_prefix, passage_prefix)))
 
 
 def _use_threads(count: int) -> None:

@@ -18,6 +18,8 @@ from .ingest import FlushReport, IngestError, stored_content
 from .integrity import disk_nearly_full
 from .memory import Memory
 from .records import MessageRecord
+from .store import MemoryStore
+from .store_protocol import DatabaseUnavailableError
 
 __all__ = ("FileReport", "import_exports")
 
@@ -120,7 +122,13 @@ async def _store(memory: Memory, records: list[MessageRecord], progress: Progres
         report = await memory.flush()
     except IngestError as error:  # what was not stored is counted below, and the file's report gives the reason
         report, reason = error.report, error.report.error
-    progress.finish(await tally.update())
+    except DatabaseUnavailableError as error:  # the server went away: what it confirmed before counts as stored
+        reason = str(error)
+    try:
+        progress.finish(await tally.update())
+    except DatabaseUnavailableError as error:
+        progress.finish(tally.stored)
+        reason = reason or str(error)
     rejected = set(report.rejected) & set(tally.waiting)
     return _Outcome(tally.stored, len(tally.waiting) - len(rejected), len(rejected), reason,
                     report.vectors_pending, report.vectors_error)
@@ -138,7 +146,8 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
         progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
         outcome = await _store(memory, to_store, progress)
     reason = outcome.reason
-    if outcome.not_stored and disk_nearly_full(memory.db_path):  # what to do, beside the database's words
+    on_disk = isinstance(memory.store, MemoryStore)  # PostgreSQL's disk is the server's
+    if outcome.not_stored and on_disk and disk_nearly_full(memory.db_path):  # what to do, beside the database's words
         reason = f"the disk holding {memory.db_path} is full; free some space"
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
                       len(records) - len(stored) - len(to_store), len(export.rejected) + outcome.rejected,
@@ -168,7 +177,11 @@ async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err
             unreadable += 1
             continue
         _show_rejected(path, export, err)
-        report = await _import(memory, path, export, err)
+        try:
+            report = await _import(memory, path, export, err)
+        except DatabaseUnavailableError as error:  # gone before this file's first message was queued
+            report = FileReport(path, f"#{export.channel.channel_name} (guild {export.channel.guild_id})", 0, 0, 0,
+                                0, len(export.records), str(error))
         reports.append(report)
         print(report.line(), file=out)
         if report.not_stored:

@@ -18,8 +18,9 @@ from .embedding import Embedder
 from .ingest_report import FlushReport, IngestError, RetryPolicy
 from .message_writer import MessageWriter
 from .records import MessageRecord
+from .spool import IngestSpool
 from .rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
-from .store_protocol import Store
+from .store_protocol import DatabaseUnavailableError, Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .vector_filler import VectorFiller
 from .vector_index import IndexRegistry
@@ -54,7 +55,8 @@ class IngestQueue:
     """
 
     def __init__(self, store: Store, embedder: Embedder, indexes: IndexRegistry, *, batch_size: int = 64,
-                 queue_size: int = 1024, retry: RetryPolicy = RetryPolicy()) -> None:
+                 queue_size: int = 1024, retry: RetryPolicy = RetryPolicy(),
+                 spool: IngestSpool | None = None) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = indexes
@@ -63,7 +65,7 @@ class IngestQueue:
         self._pending_edits = PendingEdits()
         self._next_prune = 0.0
         self._writer = MessageWriter(store, self.write_lock, self._admit, self._stored, retry,
-                                     batch_size=batch_size, queue_size=queue_size)
+                                     batch_size=batch_size, queue_size=queue_size, spool=spool)
         self._filler = VectorFiller(store, self.write_lock, embedder, indexes, retry)
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -122,12 +124,15 @@ class IngestQueue:
         not_stored = self._writer.unresolved(target)
         if vectors and not not_stored:
             await self._filler.settle()
-        waiting = (await self._store.pending_count())[0]
+        try:
+            waiting, vectors_error = (await self._store.pending_count())[0], self._filler.failure
+        except DatabaseUnavailableError as error:  # the server went away: what this process last counted
+            waiting, vectors_error = self._filler.backlog, str(error)
         tally = self._writer.take_tally()
         return FlushReport(stored=tally.stored, skipped=tally.skipped, rejected=tuple(tally.rejected),
                            not_stored=not_stored, error=self._writer.error if not_stored else None,
                            vectors_pending=waiting, vectors_rejected=tuple(self._filler.take_rejected()),
-                           vectors_error=self._filler.failure if waiting else None)
+                           vectors_error=vectors_error if waiting else None)
 
     async def close(self) -> None:
         """Store and embed what is queued (as far as the database and the model allow), then stop; never raises
@@ -149,6 +154,7 @@ class IngestQueue:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self._tasks = []
+            await self._writer.close()
 
     async def _after_queued(self) -> None:
         """Wait until every add queued before now was tried (stored, dropped, or held after a failed write)."""

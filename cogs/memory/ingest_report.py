@@ -7,6 +7,8 @@ import errno
 import sqlite3
 from dataclasses import dataclass
 
+from .store_protocol import DatabaseUnavailableError
+
 __all__ = ("FlushReport", "IngestError", "RetryPolicy", "describe")
 
 # SQLite's primary result codes for the failures an admin can fix, in words.
@@ -80,7 +82,9 @@ class IngestError(RuntimeError):
 
 def describe(error: BaseException) -> str:
     """Why a write or the model failed, in words: what happened to the database when that is known (a lock, a full
-    disk), else the error itself."""
+    disk, a lost server), else the error itself."""
+    if isinstance(error, DatabaseUnavailableError):  # already in words, with what to do
+        return str(error)
     code = getattr(error, "sqlite_errorcode", None)
     reason = _SQLITE_REASONS.get(code & 0xFF) if isinstance(code, int) else None
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:

@@ -21,7 +21,9 @@ from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
+from .spool import SPOOL_NAME, IngestSpool
 from .store import MemoryStore, StoreOpenError
+from .store_protocol import DatabaseUnavailableError
 from .vector_index import IndexRegistry, IndexSaveError
 
 if TYPE_CHECKING:
@@ -81,7 +83,7 @@ class Memory:
         device = await asyncio.to_thread(resolve_device, profile)
         try:
             store = await open_store(db_path, database_url)
-        except StoreOpenError as exc:
+        except (StoreOpenError, DatabaseUnavailableError) as exc:
             log.error("Memory cannot start: %s", exc)
             raise MemoryOpenError(str(exc)) from None
         async with contextlib.AsyncExitStack() as undo:
@@ -100,8 +102,10 @@ class Memory:
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
             await _mark_unembedded(store, embedder.model_name)
+            # On PostgreSQL, capture goes on into a local spool while the server is away (spool.py).
+            spool = IngestSpool(db_path.parent / SPOOL_NAME) if database_url else None
             ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
-                                 queue_size=profile.ingest_queue_size)
+                                 queue_size=profile.ingest_queue_size, spool=spool)
             ingest.start()
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)

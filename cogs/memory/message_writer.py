@@ -4,6 +4,7 @@ is tried again, then held (and reported) until it works; a message whose data ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import sqlite3
@@ -15,6 +16,7 @@ from .content import clean_text, stored_content
 from .ingest_report import RetryPolicy, describe
 from .records import MessageRecord
 from .rows import NewRow, WriteBatch, to_timestamp
+from .spool import IngestSpool
 from .store_protocol import Store
 
 __all__ = ("BACKLOG_BATCH_SIZE", "MessageWriter", "Tally", "about_data")
@@ -103,12 +105,14 @@ def _storable(record: MessageRecord) -> MessageRecord:
 class MessageWriter:
     """The first ingest stage and the only writer of new messages; ``write_lock`` is shared with every other writer.
 
-    ``stored(rowids)`` is called after each commit that stored messages (the vector filler's cue).
+    ``stored(rowids)`` is called after each commit that stored messages (the vector filler's cue). With a ``spool``
+    (PostgreSQL), messages whose write failed, and those that come while it fails, are kept in it until stored, and
+    what an earlier run kept there is stored first.
     """
 
     def __init__(self, store: Store, write_lock: asyncio.Lock, admit: Admit,
                  stored: Callable[[list[int]], None], retry: RetryPolicy, *, batch_size: int,
-                 queue_size: int) -> None:
+                 queue_size: int, spool: IngestSpool | None = None) -> None:
         self._store = store
         self._write_lock = write_lock
         self._admit = admit
@@ -129,6 +133,9 @@ class MessageWriter:
         self._progress = asyncio.Condition()
         self._tally = Tally()
         self._stored_any = False  # whether the current write stored a message: proof the database works
+        self._spool = spool
+        self._spooled: dict[int, int] = {}  # seq → spool id of each message kept in the spool
+        self._unspool: list[int] = []  # spool ids of messages stored (or dropped) since, to forget there
 
     @property
     def enqueued(self) -> int:
@@ -168,24 +175,88 @@ class MessageWriter:
         return tuple(ids)
 
     async def run(self) -> None:
+        await self._replay()
         while True:
             await self._write_all(await self._take())
+
+    async def close(self) -> None:
+        if self._spool is not None:
+            await self._spool.close()
+
+    # -- the spool ------------------------------------------------------------------------------------------
+
+    async def _replay(self) -> None:
+        """What an earlier run kept in the spool (the database was away when it stopped) is tried first."""
+        if self._spool is None:
+            return
+        try:
+            kept = await self._spool.read()
+        except (sqlite3.Error, OSError, ValueError) as error:  # left where it is, for an admin to look at
+            log.error("Reading the messages kept in %s failed (%s); they are not stored", self._spool.path,
+                      describe(error))
+            return
+        for spool_id, record in kept:
+            self._enqueued += 1
+            self._outstanding[self._enqueued] = record.message_id
+            self._spooled[self._enqueued] = spool_id
+            self._held.append(_Queued(self._enqueued, record, held=True))
+        if kept:
+            log.info("%d messages kept in %s while the database was away are stored now", len(kept),
+                     self._spool.path)
+
+    async def _keep_held(self) -> None:
+        """Keep held messages in the spool (durable once this returns), and forget there what is stored."""
+        if self._spool is None:
+            return
+        new = [item for item in self._held if item.seq not in self._spooled]
+        done, self._unspool = self._unspool, []
+        try:
+            if new:
+                for item, spool_id in zip(new, await self._spool.add([item.record for item in new]), strict=True):
+                    self._spooled[item.seq] = spool_id
+            await self._spool.remove(done)
+        except (sqlite3.Error, OSError) as error:  # kept in memory meanwhile, and tried again
+            self._unspool = done + self._unspool
+            log.error("Keeping %d messages in %s failed (%s); they stay in memory until stored", len(new),
+                      self._spool.path, describe(error))
 
     # -- taking work ----------------------------------------------------------------------------------------
 
     async def _take(self) -> list[_Queued]:
         if not self._held:
             return await self._next_batch()
-        try:
-            await asyncio.wait_for(self._retry_now.wait(), self._retry.delay(self._failures))
-        except TimeoutError:
-            pass
+        await self._wait_to_retry()
         self._retry_now.clear()
         items, self._held = self._held, []
         # What was queued meanwhile is tried with them, so a flush waits for one try, not for the database.
         while not self._queue.empty():
             items.append(self._queue.get_nowait())
         return items
+
+    async def _wait_to_retry(self) -> None:
+        """Wait out the pause before the next try (or a flush's call); with a spool, what comes meanwhile is held
+        and kept there at once, so capture goes on while the database is away."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._retry.delay(self._failures)
+        while (remaining := deadline - loop.time()) > 0 and not self._retry_now.is_set():
+            if self._spool is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._retry_now.wait(), remaining)
+                return
+            arrival = asyncio.ensure_future(self._queue.get())
+            retry = asyncio.ensure_future(self._retry_now.wait())
+            try:
+                await asyncio.wait({arrival, retry}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                retry.cancel()
+                if not arrival.done():
+                    arrival.cancel()  # a get cancelled before it completes takes nothing from the queue
+            if arrival.done() and not arrival.cancelled():
+                arrived = [arrival.result()]
+                while not self._queue.empty():
+                    arrived.append(self._queue.get_nowait())
+                self._hold(arrived)
+                await self._keep_held()
 
     async def _next_batch(self) -> list[_Queued]:
         """Up to ``batch_size`` messages within ``_BATCH_WAIT_S``, or a wide batch under a backlog."""
@@ -224,17 +295,21 @@ class MessageWriter:
             self._hold([item for item, _ in suspects])
             error = error or suspects[0][1]
         self._held.sort(key=lambda item: item.seq)
+        await self._keep_held()
         async with self._progress:
             self._tries += 1
             self._tried = max(self._tried, items[-1].seq)
             if self._held:
                 self._failures += 1
                 self.error = describe(error) if error is not None else self.error
-                log.error("Storing %d messages failed (%s); they are kept and tried again in %.1f s",
-                          len(self._held), self.error, self._retry.delay(self._failures))
+                # One line per outage, not one per try: the next says when it ends.
+                log.log(logging.ERROR if self._failures == 1 else logging.DEBUG,
+                        "Storing %d messages failed (%s); they are kept and tried again in %.1f s",
+                        len(self._held), self.error, self._retry.delay(self._failures))
             else:
                 if self._failures:
-                    log.info("Storing messages works again")
+                    log.info("Storing messages works again (after %d failed tries)",
+                             self._failures)
                 self._failures, self.error = 0, None
             self._progress.notify_all()
 
@@ -344,6 +419,9 @@ class MessageWriter:
         return _Row(item.seq, _storable(record), content, text.fts_document(content))
 
     def _count(self, outcome: _Outcome) -> None:
+        for seq in outcome.stored + outcome.skipped + [item.seq for item, _ in outcome.rejected]:
+            if seq in self._spooled:
+                self._unspool.append(self._spooled.pop(seq))
         for seq in outcome.stored + outcome.skipped:
             self._outstanding.pop(seq, None)
         for item, reason in outcome.rejected:

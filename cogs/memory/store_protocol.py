@@ -11,7 +11,12 @@ from typing import Any, Protocol, runtime_checkable
 from .rows import ChannelMessage, RowRef, VectorInput, WriteBatch
 from .vectors import VectorSource
 
-__all__ = ("Store",)
+__all__ = ("DatabaseUnavailableError", "Store")
+
+
+class DatabaseUnavailableError(RuntimeError):
+    """The store's database cannot be reached now (a server stopped or restarting, a dropped connection, a refused
+    login); the message says what failed and what to do. Ingest keeps what it was given and tries again."""
 
 
 @runtime_checkable

@@ -206,7 +206,8 @@ class VectorFiller:
 
     def _recovered(self) -> None:
         if self.failing:
-            log.info("The embedding model works again; the messages waiting for vectors are embedded")
+            # Whatever was failing (the model, or the database it reads from), a slice was read and embedded.
+            log.info("Vectors are computed again; the messages waiting for theirs are embedded")
         self.failing, self.failure, self._failures = False, None, 0
 
     # -- writing --------------------------------------------------------------------------------------------

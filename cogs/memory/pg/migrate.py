@@ -23,10 +23,11 @@ import numpy as np
 
 from .. import text
 from . import fts
+from .faults import reaching
 from .schema import DIMENSION, apply_migrations
 from .store import DOCUMENT, _prepare_connection
 
-__all__ = ("PAGE", "MigrationError", "TableCount", "copy_memory", "count_tables")
+__all__ = ("PAGE", "CopyReport", "MigrationError", "TableCount", "copy_memory", "count_tables", "stored_models")
 
 PAGE = 1000
 
@@ -47,14 +48,19 @@ SQLITE_TOMBSTONES = "SELECT message_id, deleted_at FROM message_tombstones ORDER
 SQLITE_EXCLUSIONS = "SELECT guild_id, channel_id, author_id, message_id, since, until FROM history_exclusions"
 # A memory last opened before the history ledger existed has no such table: nothing was excluded then.
 SQLITE_HAS_EXCLUSIONS = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'history_exclusions'"
+SQLITE_STORED_MODELS = "SELECT model, COUNT(*) FROM embeddings GROUP BY model ORDER BY model"
+# Counted per guild (tombstones name no guild: counted as a whole). A vector counts under its message's guild.
 SQLITE_COUNTS = {
-    "messages": ("SELECT COUNT(*) FROM messages", ()),
-    "embeddings": ("SELECT COUNT(*) FROM embeddings WHERE model = ?", ("model",)),
-    "guild_settings": ("SELECT COUNT(*) FROM guild_settings", ()),
-    "opt_outs": ("SELECT COUNT(*) FROM opt_outs", ()),
-    "message_tombstones": ("SELECT COUNT(*) FROM message_tombstones", ()),
-    "history_exclusions": ("SELECT COUNT(*) FROM history_exclusions", ()),
+    "messages": ("SELECT guild_id, COUNT(*) FROM messages GROUP BY guild_id", False),
+    "embeddings": ("SELECT m.guild_id, COUNT(*) FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid "
+                   "WHERE e.model = ? GROUP BY m.guild_id", True),
+    "guild_settings": ("SELECT guild_id, COUNT(*) FROM guild_settings GROUP BY guild_id", False),
+    "opt_outs": ("SELECT guild_id, COUNT(*) FROM opt_outs GROUP BY guild_id", False),
+    "message_tombstones": ("SELECT NULL, COUNT(*) FROM message_tombstones", False),
+    "history_exclusions": ("SELECT guild_id, COUNT(*) FROM history_exclusions GROUP BY guild_id", False),
 }
+SQLITE_TOTAL_MESSAGES = "SELECT COUNT(*) FROM messages"
+SQLITE_TOTAL_VECTORS = "SELECT COUNT(*) FROM embeddings WHERE model = ?"
 
 # -- PostgreSQL side -------------------------------------------------------------------------------------------
 PG_EXISTING_MESSAGES = "SELECT id FROM messages WHERE id = ANY($1::bigint[])"
@@ -98,13 +104,15 @@ WHERE NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.message_rowid = m.id AND
 ON CONFLICT DO NOTHING
 """
 PG_COUNTS = {
-    "messages": "SELECT COUNT(*) FROM messages",
-    "embeddings": "SELECT COUNT(*) FROM embeddings WHERE model = $1",
-    "guild_settings": "SELECT COUNT(*) FROM guild_settings",
-    "opt_outs": "SELECT COUNT(*) FROM opt_outs",
-    "message_tombstones": "SELECT COUNT(*) FROM message_tombstones",
-    "history_exclusions": "SELECT COUNT(*) FROM history_exclusions",
+    "messages": "SELECT guild_id, COUNT(*) FROM messages GROUP BY guild_id",
+    "embeddings": "SELECT m.guild_id, COUNT(*) FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid "
+                  "WHERE e.model = $1 GROUP BY m.guild_id",
+    "guild_settings": "SELECT guild_id, COUNT(*) FROM guild_settings GROUP BY guild_id",
+    "opt_outs": "SELECT guild_id, COUNT(*) FROM opt_outs GROUP BY guild_id",
+    "message_tombstones": "SELECT NULL::bigint, COUNT(*) FROM message_tombstones",
+    "history_exclusions": "SELECT guild_id, COUNT(*) FROM history_exclusions GROUP BY guild_id",
 }
+PG_WAITING = "SELECT COUNT(*) FROM pending_vectors WHERE rejected_at IS NULL"
 
 # (table, rows done, rows in all, rows skipped because they were already there)
 ProgressCallback = Callable[[str, int, int, int], None]
@@ -116,13 +124,38 @@ class MigrationError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class TableCount:
+    """One table's rows on each side, for one guild (``guild_id``), or in all (``guild_id`` None, ``whole``)."""
+
     table: str
     sqlite: int
     postgresql: int
+    guild_id: int | None = None
+    whole: bool = True
 
     @property
     def matches(self) -> bool:
         return self.sqlite == self.postgresql
+
+    def difference(self, model: str) -> str:
+        """This count's difference in words: what differs, where, and both numbers."""
+        what = f"{self.table} ({model} vectors)" if self.table == "embeddings" else self.table
+        where = "" if self.whole else f" of guild {self.guild_id}" if self.guild_id is not None else " of no guild"
+        return f"{what}{where}: {self.sqlite} in SQLite, {self.postgresql} in PostgreSQL"
+
+
+@dataclass(frozen=True, slots=True)
+class CopyReport:
+    """What the copy left: each table's totals, every per-guild difference, and the copied messages still waiting for
+    a vector of the model in PostgreSQL (embedded when memory opens there)."""
+
+    model: str
+    totals: list[TableCount]
+    differences: list[TableCount]
+    waiting: int
+
+    @property
+    def matches(self) -> bool:
+        return not self.differences
 
 
 def open_sqlite(path: Path) -> sqlite3.Connection:
@@ -157,12 +190,18 @@ def _vector(blob: bytes, model: str) -> np.ndarray:
     return vector
 
 
-async def _count(conn: sqlite3.Connection, table: str, model: str) -> int:
-    if table == "history_exclusions" and not await _has_exclusions(conn):
-        return 0
-    sql, names = SQLITE_COUNTS[table]
-    [(count,)] = await _sqlite(conn, sql, *(model for _ in names))
+async def _total(conn: sqlite3.Connection, sql: str, *params: Any) -> int:
+    [(count,)] = await _sqlite(conn, sql, *params)
     return count
+
+
+async def stored_models(sqlite_path: Path) -> dict[str, int]:
+    """Every key the SQLite memory holds vectors under, with how many."""
+    conn = await asyncio.to_thread(open_sqlite, sqlite_path)
+    try:
+        return dict(await _sqlite(conn, SQLITE_STORED_MODELS))
+    finally:
+        await asyncio.to_thread(conn.close)
 
 
 async def _has_exclusions(conn: sqlite3.Connection) -> bool:
@@ -171,7 +210,7 @@ async def _has_exclusions(conn: sqlite3.Connection) -> bool:
 
 
 async def _copy_messages(source: sqlite3.Connection, target: asyncpg.Connection, progress: ProgressCallback) -> None:
-    total, done, skipped, after = await _count(source, "messages", ""), 0, 0, 0
+    total, done, skipped, after = await _total(source, SQLITE_TOTAL_MESSAGES), 0, 0, 0
     while rows := await _sqlite(source, SQLITE_MESSAGES_PAGE, after, PAGE):
         after = rows[-1][0]
         async with target.transaction():
@@ -185,7 +224,7 @@ async def _copy_messages(source: sqlite3.Connection, target: asyncpg.Connection,
 
 async def _copy_vectors(source: sqlite3.Connection, target: asyncpg.Connection, model: str,
                         progress: ProgressCallback) -> None:
-    total, done, skipped, after = await _count(source, "embeddings", model), 0, 0, 0
+    total, done, skipped, after = await _total(source, SQLITE_TOTAL_VECTORS, model), 0, 0, 0
     while rows := await _sqlite(source, SQLITE_VECTORS_PAGE, model, after, PAGE):
         after = rows[-1][0]
         async with target.transaction():
@@ -208,36 +247,57 @@ async def _copy_small(source: sqlite3.Connection, target: asyncpg.Connection, ta
     progress(table, len(rows), len(rows), 0)
 
 
-async def copy_memory(sqlite_path: Path, url: str, model: str, progress: ProgressCallback) -> list[TableCount]:
-    """Copy everything not yet in the PostgreSQL database, then count both sides; returns the counts per table."""
+async def copy_memory(sqlite_path: Path, url: str, model: str, progress: ProgressCallback) -> CopyReport:
+    """Copy everything not yet in the PostgreSQL database (vectors: those stored under the key ``model``), then count
+    both sides per table and guild."""
     source = await asyncio.to_thread(open_sqlite, sqlite_path)
     try:
-        target = await asyncpg.connect(url)
-        try:
-            await apply_migrations(target)
-            await _prepare_connection(target)
-            [(max_rowid,)] = await _sqlite(source, SQLITE_MAX_ROWID)
-            await target.execute(PG_ADVANCE_ROWIDS, max_rowid)
-            await _copy_messages(source, target, progress)
-            await _copy_vectors(source, target, model, progress)
-            await target.execute(PG_MARK_WAITING, model)
-            await _copy_small(source, target, "guild_settings", SQLITE_SETTINGS, PG_INSERT_SETTINGS, progress)
-            await _copy_small(source, target, "opt_outs", SQLITE_OPT_OUTS, PG_INSERT_OPT_OUT, progress)
-            await _copy_small(source, target, "message_tombstones", SQLITE_TOMBSTONES, PG_INSERT_TOMBSTONE,
-                              progress)
-            if await _has_exclusions(source):
-                await _copy_small(source, target, "history_exclusions", SQLITE_EXCLUSIONS, PG_INSERT_EXCLUSION,
-                                  progress)
-            return await count_tables(source, target, model)
-        finally:
-            await target.close()
+        async with reaching(url):  # a lost server is one DatabaseUnavailableError; what was copied stays
+            return await _copy(source, url, model, progress)
     finally:
         await asyncio.to_thread(source.close)
 
 
-async def count_tables(source: sqlite3.Connection, target: asyncpg.Connection, model: str) -> list[TableCount]:
-    counts = []
+async def _copy(source: sqlite3.Connection, url: str, model: str, progress: ProgressCallback) -> CopyReport:
+    target = await asyncpg.connect(url)
+    try:
+        await apply_migrations(target)
+        await _prepare_connection(target)
+        [(max_rowid,)] = await _sqlite(source, SQLITE_MAX_ROWID)
+        await target.execute(PG_ADVANCE_ROWIDS, max_rowid)
+        await _copy_messages(source, target, progress)
+        await _copy_vectors(source, target, model, progress)
+        await target.execute(PG_MARK_WAITING, model)
+        await _copy_small(source, target, "guild_settings", SQLITE_SETTINGS, PG_INSERT_SETTINGS, progress)
+        await _copy_small(source, target, "opt_outs", SQLITE_OPT_OUTS, PG_INSERT_OPT_OUT, progress)
+        await _copy_small(source, target, "message_tombstones", SQLITE_TOMBSTONES, PG_INSERT_TOMBSTONE,
+                          progress)
+        if await _has_exclusions(source):
+            await _copy_small(source, target, "history_exclusions", SQLITE_EXCLUSIONS, PG_INSERT_EXCLUSION,
+                              progress)
+        return await count_tables(source, target, model)
+    finally:
+        await target.close()
+
+
+async def _sqlite_counts(conn: sqlite3.Connection, table: str, model: str) -> dict[int | None, int]:
+    if table == "history_exclusions" and not await _has_exclusions(conn):
+        return {}
+    sql, takes_model = SQLITE_COUNTS[table]
+    return dict(await _sqlite(conn, sql, *((model,) if takes_model else ())))
+
+
+async def count_tables(source: sqlite3.Connection, target: asyncpg.Connection, model: str) -> CopyReport:
+    """Both sides counted per table and per guild (vectors: under ``model``)."""
+    totals: list[TableCount] = []
+    differences: list[TableCount] = []
     for table, sql in PG_COUNTS.items():
-        params = (model,) if "$1" in sql else ()
-        counts.append(TableCount(table, await _count(source, table, model), await target.fetchval(sql, *params)))
-    return counts
+        lite = await _sqlite_counts(source, table, model)
+        pg = {row[0]: row[1] for row in await target.fetch(sql, *((model,) if "$1" in sql else ()))}
+        totals.append(TableCount(table, sum(lite.values()), sum(pg.values())))
+        whole = table == "message_tombstones"
+        for guild_id in sorted(lite.keys() | pg.keys(), key=lambda g: (g is not None, g or 0)):
+            count = TableCount(table, lite.get(guild_id, 0), pg.get(guild_id, 0), guild_id, whole)
+            if not count.matches:
+                differences.append(count)
+    return CopyReport(model, totals, differences, await target.fetchval(PG_WAITING))

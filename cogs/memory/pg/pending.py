@@ -12,6 +12,7 @@ import asyncpg
 from ..pending_vectors import vector_input
 from ..rows import VectorInput, WriteBatch
 from ..vectors import VectorSource
+from .faults import GuardedPool
 
 __all__ = ("PostgresPendingMixin", "apply")
 
@@ -80,7 +81,7 @@ async def apply(conn: asyncpg.Connection, batch: WriteBatch) -> None:
 class PostgresPendingMixin:
     """``PostgresStore``'s reads of ``pending_vectors``, on its pool; its ``write`` marks and clears rows."""
 
-    _pool: asyncpg.Pool
+    _pool: GuardedPool
 
     async def pending_guilds(self) -> list[int]:
         return [row[0] for row in await self._pool.fetch(SELECT_GUILDS)]

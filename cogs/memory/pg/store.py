@@ -18,6 +18,7 @@ import numpy as np
 
 from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch, channel_pages
 from . import fts, pending
+from .faults import GuardedPool, reaching
 from .pending import PostgresPendingMixin
 from .schema import ROWID_BLOCK, apply_migrations
 
@@ -133,7 +134,7 @@ class PostgresStore(PostgresPendingMixin):
     """
 
     def __init__(self, pool: asyncpg.Pool, url: str) -> None:
-        self._pool = pool
+        self._pool = GuardedPool(pool, url)
         self.url = url
         self._rowids = range(0)
         self._spare = range(0)
@@ -141,9 +142,12 @@ class PostgresStore(PostgresPendingMixin):
 
     @classmethod
     async def open(cls, url: str, query_logger: QueryLogger | None = None, max_size: int = 8) -> PostgresStore:
-        conn = await asyncpg.connect(url)
+        """Raises ``DatabaseUnavailableError`` when the server cannot be reached or refuses the login."""
+        async with reaching(url):
+            conn = await asyncpg.connect(url)
         try:
-            await apply_migrations(conn)
+            async with reaching(url):
+                await apply_migrations(conn)
         finally:
             await conn.close()
 
@@ -152,7 +156,10 @@ class PostgresStore(PostgresPendingMixin):
             if query_logger is not None:
                 connection.add_query_logger(query_logger)
 
-        pool = await asyncpg.create_pool(url, min_size=1, max_size=max_size, init=init)
+        # No connection floor: with one, a lost server makes the pool log a traceback at every reconnection try;
+        # connections are opened as they are needed (and kept while in use) instead.
+        async with reaching(url):
+            pool = await asyncpg.create_pool(url, min_size=0, max_size=max_size, init=init)
         store = cls(pool, url)
         try:
             await store._reserve_rowids()

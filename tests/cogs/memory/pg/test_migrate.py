@@ -13,9 +13,13 @@ import pytest
 
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.backends import history_for
+from cogs.memory.config import PROFILE_CHOICE_PATH
+from cogs.memory.embedding import EmbeddingService, vector_key
 from cogs.memory.history import Exclusion, SqliteHistory
+from cogs.memory.memory import Memory
 from cogs.memory.pg import migrate as pg_migrate
 from cogs.memory.pg.store import PostgresStore
+from cogs.memory.profile import MemoryProfile
 from cogs.memory.rows import WriteBatch
 from cogs.memory.store import MemoryStore
 from tests.fixtures.core import RecordFactory
@@ -72,12 +76,15 @@ COUNTS_TABLE = (
     "opt_outs                      1          1\n"
     "message_tombstones            1          1\n"
     "history_exclusions            1          1\n"
+    "not copied: 1 vectors under 'other-model' (another model or an earlier form of it)\n"
+    "1 copied messages have no test-model vector; memory embeds them in the background when it opens on PostgreSQL\n"
 )
+COPIED = "copied: every table matches in every guild (test-model vectors)\n"
 
 
 async def test_migrate_prints_counts_per_table_and_succeeds(migrate_cli) -> None:
     code, out, _ = await migrate_cli()
-    assert (code, out) == (0, COUNTS_TABLE + "copied: every table matches (test-model vectors)\n")
+    assert (code, out) == (0, COUNTS_TABLE + COPIED)
 
 
 async def test_messages_keep_their_row_ids_and_fields(migrate_cli, sqlite_memory: Path, database_url: str) -> None:
@@ -150,7 +157,7 @@ async def test_progress_goes_to_stderr(migrate_cli) -> None:
 async def test_running_again_skips_what_is_there(migrate_cli) -> None:
     await migrate_cli()
     code, out, err = await migrate_cli()
-    assert (code, out) == (0, COUNTS_TABLE + "copied: every table matches (test-model vectors)\n")
+    assert (code, out) == (0, COUNTS_TABLE + COPIED)
     assert "\rmessages: 4/4 (4 already there)\n\rembeddings: 3/3 (3 already there)\n" in err
 
 
@@ -179,7 +186,26 @@ async def test_a_count_mismatch_fails(migrate_cli, database_url: str) -> None:
     code, out, err = await migrate_cli()
     assert code == 1
     assert "opt_outs                      1          2  MISMATCH\n" in out
-    assert err.endswith("error: counts differ; was the PostgreSQL database empty (or only an earlier copy) "
+    assert err.endswith("error: opt_outs of guild 5: 0 in SQLite, 1 in PostgreSQL\n"
+                        "error: counts differ; was the PostgreSQL database empty (or only an earlier copy) "
+                        "when this began?\n")
+
+
+async def test_counts_equal_in_all_but_different_per_guild_fail(migrate_cli, database_url: str) -> None:
+    await migrate_cli()
+    conn = await asyncpg.connect(database_url)
+    try:  # message 1 moves from guild 1 to guild 2 in PostgreSQL: every total still agrees, the guilds do not
+        await conn.execute("UPDATE messages SET guild_id = 2 WHERE id = 1")
+    finally:
+        await conn.close()
+    code, out, err = await migrate_cli()
+    assert code == 1
+    assert "messages                      4          4\nembeddings                    3          3\n" in out
+    assert err.endswith("error: messages of guild 1: 3 in SQLite, 2 in PostgreSQL\n"
+                        "error: messages of guild 2: 1 in SQLite, 2 in PostgreSQL\n"
+                        "error: embeddings (test-model vectors) of guild 1: 2 in SQLite, 1 in PostgreSQL\n"
+                        "error: embeddings (test-model vectors) of guild 2: 1 in SQLite, 2 in PostgreSQL\n"
+                        "error: counts differ; was the PostgreSQL database empty (or only an earlier copy) "
                         "when this began?\n")
 
 
@@ -194,3 +220,37 @@ def test_the_target_must_be_a_postgresql_url(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         parse_args(["migrate", "--to", "mysql://x/y"])
     assert "argument --to: must be a postgresql:// URL; you gave 'mysql://x/y'" in capsys.readouterr().err
+
+
+async def test_the_readme_command_copies_the_vectors_memory_uses(tmp_path: Path, core_profile: MemoryProfile,
+                                                                 database_url: str, make_record: RecordFactory,
+                                                                 embedder: EmbeddingService) -> None:
+    """``migrate --to URL`` with no other option: the profile's vectors, as memory stores them today, all arrive, and
+    nothing waits to be embedded again on PostgreSQL."""
+    db_path = tmp_path / "data" / "memory.sqlite3"
+    db_path.parent.mkdir()
+    (db_path.parent / PROFILE_CHOICE_PATH.name).write_text("cpu-small\n", encoding="utf-8")
+    memory = await Memory.open(core_profile, db_path, tmp_path / "index")
+    try:
+        for message_id, words in enumerate(("the lake cabin is booked", "bring blankets", "the printer is broken"), 1):
+            await memory.add(make_record(message_id, words, guild_id=1 + message_id % 2))
+        await memory.flush()
+    finally:
+        await memory.close()
+    out, err = io.StringIO(), io.StringIO()
+    code = await run(parse_args(["--db", str(db_path), "migrate", "--to", database_url]), out, err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().endswith(f"copied: every table matches in every guild ({embedder.model_name} vectors)\n")
+    [(vectors,)] = await fetch(database_url, "SELECT COUNT(*) FROM embeddings WHERE model = $1", embedder.model_name)
+    [(waiting,)] = await fetch(database_url, "SELECT COUNT(*) FROM pending_vectors")
+    store = await PostgresStore.open(database_url)
+    try:
+        unembedded = await store.mark_unembedded(embedder.model_name)  # what Memory.open would queue
+    finally:
+        await store.close()
+    assert (vectors, waiting, unembedded) == (3, 0, 0)
+
+
+def test_the_key_migrate_derives_is_the_one_the_embedder_stores_under() -> None:
+    assert vector_key("intfloat/multilingual-e5-small", None, "note: ") == EmbeddingService(
+        "intfloat/multilingual-e5-small", passage_prefix="note: ").model_name
