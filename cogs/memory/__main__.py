@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 # SQLite holds signed 64-bit integers, and no Discord id (a snowflake) reaches 2**63.
 SNOWFLAKE_END = 2**63
+PENDING_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pending_vectors'"
 
 
 # argparse turns an ArgumentTypeError into "error: argument X: <message>" and exit code 2, with no traceback.
@@ -148,7 +149,15 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
         print(format_hit(rank, hit), file=out)
     if memory.reranker is not None and not args.no_rerank:
         print(format_rerank(memory.reranker.status()), file=err)
+    print_backlog(await memory.vectors_pending(), err)
     return 0
+
+
+def print_backlog(waiting: int, err: TextIO) -> None:
+    """A read-only command leaves the vector backlog alone (the bot or the next start embeds it): it says so."""
+    if waiting:
+        print(f"{waiting} stored messages wait for their vectors: found by their words now, by their meaning once "
+              "the bot (or the next import) has embedded them", file=err)
 
 
 class TableProgress:
@@ -241,6 +250,7 @@ def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"error: the keyword index of {args.db} could not be checked (the database stayed busy); try again",
                   file=err)
             return 1
+        print_backlog(vectors_waiting(args.db), err)
     except sqlite3.Error as error:
         print(f"error: {explain_open_failure(args.db, error)}", file=err)
         return 1
@@ -248,6 +258,20 @@ def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         lock.release()
     print(f"{args.db}: no damage found", file=out)
     return 0
+
+
+def vectors_waiting(db: Path) -> int:
+    """Stored messages waiting for a vector, read from the file alone (no model loaded)."""
+    from .pending_vectors import COUNT_PENDING
+
+    connection = sqlite3.connect(db, isolation_level=None)
+    try:
+        connection.execute("PRAGMA busy_timeout = 5000")
+        if not connection.execute(PENDING_TABLE).fetchone():  # a database no start has migrated yet
+            return 0
+        return connection.execute(COUNT_PENDING).fetchone()[0]
+    finally:
+        connection.close()
 
 
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -277,7 +301,9 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
         print(f"error: {error}", file=err)
         return 2
     try:
-        memory = await Memory.open(profile, args.db, args.index_dir, database_url())
+        # Only an import embeds: a read-only command leaves the vector backlog to the bot or the next start.
+        memory = await Memory.open(profile, args.db, args.index_dir, database_url(),
+                                   embed_backlog=args.command == "import")
     except MemoryOpenError as error:
         print(f"error: {error}", file=err)
         return 1

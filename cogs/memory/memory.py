@@ -71,10 +71,12 @@ class Memory:
 
     @classmethod
     async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path,
-                   database_url: str | None = None) -> Memory:
+                   database_url: str | None = None, *, embed_backlog: bool = True) -> Memory:
         """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest.
 
         ``database_url`` (postgresql://...) keeps memory in PostgreSQL instead of the SQLite file at ``db_path``.
+        ``embed_backlog=False`` (a read-only command) leaves the stored messages that wait for a vector to the bot
+        or the next start: nothing is embedded in the background, and closing does not wait for the model.
         Raises MemoryOpenError (already logged) when the database or the model cannot be used; whatever opened
         before a failure is closed again.
         """
@@ -102,7 +104,7 @@ class Memory:
             await _mark_unembedded(store, embedder.model_name)
             ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                                  queue_size=profile.ingest_queue_size)
-            ingest.start()
+            ingest.start(embed=embed_backlog)
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)
             reranker = _build_reranker(profile, device, onnx_dir)
@@ -117,7 +119,7 @@ class Memory:
         return memory
 
     async def close(self) -> None:
-        """Flush the queue, erase what was forgotten, save the indexes, close the database (and the models' threads).
+        """Store what is queued (the vector backlog waits for the next start), erase what was forgotten, save the indexes, close the database (and the models' threads).
 
         Each step runs whatever failed before it, and the database closes last, always: a failure (a full disk, a
         locked database) never leaves the process holding it open. A failure is raised once all is closed.
@@ -188,10 +190,15 @@ class Memory:
     async def add(self, record: MessageRecord) -> None:
         await self.ingest.add(record)
 
-    async def flush(self) -> FlushReport:
-        """Wait until what was added is stored and embedded; raises ``IngestError`` (with the report) when some of
-        it was not stored. See ``IngestQueue.flush``."""
-        return await self.ingest.flush()
+    async def flush(self, *, vectors: bool = False) -> FlushReport:
+        """Wait until what was added is stored (keyword-searchable and durable) and, with ``vectors``, until every
+        stored message has its vector; raises ``IngestError`` (with the report) when some of it was not stored.
+        See ``IngestQueue.flush``."""
+        return await self.ingest.flush(vectors=vectors)
+
+    async def vectors_pending(self) -> int:
+        """Stored messages still waiting for their vector (found by their words; by meaning once embedded)."""
+        return (await self.store.pending_count())[0]
 
     # Edits and deletes schedule a purge (``purges``) that erases the old text from disk a few seconds later.
 

@@ -199,7 +199,7 @@ async def test_a_local_reranker_is_exported_beside_the_database(
     memory = await Memory.open(profile, db_path, index_dir)
     try:
         await memory.add(make_record(1, "We should book the cabin by the lake for July"))
-        await memory.flush()
+        await memory.flush(vectors=True)
         await memory.reranker.aload()  # a recall does not wait for the model to load
         results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
         backend = memory.reranker.status()["backend"]
@@ -223,7 +223,7 @@ async def test_auto_device_is_resolved_once_and_given_to_every_model(
     memory = await Memory.open(dataclasses.replace(tiny_reranker_profile, device="auto"), db_path, index_dir)
     try:
         await memory.add(make_record(1, "the picnic moved to Saturday"))
-        await memory.flush()
+        await memory.flush(vectors=True)
         await memory.reranker.aload()
         await memory.recall("picnic", SearchFilters(guild_id=1), 1)
         devices = (memory.embedder.device, memory.reranker.status()["device"])
