@@ -27,6 +27,7 @@ from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
 
 if TYPE_CHECKING:
     from .memory import Memory
+    from .profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
@@ -139,9 +140,12 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
             print(f"error: pass --guild (guilds in memory: {known})", file=err)
             return 2
         guild_id = guilds[0]
+    from .profile import reranks
+
     filters = SearchFilters(guild_id=guild_id, channel_ids=frozenset(args.channel) if args.channel else None)
-    if memory.reranker is not None and not args.no_rerank:
-        await memory.reranker.aload()  # the bot's recalls do not wait for the model; this one query does
+    if not args.no_rerank and reranks(memory.profile):
+        print(loading_line(memory.profile), file=err)
+        await memory.load_reranker()  # the bot's recalls do not wait for the model; this one query does
     hits = await memory.recall(args.query, filters, args.limit, rerank=not args.no_rerank)
     if not hits:
         print("no results", file=out)
@@ -151,6 +155,13 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
         print(format_rerank(memory.reranker.status()), file=err)
     print_backlog(await memory.vectors_pending(), err)
     return 0
+
+
+def loading_line(profile: MemoryProfile) -> str:
+    """What ``search`` says before it waits for the reranker: what loads, and what a first use costs."""
+    settings = profile.reranker
+    return (f"reranker: loading {settings.model} ({settings.provider}, {settings.backend}); a first use downloads it "
+            "and, on ONNX Runtime, exports it once (minutes); --no-rerank skips it")
 
 
 def print_backlog(waiting: int, err: TextIO) -> None:
@@ -302,8 +313,9 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
         return 2
     try:
         # Only an import embeds: a read-only command leaves the vector backlog to the bot or the next start.
+        # No command loads the reranker as memory opens: search loads it when it reranks (preload is the bot's).
         memory = await Memory.open(profile, args.db, args.index_dir, database_url(),
-                                   embed_backlog=args.command == "import")
+                                   embed_backlog=args.command == "import", reranker=False)
     except MemoryOpenError as error:
         print(f"error: {error}", file=err)
         return 1

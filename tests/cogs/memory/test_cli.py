@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cogs.memory import memory as memory_module
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.integrity import RESTORE_ADVICE
@@ -111,7 +112,9 @@ async def test_a_bad_export_is_an_error_not_a_traceback(cli, tmp_path):
 async def test_search_reports_the_rerankers_part_of_the_query_on_stderr(cli, export_file):
     await cli("import", str(export_file))
     _, _, err = await cli("search", "when is the picnic", "--limit", "1")
-    assert re.fullmatch(r"rerank: torch float32, 2 of 2 candidates scored in [\d,]+ ms \(0 from the score cache; "
+    assert re.fullmatch(r"reranker: loading .*tiny-qwen3-reranker\d* \(local, torch\); a first use downloads it and, "
+                        r"on ONNX Runtime, exports it once \(minutes\); --no-rerank skips it\n"
+                        r"rerank: torch float32, 2 of 2 candidates scored in [\d,]+ ms \(0 from the score cache; "
                         r"prompt prefix cache hits so far: 0\)\n", err)
 
 
@@ -253,3 +256,29 @@ async def test_an_import_counts_the_messages_still_waiting_for_vectors(cli, expo
     assert re.search(r"^imported 1 of 1 file\(s\): 2 stored, 0 already stored, 0 skipped, 0 rejected; 2 stored "
                      r"messages wait for their vectors \(the embedding model fails \(.*\); they are embedded later\)\n$",
                      out, flags=re.M), out
+
+
+@pytest.fixture
+def rerankers_built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The profiles a reranker was built for during the test (a spy around the real builder)."""
+    built: list[str] = []
+    real = memory_module._build_reranker
+
+    def spy(profile, *args):
+        built.append(profile.name)
+        return real(profile, *args)
+
+    monkeypatch.setattr(memory_module, "_build_reranker", spy)
+    return built
+
+
+async def test_import_and_a_search_without_rerank_never_load_a_reranker(cli, export_file, rerankers_built):
+    imported, _, _ = await cli("import", str(export_file))
+    searched, out, err = await cli("search", "picnic", "--no-rerank")
+    assert (imported, searched, "rerank_score=- " in out, err, rerankers_built) == (0, 0, True, "", [])
+
+
+async def test_a_reranked_search_loads_the_reranker_when_it_needs_it(cli, export_file, rerankers_built):
+    await cli("import", str(export_file))
+    code, out, _ = await cli("search", "when is the picnic", "--limit", "1")
+    assert (code, "rerank_score=- " in out, rerankers_built) == (0, False, ["tiny-a"])
