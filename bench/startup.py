@@ -126,9 +126,12 @@ def _run_child(*argv: str) -> dict:
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"bench.startup child {' '.join(argv)} failed:\n{done.stderr[-4000:]}")
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    # Split on newlines only: str.splitlines would also split at the prefix's record separator.
+    lines = [line for line in done.stdout.split("\n") if line.startswith(RESULT_PREFIX)]
     if not lines:
-        return {"process_s": round(wall, 3)}
+        if argv[:2] == ("--child", "fill"):
+            return {"process_s": round(wall, 3)}
+        raise SystemExit(f"bench.startup child {' '.join(argv)} printed no result:\n{done.stdout[-4000:]}")
     result = json.loads(lines[-1][len(RESULT_PREFIX):])
     result |= {"to_open_s": result.pop("opened_at") - spawned, "to_first_answer_s": result.pop("answered_at") - spawned,
                "process_s": wall}

@@ -364,6 +364,7 @@ async def test_a_backlog_is_embedded_in_wider_batches(
     for message_id in range(1, 41):
         await queue.add(make_record(message_id, f"backlog {message_id}"))
     queue.start()
+    await queue.flush(vectors=True)
     await queue.close()
     assert recorder.sizes == [40 + 39]  # in one call: each message alone, and all but the first after the one before
 
@@ -375,6 +376,7 @@ async def test_a_single_live_message_is_not_held_for_a_full_batch(
     queue = IngestQueue(store, recorder, indexes, batch_size=16, queue_size=64)
     queue.start()
     await queue.add(make_record(1, "just one"))
+    await queue.flush(vectors=True)
     await queue.close()
     assert recorder.sizes == [1]
 
@@ -387,6 +389,7 @@ async def test_a_failed_embedding_loses_nothing(
     await queue.add(make_record(1, "kept although the model failed once"))
     await queue.flush(vectors=True)
     await queue.add(make_record(2, "stored"))
+    await queue.flush(vectors=True)
     await queue.close()
     assert await contents(store) == ["kept although the model failed once", "stored"]
     assert len(await consistent_ids(store, indexes)) == 2

@@ -127,7 +127,7 @@ async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_
         assert stats["index_kind"] == "pgvector-hnsw"
 
 
-async def test_close_flushes_queued_messages_and_saves_indexes(
+async def test_close_stores_queued_messages_and_the_next_start_embeds_them(
     core_profile: MemoryProfile, db_path: Path, index_dir: Path, make_record: RecordFactory,
     caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -136,6 +136,7 @@ async def test_close_flushes_queued_messages_and_saves_indexes(
     await memory.close()
     with caplog.at_level(logging.WARNING):
         reopened = await Memory.open(core_profile, db_path, index_dir)
+    await reopened.flush(vectors=True)
     stats = await reopened.stats(1)
     await reopened.close()
     assert (stats["messages"], stats["vectors"]) == (1, 1)
