@@ -122,7 +122,8 @@ class Memory:
         return memory
 
     async def close(self) -> None:
-        """Store what is queued (the vector backlog waits for the next start), erase what was forgotten, save the indexes, close the database (and the models' threads).
+        """Store what is queued (the vector backlog waits for the next start), erase what was forgotten, save the
+        indexes, close the database (and the models' threads).
 
         Each step runs whatever failed before it, and the database closes last, always: a failure (a full disk, a
         locked database) never leaves the process holding it open. A failure is raised once all is closed.

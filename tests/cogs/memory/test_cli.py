@@ -254,8 +254,8 @@ async def test_an_import_counts_the_messages_still_waiting_for_vectors(cli, expo
     code, out, _ = await cli("import", str(export_file))
     assert code == 1
     assert re.search(r"^imported 1 of 1 file\(s\): 2 stored, 0 already stored, 0 skipped, 0 rejected; 2 stored "
-                     r"messages wait for their vectors \(the embedding model fails \(.*\); they are embedded later\)\n$",
-                     out, flags=re.M), out
+                     r"messages wait for their vectors \(the embedding model fails \(.*\); they are embedded "
+                     r"later\)\n$", out, flags=re.M), out
 
 
 @pytest.fixture
