@@ -132,6 +132,8 @@ def format_rerank(status: dict) -> str:
 
 
 async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .profile import reranks
+
     guild_id = args.guild
     if guild_id is None:
         guilds = await memory.guild_ids()
@@ -140,8 +142,6 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
             print(f"error: pass --guild (guilds in memory: {known})", file=err)
             return 2
         guild_id = guilds[0]
-    from .profile import reranks
-
     filters = SearchFilters(guild_id=guild_id, channel_ids=frozenset(args.channel) if args.channel else None)
     if not args.no_rerank and reranks(memory.profile):
         print(loading_line(memory.profile), file=err)
