@@ -140,7 +140,7 @@ async def drive(bot, lines: list[tuple[str, str]], questions: list[str], recalls
     fed = time.perf_counter()
     if recalls:
         await all_answered.wait()
-    await bot.memory.flush()
+    await bot.memory.flush(vectors=True)
     ingested = time.perf_counter()
     await heartbeat.stop()
     gaps = heartbeat.gaps_ms

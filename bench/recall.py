@@ -172,7 +172,7 @@ async def run_store(args: argparse.Namespace, records: list[MessageRecord], quer
             started = time.perf_counter()
             for record in records:
                 await memory.add(record)
-            await memory.flush()
+            await memory.flush(vectors=True)
             ingest_s = time.perf_counter() - started
 
             # The model alone, twice, keeping the faster: a first pass over new text lengths pays warm-up,

@@ -198,7 +198,7 @@ async def ingest_all(store: Any, embedder: Any, indexes: Any, records: list[Mess
     started = time.perf_counter()
     for record in records:
         await ingest.add(record)
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     result["ingest_msgs_per_s"] = round(len(records) / (time.perf_counter() - started), 1)
     if embed_only:
         # Timed before and after ingest: the mean cancels other load that drifts during the run.

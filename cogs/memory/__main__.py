@@ -28,11 +28,13 @@ from .store_protocol import DatabaseUnavailableError
 
 if TYPE_CHECKING:
     from .memory import Memory
+    from .profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
 # SQLite holds signed 64-bit integers, and no Discord id (a snowflake) reaches 2**63.
 SNOWFLAKE_END = 2**63
+PENDING_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pending_vectors'"
 
 
 # argparse turns an ArgumentTypeError into "error: argument X: <message>" and exit code 2, with no traceback.
@@ -134,6 +136,8 @@ def format_rerank(status: dict) -> str:
 
 
 async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .profile import reranks
+
     guild_id = args.guild
     if guild_id is None:
         guilds = await memory.guild_ids()
@@ -143,8 +147,9 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
             return 2
         guild_id = guilds[0]
     filters = SearchFilters(guild_id=guild_id, channel_ids=frozenset(args.channel) if args.channel else None)
-    if memory.reranker is not None and not args.no_rerank:
-        await memory.reranker.aload()  # the bot's recalls do not wait for the model; this one query does
+    if not args.no_rerank and reranks(memory.profile):
+        print(loading_line(memory.profile), file=err)
+        await memory.load_reranker()  # the bot's recalls do not wait for the model; this one query does
     hits = await memory.recall(args.query, filters, args.limit, rerank=not args.no_rerank)
     if not hits:
         print("no results", file=out)
@@ -152,7 +157,22 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
         print(format_hit(rank, hit), file=out)
     if memory.reranker is not None and not args.no_rerank:
         print(format_rerank(memory.reranker.status()), file=err)
+    print_backlog(await memory.vectors_pending(), err)
     return 0
+
+
+def loading_line(profile: MemoryProfile) -> str:
+    """What ``search`` says before it waits for the reranker: what loads, and what a first use costs."""
+    settings = profile.reranker
+    return (f"reranker: loading {settings.model} ({settings.provider}, {settings.backend}); a first use downloads it "
+            "and, on ONNX Runtime, exports it once (minutes); --no-rerank skips it")
+
+
+def print_backlog(waiting: int, err: TextIO) -> None:
+    """A read-only command leaves the vector backlog alone (the bot or the next start embeds it): it says so."""
+    if waiting:
+        print(f"{waiting} stored messages wait for their vectors: found by their words now, by their meaning once "
+              "the bot (or the next import) has embedded them", file=err)
 
 
 class TableProgress:
@@ -272,6 +292,7 @@ def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"error: the keyword index of {args.db} could not be checked (the database stayed busy); try again",
                   file=err)
             return 1
+        print_backlog(vectors_waiting(args.db), err)
     except sqlite3.Error as error:
         print(f"error: {explain_open_failure(args.db, error)}", file=err)
         return 1
@@ -279,6 +300,20 @@ def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         lock.release()
     print(f"{args.db}: no damage found", file=out)
     return 0
+
+
+def vectors_waiting(db: Path) -> int:
+    """Stored messages waiting for a vector, read from the file alone (no model loaded)."""
+    from .pending_vectors import COUNT_PENDING
+
+    connection = sqlite3.connect(db, isolation_level=None)
+    try:
+        connection.execute("PRAGMA busy_timeout = 5000")
+        if not connection.execute(PENDING_TABLE).fetchone():  # a database no start has migrated yet
+            return 0
+        return connection.execute(COUNT_PENDING).fetchone()[0]
+    finally:
+        connection.close()
 
 
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -308,7 +343,10 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
         print(f"error: {error}", file=err)
         return 2
     try:
-        memory = await Memory.open(profile, args.db, args.index_dir, database_url())
+        # Only an import embeds: a read-only command leaves the vector backlog to the bot or the next start.
+        # No command loads the reranker as memory opens: search loads it when it reranks (preload is the bot's).
+        memory = await Memory.open(profile, args.db, args.index_dir, database_url(),
+                                   embed_backlog=args.command == "import", reranker=False)
     except MemoryOpenError as error:
         print(f"error: {error}", file=err)
         return 1

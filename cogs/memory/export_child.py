@@ -4,16 +4,25 @@ log relayed into this one.
 An export is seconds to minutes of Python building a graph and writing every weight: in the bot's process it holds
 the GIL long enough to stall the event loop for hundreds of milliseconds at a time (measured under bench.loop while
 a first reranker export ran), so it runs in a process of its own. The child writes one JSON line per log record on
-stdout; anything else it prints is kept for the error message should it fail."""
+stdout; anything else it prints is kept for the error message should it fail.
+
+An export is written into a staging folder beside its final place, synced to disk and renamed into place: it
+appears whole or not at all, after a kill or a power cut too. A killed export leaves its staging folder behind; the
+next export of the same folder removes it (under a lock on the export root, so never another process's live one)
+and writes the export again, and a complete export is reused as it is."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -22,6 +31,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RECORD_PREFIX = "\x1erecord "
 # The last lines of the child's other output, shown when it fails.
 TAIL_LINES = 20
+# A staging folder is named ``.{final name}.{random}.partial``, beside its final folder.
+STAGING_SUFFIX = ".partial"
 
 
 class ExportFailed(RuntimeError):
@@ -72,3 +83,62 @@ class RecordPrinter(logging.Handler):
         line = json.dumps({"level": record.levelno, "message": record.getMessage()}, ensure_ascii=True)
         sys.stdout.write(RECORD_PREFIX + line + "\n")
         sys.stdout.flush()
+
+
+@contextmanager
+def exporting_into(root: Path) -> Iterator[None]:
+    """Held while an export is written under ``root`` (created if missing): a second process exporting there waits,
+    then finds the export done. An advisory lock on the folder itself, so a killed holder lets go (no lock file
+    outlives it); where there is no ``fcntl`` (Windows) there is no lock."""
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    descriptor = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # and the lock with it
+
+
+def remove_leftovers(root: Path, name: str) -> int:
+    """Remove the staging folders that killed exports of ``name`` left under ``root``; call it inside
+    ``exporting_into(root)``, where no live export of it is running. Returns how many went."""
+    leftovers = sorted(root.glob(f".{name}.*{STAGING_SUFFIX}"))
+    for path in leftovers:
+        log.info("Removing %s, left by an ONNX export that was stopped before it finished", path)
+        shutil.rmtree(path, ignore_errors=True)
+    return len(leftovers)
+
+
+def staging_folder(root: Path, name: str) -> Path:
+    """A new, empty staging folder for the export ``name`` under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=STAGING_SUFFIX, dir=root))
+
+
+def publish(staging: Path, final: Path) -> None:
+    """Sync every file of ``staging`` and the folder itself to disk, then rename it to ``final`` (which must not
+    exist) and sync the parent: ``final`` appears whole or not at all."""
+    for path in staging.iterdir():
+        if path.is_file():
+            _fsync(path, os.O_RDONLY)
+    _fsync_folder(staging)
+    os.rename(staging, final)
+    _fsync_folder(final.parent)
+
+
+def _fsync(path: Path, flags: int) -> None:
+    descriptor = os.open(path, flags)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _fsync_folder(path: Path) -> None:
+    if os.name == "posix":  # Windows cannot open a folder to sync it; its renames are journalled by NTFS
+        _fsync(path, os.O_RDONLY)

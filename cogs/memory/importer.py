@@ -44,7 +44,7 @@ class FileReport:
     rejected: int
     not_stored: int
     reason: str | None = None
-    # Messages in memory (this file's or earlier) stored and still waiting for a vector after it, and why.
+    # Messages in memory (this file's or earlier) stored and still waiting for a vector once it was stored.
     vectors_pending: int = 0
     vectors_error: str | None = None
 
@@ -192,14 +192,23 @@ async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err
                 print(f"error: stopped before {', '.join(rest)}", file=err)
             unreadable += len(rest)
             break
-    print(_summary(reports, len(paths), unreadable), file=out)
+    vectors = await _wait_for_vectors(memory) if reports else FlushReport()
+    print(_summary(reports, len(paths), unreadable, vectors), file=out)
     # Messages stored without their vectors are not recalled by meaning yet: not a success either.
-    failed = unreadable or any(report.rejected or report.not_stored for report in reports) or (
-        reports and reports[-1].vectors_pending)
+    failed = unreadable or any(report.rejected or report.not_stored for report in reports) or vectors.vectors_pending
     return 1 if failed else 0
 
 
-def _summary(reports: list[FileReport], files: int, not_imported: int) -> str:
+async def _wait_for_vectors(memory: Memory) -> FlushReport:
+    """Each file was acknowledged once stored; the final report waits for the vectors too (every stored message's,
+    or as many as a working model gives) and counts what still waits."""
+    try:
+        return await memory.flush(vectors=True)
+    except IngestError as error:  # messages not stored: already reported per file
+        return error.report
+
+
+def _summary(reports: list[FileReport], files: int, not_imported: int, vectors: FlushReport) -> str:
     stored = sum(report.stored for report in reports)
     already = sum(report.already_stored for report in reports)
     skipped = sum(report.skipped for report in reports)
@@ -208,8 +217,7 @@ def _summary(reports: list[FileReport], files: int, not_imported: int) -> str:
     text = (f"imported {files - not_imported} of {files} file(s): {stored} stored, {already} already stored, "
             f"{skipped} skipped, {rejected} rejected")
     text += f", {not_stored} NOT stored" if not_stored else ""
-    last = reports[-1] if reports else None
-    if last is not None and last.vectors_pending:  # stored and found by their words; by meaning once embedded
-        why = last.vectors_error or "see the log"
-        text += f"; {last.vectors_pending} stored messages wait for their vectors ({why}; they are embedded later)"
+    if vectors.vectors_pending:  # stored and found by their words; by meaning once embedded
+        why = vectors.vectors_error or "see the log"
+        text += f"; {vectors.vectors_pending} stored messages wait for their vectors ({why}; they are embedded later)"
     return text

@@ -68,12 +68,17 @@ class IngestQueue:
                                      batch_size=batch_size, queue_size=queue_size, spool=spool)
         self._filler = VectorFiller(store, self.write_lock, embedder, indexes, retry)
         self._tasks: list[asyncio.Task[None]] = []
+        self._embedding = False
 
-    def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._writer.run(), name="memory-ingest-store"),
-                       asyncio.create_task(self._filler.run_embedding(), name="memory-ingest-embed"),
-                       asyncio.create_task(self._filler.run_writing(), name="memory-ingest-vectors")]
-        self._filler.marked()  # whatever an earlier run left waiting for its vector
+    def start(self, *, embed: bool = True) -> None:
+        """Start storing (and, with ``embed``, embedding) in the background. Without ``embed`` (a read-only
+        command), stored messages without a vector wait for the bot or the next start, which embed them."""
+        self._tasks = [asyncio.create_task(self._writer.run(), name="memory-ingest-store")]
+        self._embedding = embed
+        if embed:
+            self._tasks += [asyncio.create_task(self._filler.run_embedding(), name="memory-ingest-embed"),
+                            asyncio.create_task(self._filler.run_writing(), name="memory-ingest-vectors")]
+            self._filler.marked()  # whatever an earlier run left waiting for its vector
 
     @property
     def queued(self) -> int:
@@ -105,9 +110,14 @@ class IngestQueue:
         self._filler.changed()  # a message stored before one it precedes changes that one's vector
         self._filler.marked(len(rowids))
 
-    async def flush(self, *, vectors: bool = True) -> FlushReport:
-        """Return once every message queued before this call is stored (and, with ``vectors``, has its vector,
-        unless the model is failing: then ``vectors_pending`` says how many wait).
+    async def flush(self, *, vectors: bool = False) -> FlushReport:
+        """Return once every message queued before this call is stored: in the database, keyword-searchable, and
+        durable (a restart embeds whatever still waits for its vector). ``vectors_pending`` says how many stored
+        messages, anyone's, wait for a vector.
+
+        With ``vectors``, also wait until every message waiting for a vector (the backlog of every caller, not
+        only this one's) has it, or until the model is failing; an import's final report asks for that. Without
+        embedding (``start(embed=False)``) it does not wait.
 
         Raises ``IngestError`` (with the report) when some of them were not stored: a write that still failed
         after its retries, or a message whose data cannot be stored.
@@ -117,12 +127,12 @@ class IngestQueue:
             raise IngestError(report)
         return report
 
-    async def settle(self, *, vectors: bool = True) -> FlushReport:
+    async def settle(self, *, vectors: bool = False) -> FlushReport:
         """``flush`` without raising: the report says what was not stored."""
         target = self._writer.enqueued
         await self._writer.settle(target)
         not_stored = self._writer.unresolved(target)
-        if vectors and not not_stored:
+        if vectors and self._embedding and not not_stored:
             await self._filler.settle()
         try:
             waiting, vectors_error = (await self._store.pending_count())[0], self._filler.failure
@@ -135,8 +145,9 @@ class IngestQueue:
                            vectors_error=vectors_error if waiting else None)
 
     async def close(self) -> None:
-        """Store and embed what is queued (as far as the database and the model allow), then stop; never raises
-        for what could not be stored: that is logged."""
+        """Store what is queued (as far as the database allows), then stop; never raises for what could not be
+        stored: that is logged. The vector backlog is not waited for: it is durable, and the next start embeds it
+        (a model batch in flight is dropped and computed again then)."""
         try:
             report = await self.settle()
         except Exception:  # noqa: BLE001 - closing goes on whatever failed
@@ -150,9 +161,11 @@ class IngestQueue:
                 log.error("Closing with %d messages not stored (%s): %s%s", len(report.not_stored), report.error,
                           named, ", ..." if len(report.not_stored) > _NAMED_AT_CLOSE else "")
         finally:
-            for task in self._tasks:
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            # Under the lock: no vector write is cut between the database and the index it keeps in step.
+            async with self.write_lock:
+                for task in self._tasks:
+                    task.cancel()
+                await asyncio.gather(*self._tasks, return_exceptions=True)
             self._tasks = []
             await self._writer.close()
 

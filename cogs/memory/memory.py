@@ -73,10 +73,15 @@ class Memory:
 
     @classmethod
     async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path,
-                   database_url: str | None = None) -> Memory:
+                   database_url: str | None = None, *, embed_backlog: bool = True,
+                   reranker: bool = True) -> Memory:
         """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest.
 
         ``database_url`` (postgresql://...) keeps memory in PostgreSQL instead of the SQLite file at ``db_path``.
+        ``embed_backlog=False`` (a read-only command) leaves the stored messages that wait for a vector to the bot
+        or the next start: nothing is embedded in the background, and closing does not wait for the model.
+        ``reranker=False`` (a CLI command) builds no reranker: ``load_reranker`` does, when a command needs one; the
+        bot's profile ``preload`` applies to the bot alone.
         Raises MemoryOpenError (already logged) when the database or the model cannot be used; whatever opened
         before a failure is closed again.
         """
@@ -106,14 +111,14 @@ class Memory:
             spool = IngestSpool(db_path.parent / SPOOL_NAME) if database_url else None
             ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                                  queue_size=profile.ingest_queue_size, spool=spool)
-            ingest.start()
+            ingest.start(embed=embed_backlog)
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)
-            reranker = _build_reranker(profile, device, onnx_dir)
-            if reranker is not None:
-                undo.push_async_callback(reranker.aclose)
-                await reranker.tokenizers_loaded()
-            memory = cls(profile, store, embedder, indexes, ingest, reranker, onnx_dir)
+            service = _build_reranker(profile, device, onnx_dir) if reranker else None
+            if service is not None:
+                undo.push_async_callback(service.aclose)
+                await service.tokenizers_loaded()
+            memory = cls(profile, store, embedder, indexes, ingest, service, onnx_dir)
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
@@ -121,7 +126,8 @@ class Memory:
         return memory
 
     async def close(self) -> None:
-        """Flush the queue, erase what was forgotten, save the indexes, close the database (and the models' threads).
+        """Store what is queued (the vector backlog waits for the next start), erase what was forgotten, save the
+        indexes, close the database (and the models' threads).
 
         Each step runs whatever failed before it, and the database closes last, always: a failure (a full disk, a
         locked database) never leaves the process holding it open. A failure is raised once all is closed.
@@ -192,10 +198,15 @@ class Memory:
     async def add(self, record: MessageRecord) -> None:
         await self.ingest.add(record)
 
-    async def flush(self) -> FlushReport:
-        """Wait until what was added is stored and embedded; raises ``IngestError`` (with the report) when some of
-        it was not stored. See ``IngestQueue.flush``."""
-        return await self.ingest.flush()
+    async def flush(self, *, vectors: bool = False) -> FlushReport:
+        """Wait until what was added is stored (keyword-searchable and durable) and, with ``vectors``, until every
+        stored message has its vector; raises ``IngestError`` (with the report) when some of it was not stored.
+        See ``IngestQueue.flush``."""
+        return await self.ingest.flush(vectors=vectors)
+
+    async def vectors_pending(self) -> int:
+        """Stored messages still waiting for their vector (found by their words; by meaning once embedded)."""
+        return (await self.store.pending_count())[0]
 
     # Edits and deletes schedule a purge (``purges``) that erases the old text from disk a few seconds later.
 
@@ -295,6 +306,16 @@ class Memory:
         candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))
         # The reranker takes and returns plain dicts: copies of these candidates, each with its rerank_score.
         return cast(list[Candidate], await reranker.arerank_results(query, list(candidates), top_k=limit))
+
+    async def load_reranker(self) -> bool:
+        """Build the profile's reranker if memory opened without one (a CLI command), and wait until it has loaded
+        (a first use downloads and exports it). False when nothing can rerank: recalls keep first-stage order."""
+        if self.reranker is None:
+            if not reranks(self.profile):
+                return False
+            device = await asyncio.to_thread(resolve_device, self.profile)
+            self.reranker = await asyncio.to_thread(_build_reranker, self.profile, device, self.onnx_dir)
+        return self.reranker is not None and await self.reranker.aload()
 
     async def stats(self, guild_id: int) -> dict[str, Any]:
         if not isinstance(self.store, MemoryStore):  # PostgreSQL: the vectors and their index are in the database

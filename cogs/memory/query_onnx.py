@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .export_child import RecordPrinter, run_export
+from .export_child import RecordPrinter, exporting_into, publish, remove_leftovers, run_export, staging_folder
 from .query_trace import MAX_ABS_DIFF, PROBES, eager_embedding
 
 __all__ = ("GRAPH_FILE", "QueryOnnx", "export_folder")
@@ -69,8 +67,7 @@ class QueryOnnx:
         folder = export_folder(root, source)
         try:
             if not (folder / GRAPH_FILE).is_file():
-                log.info("Exporting the query embedder %s to ONNX in %s (once)", source, folder)
-                run_export(CHILD, [source, str(folder)], log)
+                _export(source, folder)
             runner = cls(model, _session(folder / GRAPH_FILE))
             worst = max(float((runner.embed(text) - eager_embedding(model, text)).abs().max()) for text in PROBES)
         except Exception:  # noqa: BLE001 - no ONNX Runtime, a model it cannot export: queries run on torch
@@ -93,6 +90,16 @@ class QueryOnnx:
             for module in list(self._model)[1:]:
                 features = module(features)
         return features["sentence_embedding"]
+
+
+def _export(source: str, folder: Path) -> None:
+    """Write the export of ``source`` into ``folder`` in a child process, unless another process just did."""
+    with exporting_into(folder.parent):
+        remove_leftovers(folder.parent, folder.name)
+        if (folder / GRAPH_FILE).is_file():  # written by another process while this one waited
+            return
+        log.info("Exporting the query embedder %s to ONNX in %s (once)", source, folder)
+        run_export(CHILD, [source, str(folder)], log)
 
 
 def _session(path: Path) -> Any:
@@ -126,8 +133,7 @@ def write_export(source: str, target: Path) -> None:
     local = Path(source)
     model = SentenceTransformer(source, device="cpu", local_files_only=local.is_dir())
     example = model.preprocess([PROBES[1]])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    staging = staging_folder(target.parent, target.name)
     try:
         axes = {0: "batch", 1: "tokens"}
         with torch.no_grad():
@@ -136,11 +142,7 @@ def write_export(source: str, target: Path) -> None:
                               input_names=list(INPUTS), output_names=["last_hidden_state"],
                               dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
                               opset_version=17, dynamo=False)
-        try:
-            os.rename(staging, target)
-        except OSError:
-            if not (target / GRAPH_FILE).is_file():  # not another process's finished export: a real failure
-                raise
+        publish(staging, target)
         log.info("Query embedder exported to %s", target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Where a reranker's ONNX export lives and how it gets there: once per model id + revision + variant, written to a
-temporary folder and renamed into place, so a half-written export is never loaded. The writing runs in a child
+staging folder, synced and renamed into place, so a half-written export is never loaded and a killed one's leftovers
+are removed by the next (../export_child.py). The writing runs in a child
 process (../export_child.py); `python -m cogs.memory.rerank.onnx_export` is that child."""
 
 from __future__ import annotations
@@ -7,11 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..workers import MODEL_LOADING
-from ..export_child import RecordPrinter, run_export
+from ..export_child import RecordPrinter, exporting_into, publish, remove_leftovers, run_export, staging_folder
 from .onnx_graph import GRAPH_FILE, HEAD_NODE, export_qwen3
 from ..profile import HardwareDetector
 
@@ -86,23 +85,22 @@ def _ensure(root: Path, spec: ExportSpec, build: Callable[[Path], None]) -> Path
     final = root / spec.folder
     if _is_complete(final, spec):
         return final
-    if final.exists():
-        log.warning("ONNX export %s is incomplete or stale; writing it again", final)
-        shutil.rmtree(final)
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{spec.folder}.", suffix=".partial", dir=root))
-    try:
-        build(work)
-        files = {path.name: path.stat().st_size for path in work.iterdir()}
-        (work / MANIFEST).write_text(json.dumps(spec.manifest(files), indent=2) + "\n", encoding="utf-8")
+    with exporting_into(root):  # one export per folder at a time; what a killed one left is removed here
+        remove_leftovers(root, spec.folder)
+        if _is_complete(final, spec):  # another process finished it while this one waited
+            return final
+        if final.exists():
+            log.warning("ONNX export %s is incomplete or stale; writing it again", final)
+            shutil.rmtree(final)
+        work = staging_folder(root, spec.folder)
         try:
-            os.rename(work, final)
-        except OSError:
-            if not _is_complete(final, spec):  # not another process finishing the same export first
-                raise
-    finally:
-        if work.exists():
-            shutil.rmtree(work)
+            build(work)
+            files = {path.name: path.stat().st_size for path in work.iterdir()}
+            (work / MANIFEST).write_text(json.dumps(spec.manifest(files), indent=2) + "\n", encoding="utf-8")
+            publish(work, final)
+        finally:
+            if work.exists():
+                shutil.rmtree(work)
     return final
 
 

@@ -164,7 +164,7 @@ async def test_after_a_restore_the_vector_indexes_are_rebuilt_from_the_restored_
 ) -> None:
     memory = await Memory.open(core_profile, db_path, index_dir)
     await memory.add(make_record(1, "the picnic moved to Saturday"))
-    await memory.flush()
+    await memory.flush(vectors=True)
     backup = backup_database(db_path, tmp_path / "backup.sqlite3").path
     await memory.add(make_record(2, "the lake cabin is booked for July"))
     await memory.close()

@@ -1,20 +1,27 @@
 """``python -m cogs.memory import|search``: the admin's terminal view of memory."""
 
+import asyncio
 import io
 import json
 import re
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from cogs.memory import memory as memory_module
 from cogs.memory.__main__ import parse_args, run
+from cogs.memory.embedding import EmbeddingService
 from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory
 from cogs.memory.profile import ProfileError, load_profile
 
 REPO = Path(__file__).resolve().parents[3]
+# What must return while the embedding model is blocked gets this long: never reached when it does return.
+BLOCKED_BOUND_S = 120.0
 
 
 def export(messages):
@@ -105,7 +112,9 @@ async def test_a_bad_export_is_an_error_not_a_traceback(cli, tmp_path):
 async def test_search_reports_the_rerankers_part_of_the_query_on_stderr(cli, export_file):
     await cli("import", str(export_file))
     _, _, err = await cli("search", "when is the picnic", "--limit", "1")
-    assert re.fullmatch(r"rerank: torch float32, 2 of 2 candidates scored in [\d,]+ ms \(0 from the score cache; "
+    assert re.fullmatch(r"reranker: loading .*tiny-qwen3-reranker\d* \(local, torch\); a first use downloads it and, "
+                        r"on ONNX Runtime, exports it once \(minutes\); --no-rerank skips it\n"
+                        r"rerank: torch float32, 2 of 2 candidates scored in [\d,]+ ms \(0 from the score cache; "
                         r"prompt prefix cache hits so far: 0\)\n", err)
 
 
@@ -183,3 +192,93 @@ async def test_a_damaged_database_is_one_error_line_not_a_traceback(cli, export_
     assert (code, err.splitlines()[-1]) == (
         1, f"error: the memory database {tmp_path / 'm.sqlite3'} is damaged (file is not a database). "
            + RESTORE_ADVICE.format(path=tmp_path / "m.sqlite3"))
+
+
+class BlockedModel:
+    """Every bulk ``embed`` of the real EmbeddingService waits for ``gate``, which the test opens only at its end."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.gate = asyncio.Event()
+        self.calls = 0
+        original = EmbeddingService.embed
+
+        async def blocked(service, texts, *, interactive=None):
+            self.calls += 1
+            await self.gate.wait()
+            return await original(service, texts, interactive=interactive)
+
+        monkeypatch.setattr(EmbeddingService, "embed", blocked)
+
+
+@pytest.fixture
+async def backlog(tmp_path, tiny_profiles_dir, make_record, monkeypatch):
+    """1,000 stored messages waiting for their vectors, the model blocked: what a bot killed mid-backlog leaves."""
+    model = BlockedModel(monkeypatch)
+    memory = await Memory.open(load_profile(str(tiny_profiles_dir / "tiny-a.toml")), tmp_path / "m.sqlite3",
+                               tmp_path / "idx")
+    for message_id in range(1, 1001):
+        await memory.add(make_record(message_id, f"picnic note {message_id}"))
+    await asyncio.wait_for(memory.flush(), BLOCKED_BOUND_S)
+    await asyncio.wait_for(memory.close(), BLOCKED_BOUND_S)
+    model.calls = 0
+    yield model
+    model.gate.set()
+
+
+BACKLOG_LINE = ("1000 stored messages wait for their vectors: found by their words now, by their meaning once the bot "
+                "(or the next import) has embedded them\n")
+
+
+async def test_a_search_with_a_backlog_closes_at_once_and_says_what_waits(cli, backlog):
+    code, out, err = await asyncio.wait_for(cli("search", "picnic", "--no-rerank", "--limit", "3"), BLOCKED_BOUND_S)
+    assert (code, len(re.findall(r"^ *\d+\. ", out, flags=re.M)), err, backlog.calls) == (0, 3, BACKLOG_LINE, 0)
+
+
+async def test_check_says_what_waits_for_vectors(cli, backlog):
+    code, _, err = await asyncio.wait_for(cli("check"), BLOCKED_BOUND_S)
+    assert (code, err) == (0, BACKLOG_LINE)
+
+
+async def test_an_import_reports_once_the_vectors_are_there(cli, export_file, tmp_path):
+    code, _, _ = await cli("import", str(export_file))
+    with closing(sqlite3.connect(tmp_path / "m.sqlite3")) as connection:
+        vectors = connection.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    assert (code, vectors) == (0, 2)
+
+
+async def test_an_import_counts_the_messages_still_waiting_for_vectors(cli, export_file, monkeypatch):
+    async def failing(service, texts, *, interactive=None):
+        raise RuntimeError("the model fell over")
+
+    monkeypatch.setattr(EmbeddingService, "embed", failing)
+    code, out, _ = await cli("import", str(export_file))
+    assert code == 1
+    assert re.search(r"^imported 1 of 1 file\(s\): 2 stored, 0 already stored, 0 skipped, 0 rejected; 2 stored "
+                     r"messages wait for their vectors \(the embedding model fails \(.*\); they are embedded "
+                     r"later\)\n$", out, flags=re.M), out
+
+
+@pytest.fixture
+def rerankers_built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The profiles a reranker was built for during the test (a spy around the real builder)."""
+    built: list[str] = []
+    real = memory_module._build_reranker
+
+    def spy(profile, *args):
+        built.append(profile.name)
+        return real(profile, *args)
+
+    monkeypatch.setattr(memory_module, "_build_reranker", spy)
+    return built
+
+
+async def test_import_and_a_search_without_rerank_never_load_a_reranker(cli, export_file, rerankers_built):
+    imported, _, _ = await cli("import", str(export_file))
+    searched, out, err = await cli("search", "picnic", "--no-rerank")
+    assert (imported, searched, "rerank_score=- " in out, err, rerankers_built) == (0, 0, True, "", [])
+
+
+async def test_a_reranked_search_loads_the_reranker_when_it_needs_it(cli, export_file, rerankers_built):
+    await cli("import", str(export_file))
+    code, out, _ = await cli("search", "when is the picnic", "--limit", "1")
+    assert (code, "rerank_score=- " in out, rerankers_built) == (0, False, ["tiny-a"])

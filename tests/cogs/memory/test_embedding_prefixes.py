@@ -71,7 +71,7 @@ async def test_switching_to_an_e5_model_re_embeds_stored_messages_with_its_prefi
                                db_path, index_dir)
     try:
         await memory.add(make_record(1, "the lake cabin is booked", author_name="ann"))
-        await memory.flush()
+        await memory.flush(vectors=True)
         await memory.switch_profile(dataclasses.replace(memory.profile, embedding_passage_prefix=None))
         rows = await fetchall(memory.store, "SELECT model, vector FROM embeddings")
         key = memory.embedder.model_name

@@ -86,7 +86,7 @@ async def channel_messages(ingest: IngestQueue, make_record: RecordFactory) -> N
         await ingest.add(make_record(message_id, f"message {message_id}"))
     await ingest.add(make_record(5, "message 5", channel_id=11))
     await ingest.add(make_record(6, "message 6", guild_id=2))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
 
 
 # -- stored spans ---------------------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ async def test_added_messages_reach_sqlite_fts_and_faiss(
 ) -> None:
     for message_id in range(1, 21):
         await ingest.add(make_record(message_id, f"message number {message_id}"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert len(await consistent_ids(store, indexes)) == 20
 
 
@@ -67,7 +67,7 @@ async def test_vector_includes_the_previous_message_of_the_channel(
     await ingest.add(make_record(1, "who wants to go hiking on saturday?", author_name="bob"))
     await ingest.add(make_record(2, "something else entirely", channel_id=11))
     await ingest.add(make_record(3, "me!", author_name="carol"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     want = expected_vector(embedder, "carol", "me!", ("bob", "who wants to go hiking on saturday?"))
     np.testing.assert_allclose(await stored_vector(store, 3), want, atol=1e-4)
 
@@ -76,9 +76,9 @@ async def test_previous_message_is_read_from_sqlite_across_batches(
     ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "the deploy failed again", author_name="bob"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.add(make_record(2, "I'll look at the logs"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     want = expected_vector(embedder, "alice", "I'll look at the logs", ("bob", "the deploy failed again"))
     np.testing.assert_allclose(await stored_vector(store, 2), want, atol=1e-4)
 
@@ -87,7 +87,7 @@ async def test_first_message_of_a_channel_has_no_previous(
     ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "hello world"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     np.testing.assert_allclose(await stored_vector(store, 1), expected_vector(embedder, "alice", "hello world", None),
                                atol=1e-4)
 
@@ -97,9 +97,9 @@ async def test_out_of_order_message_uses_its_real_predecessor(
 ) -> None:
     await ingest.add(make_record(1, "first"))
     await ingest.add(make_record(3, "third"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.add(make_record(2, "second, imported late"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     want = expected_vector(embedder, "alice", "second, imported late", ("alice", "first"))
     np.testing.assert_allclose(await stored_vector(store, 2), want, atol=1e-4)
 
@@ -109,7 +109,7 @@ async def test_empty_or_blank_messages_are_not_stored(
     ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory, content: str
 ) -> None:
     await ingest.add(make_record(1, content))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == []
 
 
@@ -117,7 +117,7 @@ async def test_attachment_only_message_is_stored_as_its_stand_in(
     ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "", attachments=("holiday_photo.jpg",)))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == [ATTACHMENT_PREFIX + "holiday_photo.jpg"]
 
 
@@ -125,7 +125,7 @@ async def test_attachment_stand_in_is_keyword_searchable(
     ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "look at this", attachments=("budget_2024.xlsx",)))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     rows = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'xlsx'")
     assert len(rows) == 1
 
@@ -135,7 +135,7 @@ async def test_four_thousand_character_message_is_stored_whole(
 ) -> None:
     long_text = ("word " * 800)[:4000]
     await ingest.add(make_record(1, long_text))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == [long_text.strip()]
     assert await consistent_ids(store, indexes)
 
@@ -156,7 +156,7 @@ async def test_odd_unicode_is_stored_and_indexed(
     content: str, stored: str
 ) -> None:
     await ingest.add(make_record(1, content))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == [stored]
     assert len(await consistent_ids(store, indexes)) == 1
 
@@ -169,9 +169,9 @@ async def test_adding_a_stored_message_again_is_ignored(
     ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "once"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.add(make_record(1, "twice"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["once"]
     assert len(await consistent_ids(store, indexes)) == 1
 
@@ -184,7 +184,7 @@ async def test_edit_replaces_content_fts_and_vector(
     make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "my cat is called tom"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await ingest.edit(1, "my dog is called rex", datetime(2024, 6, 1, tzinfo=UTC))
     fts = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'cat'")
     assert fts == []
@@ -199,7 +199,7 @@ async def test_edit_re_embeds_the_successor_with_the_new_text(
 ) -> None:
     await ingest.add(make_record(1, "my password is hunter2", author_name="bob"))
     await ingest.add(make_record(2, "thanks"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.edit(1, "[redacted]", None)
     want = expected_vector(embedder, "alice", "thanks", ("bob", "[redacted]"))
     np.testing.assert_allclose(await stored_vector(store, 2), want, atol=1e-4)
@@ -209,7 +209,7 @@ async def test_edit_keeps_attachment_stand_ins(
     ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "draft", attachments=("plan.pdf",)))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.edit(1, "final", None)
     assert await contents(store) == [f"final\n{ATTACHMENT_PREFIX}plan.pdf"]
 
@@ -218,7 +218,7 @@ async def test_edit_to_nothing_forgets_the_message(
     ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "oops"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.edit(1, "   ", None)
     assert await consistent_ids(store, indexes) == []
 
@@ -232,7 +232,7 @@ async def test_edit_arriving_while_the_add_is_queued_is_not_lost(
 ) -> None:
     await ingest.add(make_record(1, "typo teh"))
     assert await ingest.edit(1, "typo the", None)
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["typo the"]
     assert len(await consistent_ids(store, indexes)) == 1
 
@@ -245,7 +245,7 @@ async def test_delete_removes_the_message_everywhere(
 ) -> None:
     for message_id in (1, 2, 3):
         await ingest.add(make_record(message_id, f"message {message_id}"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await ingest.delete([2]) == 1
     assert await contents(store) == ["message 1", "message 3"]
     assert len(await consistent_ids(store, indexes)) == 2
@@ -257,7 +257,7 @@ async def test_delete_re_embeds_the_successor_without_the_deleted_text(
     await ingest.add(make_record(1, "good morning", author_name="carol"))
     await ingest.add(make_record(2, "my address is 12 Elm St", author_name="bob"))
     await ingest.add(make_record(3, "noted"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.delete([2])
     want = expected_vector(embedder, "alice", "noted", ("carol", "good morning"))
     np.testing.assert_allclose(await stored_vector(store, 3), want, atol=1e-4)
@@ -269,7 +269,7 @@ async def test_bulk_delete_links_the_survivor_to_the_nearest_kept_message(
 ) -> None:
     for message_id, text in enumerate(["keep me", "spam one", "spam two", "after the spam"], start=1):
         await ingest.add(make_record(message_id, text))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await ingest.delete([3, 2, 99]) == 2
     want = expected_vector(embedder, "alice", "after the spam", ("alice", "keep me"))
     np.testing.assert_allclose(await stored_vector(store, 4), want, atol=1e-4)
@@ -281,7 +281,7 @@ async def test_delete_arriving_while_the_add_is_queued_does_not_resurrect_it(
 ) -> None:
     await ingest.add(make_record(1, "posted by mistake"))
     assert await ingest.delete([1]) == 1
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await consistent_ids(store, indexes) == []
 
 
@@ -291,7 +291,7 @@ async def test_delete_channel_removes_the_channel_and_its_threads_only(
     await ingest.add(make_record(1, "in the channel"))
     await ingest.add(make_record(2, "in its thread", channel_id=50, parent_channel_id=10))
     await ingest.add(make_record(3, "another channel", channel_id=11))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await ingest.delete_channel(1, 10) == 2
     assert await contents(store) == ["another channel"]
     assert len(await consistent_ids(store, indexes)) == 1
@@ -302,7 +302,7 @@ async def test_delete_guild_leaves_other_guilds_alone(
 ) -> None:
     await ingest.add(make_record(1, "guild one"))
     await ingest.add(make_record(2, "guild two", guild_id=2))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await indexes.save_dirty()
     assert await ingest.delete_guild(1) == 1
     assert await consistent_ids(store, indexes, guild_id=1) == []
@@ -316,7 +316,7 @@ async def test_delete_author_in_one_guild(
     await ingest.add(make_record(1, "mine here"))
     await ingest.add(make_record(2, "someone else", author_id=200))
     await ingest.add(make_record(3, "mine elsewhere", guild_id=2))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await ingest.delete_author(1, 100) == 1
     assert len(await consistent_ids(store, indexes, guild_id=1)) == 1
     assert len(await consistent_ids(store, indexes, guild_id=2)) == 1
@@ -329,7 +329,7 @@ async def test_delete_author_everywhere_re_embeds_successors(
     await ingest.add(make_record(1, "forget me please", author_id=300, author_name="dave"))
     await ingest.add(make_record(2, "reply to dave", author_name="erin"))
     await ingest.add(make_record(3, "also mine", guild_id=2, author_id=300, author_name="dave"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await ingest.delete_author(None, 300) == 2
     np.testing.assert_allclose(await stored_vector(store, 2), expected_vector(embedder, "erin", "reply to dave", None),
                                atol=1e-4)
@@ -364,6 +364,7 @@ async def test_a_backlog_is_embedded_in_wider_batches(
     for message_id in range(1, 41):
         await queue.add(make_record(message_id, f"backlog {message_id}"))
     queue.start()
+    await queue.flush(vectors=True)
     await queue.close()
     assert recorder.sizes == [40 + 39]  # in one call: each message alone, and all but the first after the one before
 
@@ -375,6 +376,7 @@ async def test_a_single_live_message_is_not_held_for_a_full_batch(
     queue = IngestQueue(store, recorder, indexes, batch_size=16, queue_size=64)
     queue.start()
     await queue.add(make_record(1, "just one"))
+    await queue.flush(vectors=True)
     await queue.close()
     assert recorder.sizes == [1]
 
@@ -385,8 +387,9 @@ async def test_a_failed_embedding_loses_nothing(
     queue = IngestQueue(store, BatchRecorder(embedder, fail_first=True), indexes, batch_size=4, queue_size=64)
     queue.start()
     await queue.add(make_record(1, "kept although the model failed once"))
-    await queue.flush()
+    await queue.flush(vectors=True)
     await queue.add(make_record(2, "stored"))
+    await queue.flush(vectors=True)
     await queue.close()
     assert await contents(store) == ["kept although the model failed once", "stored"]
     assert len(await consistent_ids(store, indexes)) == 2
@@ -397,9 +400,9 @@ async def test_a_late_message_in_a_batch_does_not_hide_the_stored_predecessor(
 ) -> None:
     await ingest.add(make_record(1, "one"))
     await ingest.add(make_record(3, "three", author_name="bob"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.add(make_record(2, "two, imported late"))
     await ingest.add(make_record(4, "four"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     want = expected_vector(embedder, "alice", "four", ("bob", "three"))
     np.testing.assert_allclose(await stored_vector(store, 4), want, atol=1e-4)

@@ -61,7 +61,7 @@ async def test_every_acknowledged_message_survives_kill_9(
     queue = IngestQueue(store, embedder, indexes)
     queue.start()
     try:
-        await queue.flush()  # what the killed run left waiting for its vector
+        await queue.flush(vectors=True)  # what the killed run left waiting for its vector
         stored = {row[0] for row in await fetchall(store, "SELECT message_id FROM messages")}
         assert acknowledged and acknowledged <= stored, f"seed {seed}: lost {sorted(acknowledged - stored)}"
         assert await consistent_ids(store, indexes), f"seed {seed}"

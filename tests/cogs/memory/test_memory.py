@@ -127,7 +127,7 @@ async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_
         assert stats["index_kind"] == "pgvector-hnsw"
 
 
-async def test_close_flushes_queued_messages_and_saves_indexes(
+async def test_close_stores_queued_messages_and_the_next_start_embeds_them(
     core_profile: MemoryProfile, db_path: Path, index_dir: Path, make_record: RecordFactory,
     caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -136,6 +136,7 @@ async def test_close_flushes_queued_messages_and_saves_indexes(
     await memory.close()
     with caplog.at_level(logging.WARNING):
         reopened = await Memory.open(core_profile, db_path, index_dir)
+    await reopened.flush(vectors=True)
     stats = await reopened.stats(1)
     await reopened.close()
     assert (stats["messages"], stats["vectors"]) == (1, 1)
@@ -199,7 +200,7 @@ async def test_a_local_reranker_is_exported_beside_the_database(
     memory = await Memory.open(profile, db_path, index_dir)
     try:
         await memory.add(make_record(1, "We should book the cabin by the lake for July"))
-        await memory.flush()
+        await memory.flush(vectors=True)
         await memory.reranker.aload()  # a recall does not wait for the model to load
         results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
         backend = memory.reranker.status()["backend"]
@@ -223,7 +224,7 @@ async def test_auto_device_is_resolved_once_and_given_to_every_model(
     memory = await Memory.open(dataclasses.replace(tiny_reranker_profile, device="auto"), db_path, index_dir)
     try:
         await memory.add(make_record(1, "the picnic moved to Saturday"))
-        await memory.flush()
+        await memory.flush(vectors=True)
         await memory.reranker.aload()
         await memory.recall("picnic", SearchFilters(guild_id=1), 1)
         devices = (memory.embedder.device, memory.reranker.status()["device"])

@@ -61,7 +61,7 @@ async def held(queue: IngestQueue, *records: MessageRecord) -> None:
     for record in records:
         await queue.add(record)
     with pytest.raises(IngestError):
-        await queue.flush()
+        await queue.flush(vectors=True)
 
 
 async def test_a_locked_database_makes_flush_say_what_was_not_stored(
@@ -72,7 +72,7 @@ async def test_a_locked_database_makes_flush_say_what_was_not_stored(
     await queue.add(make_record(1, "said while another process wrote"))
     await queue.add(make_record(2, "and this too"))
     with pytest.raises(IngestError) as raised:
-        await queue.flush()
+        await queue.flush(vectors=True)
     assert raised.value.report.not_stored == (1, 2)
     assert str(raised.value) == ("2 messages not stored yet (another process holds the database's write lock); "
                                  "memory keeps them and tries again")
@@ -85,7 +85,7 @@ async def test_messages_held_by_a_locked_database_are_stored_once_it_is_released
     queue, store, indexes = quick_queue
     await held(queue, make_record(1, "said while another process wrote"), make_record(2, "and this too"))
     locked.rollback()
-    report = await queue.flush()
+    report = await queue.flush(vectors=True)
     assert (report.stored, report.not_stored) == (2, ())
     assert len(await consistent_ids(store, indexes)) == 2
 
@@ -98,7 +98,7 @@ async def test_a_message_added_after_a_failed_write_is_stored_with_the_held_ones
     await held(queue, make_record(1, "held"))
     await queue.add(make_record(2, "queued behind it"))
     locked.rollback()
-    await queue.flush()
+    await queue.flush(vectors=True)
     assert await contents(store) == ["held", "queued behind it"]
 
 
@@ -111,7 +111,7 @@ async def test_a_held_message_deleted_meanwhile_is_not_stored(
     with pytest.raises(sqlite3.OperationalError):
         await queue.delete([1])  # its own write fails too, but the delete is remembered
     locked.rollback()
-    await queue.flush()
+    await queue.flush(vectors=True)
     assert await contents(store) == []
 
 
@@ -122,7 +122,7 @@ async def test_a_message_whose_data_cannot_be_stored_is_rejected_alone(
     await ingest.add(dataclasses.replace(make_record(2, "x"), content=None))  # "content": null in an export
     await ingest.add(make_record(3, "three"))
     with caplog.at_level(logging.ERROR, logger="cogs.memory.message_writer"), pytest.raises(IngestError) as raised:
-        await ingest.flush()
+        await ingest.flush(vectors=True)
     assert (raised.value.report.rejected, raised.value.report.stored) == ((2,), 2)
     assert "Message 2 cannot be stored and is dropped: AttributeError" in caplog.text
     assert await contents(store) == ["one", "three"]
@@ -135,7 +135,7 @@ async def test_a_row_sqlite_refuses_is_rejected_alone_and_the_rest_stored(
     for message_id in range(1, 6):
         await ingest.add(make_record(message_id, "refused" if message_id == 4 else f"message {message_id}"))
     with caplog.at_level(logging.ERROR, logger="cogs.memory.message_writer"), pytest.raises(IngestError) as raised:
-        await ingest.flush()
+        await ingest.flush(vectors=True)
     assert raised.value.report.rejected == (4,)
     assert "Message 4 cannot be stored and is dropped: IntegrityError: refused by a trigger" in caplog.text
     assert await contents(store) == ["message 1", "message 2", "message 3", "message 5"]
@@ -147,10 +147,10 @@ async def test_a_lone_message_sqlite_refuses_waits_until_another_one_shows_the_d
 ) -> None:
     await ingest.add(make_record(1, "refused"))
     with pytest.raises(IngestError) as alone:
-        await ingest.flush()
+        await ingest.flush(vectors=True)
     await ingest.add(make_record(2, "a message that goes in"))
     with pytest.raises(IngestError) as with_another:
-        await ingest.flush()
+        await ingest.flush(vectors=True)
     assert (alone.value.report.not_stored, with_another.value.report.rejected) == ((1,), (1,))
 
 
@@ -159,9 +159,9 @@ async def test_flush_reports_what_it_stored_and_what_it_skipped(
 ) -> None:
     await ingest.add(make_record(1, "first"))
     await ingest.add(make_record(2, "second"))
-    first = await ingest.flush()
+    first = await ingest.flush(vectors=True)
     await ingest.add(make_record(1, "first"))  # already stored
     await ingest.add(make_record(3, "   "))  # nothing to remember
     await ingest.add(make_record(4, "fourth"))
-    second = await ingest.flush()
+    second = await ingest.flush(vectors=True)
     assert ((first.stored, first.skipped), (second.stored, second.skipped)) == ((2, 0), (1, 2))

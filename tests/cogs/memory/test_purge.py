@@ -66,7 +66,7 @@ async def remember_nonce(memory: Memory, make_record: RecordFactory) -> list[byt
     for start in range(0, len(records), CHUNK):
         for record in records[start : start + CHUNK]:
             await memory.add(record)
-        await memory.flush()
+        await memory.flush(vectors=True)
     await memory.save()
     stored = await memory.store.message(NONCE_ID)
     successor = await memory.store.next_in_channel(1, 10, stored.created_at, NONCE_ID)
@@ -235,7 +235,7 @@ async def test_a_forget_marks_a_purge_pending_in_its_own_transaction(
 ) -> None:
     any_memory.purges.delay = any_memory.purges.max_delay = 3600.0
     await any_memory.add(make_record(1, "something to forget"))
-    await any_memory.flush()
+    await any_memory.flush(vectors=True)
     before = await any_memory.store.purge_pending()
     await any_memory.delete([1])
     assert (before, await any_memory.store.purge_pending()) == (False, True)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cogs.memory import query_onnx
+from cogs.memory.export_child import STAGING_SUFFIX
 from cogs.memory.embedding import EmbeddingService, resolve_model_path
 from cogs.memory.query_onnx import GRAPH_FILE, QueryOnnx, export_folder
 from cogs.memory.query_trace import PROBES, QueryTrace, eager_embedding
@@ -71,3 +72,34 @@ def test_a_failed_export_writes_nothing_and_leaves_queries_on_torch(tmp_path: Pa
     missing = str(tmp_path / "no-such-model")
     assert QueryOnnx.load(missing, embedder._model, tmp_path / "onnx") is None
     assert not (tmp_path / "onnx").exists() or not any((tmp_path / "onnx").iterdir())
+
+
+@pytest.fixture
+def count_exports(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The models whose export a child process was started for during the test (a spy around the real one)."""
+    started: list[str] = []
+    real = query_onnx.run_export
+
+    def spy(module: str, args: list[str], logger: object) -> None:
+        started.append(args[0])
+        real(module, args, logger)
+
+    monkeypatch.setattr(query_onnx, "run_export", spy)
+    return started
+
+
+def test_a_complete_export_is_reused_without_exporting_again(exported: Path, embedder: EmbeddingService,
+                                                            count_exports: list[str]) -> None:
+    assert QueryOnnx.load(SOURCE, embedder._model, exported) is not None
+    assert count_exports == []
+
+
+def test_what_a_killed_export_left_is_removed_and_the_export_written_again(
+    tmp_path: Path, embedder: EmbeddingService, count_exports: list[str]
+) -> None:
+    folder = export_folder(tmp_path, SOURCE)
+    leftover = tmp_path / f".{folder.name}.killed{STAGING_SUFFIX}"  # the child was killed while writing it
+    leftover.mkdir()
+    (leftover / GRAPH_FILE).write_bytes(b"\x08\x07 half a graph")
+    assert QueryOnnx.load(SOURCE, embedder._model, tmp_path) is not None
+    assert (count_exports, [path.name for path in tmp_path.iterdir()]) == ([SOURCE], [folder.name])

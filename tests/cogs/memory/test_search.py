@@ -49,7 +49,7 @@ async def remember_conversation(ingest: IngestQueue, make_record: RecordFactory)
                                      author_name=author_name))
     # The same words in another guild: must never leak into guild 1's results.
     await ingest.add(make_record(1001, "Anyone up for pizza tonight?", guild_id=OTHER_GUILD, channel_id=50))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
 
 
 @pytest.fixture
@@ -214,7 +214,7 @@ async def test_a_name_match_scores_each_of_that_authors_messages_alike(
         await memory_ingest.add(make_record(message_id, f"my cat knocked plant number {message_id} off the shelf",
                                             guild_id=guild, channel_id=70 + message_id, author_id=BOB,
                                             author_name="Mei"))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     named = await search_engine.search("what did daniel say", SearchFilters(guild_id=guild), 10, mode="keyword")
     assert sorted(ids(named)) == [1, 2, 3, 4]
     assert len({round(hit["score"], 9) for hit in named}) == 1, named
@@ -236,7 +236,7 @@ async def test_an_over_common_term_still_ranks_what_the_rare_ones_match(
     await memory_ingest.add(make_record(20, "the marathon route passes right by that pizza place on the corner near "
                                             "the old train station", guild_id=GUILD, channel_id=RANDOM,
                                         author_id=BOB, author_name="bob"))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
     results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
     assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [20, 4]
@@ -341,7 +341,7 @@ async def test_a_chinese_word_said_differently_is_found_by_its_characters(
     messages = [(1, 51, "我报了六月的半程马拉松"), (2, 51, "今天天气很好"), (3, 51, "周末去爬山吧")]
     for message_id, channel, content in messages:
         await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     results = ids(await search_engine.search("他报名了吗", SearchFilters(guild_id=guild), 10, mode="keyword"))
     assert results[:1] == [1], results
 
@@ -356,7 +356,7 @@ async def test_the_reply_to_a_question_that_follows_a_hit_is_found(
                 *((10 + i, 43, f"the amp buzzes again, day {i} of the tour, somebody help me") for i in range(6))]
     for message_id, channel, content in messages:
         await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     results = ids(await search_engine.search("amp Hank Loud Repairs", SearchFilters(guild_id=guild), 20,
                                              mode="keyword"))
     assert 3 in results and 6 not in results, results
@@ -373,7 +373,7 @@ async def test_the_reply_to_a_matching_question_outranks_the_reply_to_a_matching
                 (7, 33, "the pizza place by the station closed down last month after twenty years there")]
     for message_id, channel, content in messages:
         await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     results = ids(await search_engine.search("pizza tonight", SearchFilters(guild_id=guild), 10, mode="keyword"))
     assert results.index(2) < results.index(4), results
 
@@ -390,7 +390,7 @@ async def test_the_reply_of_the_one_asked_is_found_past_someone_elses_line(
     for message_id, name, content in messages:
         await memory_ingest.add(make_record(message_id, content, guild_id=guild, author_id=people[name],
                                             channel_id=71 if message_id < 10 else 72, author_name=name))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     results = await search_engine.search("new phone", SearchFilters(guild_id=guild), 20, mode="keyword")
     assert [hit["sources"] for hit in results if hit["message_id"] == 4] == [["context"]], results
 
@@ -407,7 +407,7 @@ async def test_a_discord_reply_to_a_question_is_found_however_far_below_it(
         record = make_record(message_id, content, guild_id=guild, channel_id=81, author_name=name,
                              author_id=400 + message_id)
         await memory_ingest.add(replace(record, reply_to_id=1) if message_id == 7 else record)
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     results = await search_engine.search("good plumber near the harbour", SearchFilters(guild_id=guild), 10,
                                          mode="keyword")
     assert [hit["sources"] for hit in results if hit["message_id"] == 7] == [["context"]], results

@@ -60,7 +60,7 @@ async def test_with_an_english_model_a_chinese_question_ranks_as_keyword_search_
     core_profile: MemoryProfile, make_record: RecordFactory
 ) -> None:
     await add_all(ingest.add, make_record)
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     engine = SearchEngine(store, embedder, indexes, core_profile)
     hybrid = await engine.search(QUESTION, FILTERS, 6, mode="hybrid")
     keyword = await engine.search(QUESTION, FILTERS, 6, mode="keyword")
@@ -78,7 +78,7 @@ async def test_with_a_multilingual_model_a_chinese_question_uses_the_vector_side
     memory = await Memory.open(core_profile_for(embedding_model=str(tiny_e5)), db_path, index_dir)
     try:
         await add_all(memory.add, make_record)
-        await memory.flush()
+        await memory.flush(vectors=True)
         hits = await memory.search_engine.search(QUESTION, FILTERS, 6, mode="hybrid")
     finally:
         await memory.close()

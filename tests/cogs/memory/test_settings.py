@@ -25,7 +25,7 @@ async def add(ingest: IngestQueue, make_record: RecordFactory, *minutes: float, 
     for minute in minutes:
         message_id = int(minute * 10) + 1000 * guild_id
         await ingest.add(make_record(message_id, f"message at minute {minute}", guild_id=guild_id, minute=minute))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
 
 
 async def test_a_guild_without_settings_has_the_defaults(policy: GuildPolicy) -> None:

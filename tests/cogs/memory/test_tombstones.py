@@ -43,7 +43,7 @@ async def test_a_delete_before_the_add_drops_the_add(
 ) -> None:
     assert await ingest.delete([1]) == 0
     await ingest.add(make_record(1, "deleted by automod at once"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await consistent_ids(store, indexes) == []
 
 
@@ -52,7 +52,7 @@ async def test_a_delete_before_the_add_leaves_only_the_id_behind(
 ) -> None:
     await ingest.delete([1])
     await ingest.add(make_record(1, "deleted by automod at once"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await tombstones(store) == [1]
 
 
@@ -108,12 +108,12 @@ async def test_a_bulk_delete_drops_every_add_still_to_come(
     ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "stored before the purge"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await ingest.delete([1, 2, 3]) == 1
     for message_id in (2, 3):
         await ingest.add(make_record(message_id, f"spam {message_id}"))
     await ingest.add(make_record(4, "after the purge"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["after the purge"]
 
 
@@ -121,10 +121,10 @@ async def test_a_deleted_then_re_added_stored_message_is_not_stored_again(
     ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "said, then deleted on Discord"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.delete([1])
     await ingest.add(make_record(1, "said, then deleted on Discord"))  # an export from before the delete
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == []
 
 
@@ -137,7 +137,7 @@ async def test_a_late_add_into_a_deleted_channel_is_dropped(
     await ingest.delete_channel(1, 10)
     await ingest.add(make_record(1, "in the deleted channel"))
     await ingest.add(make_record(2, "in another channel", channel_id=11))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["in another channel"]
 
 
@@ -146,7 +146,7 @@ async def test_a_late_add_into_a_thread_of_a_deleted_channel_is_dropped(
 ) -> None:
     await ingest.delete_channel(1, 10)
     await ingest.add(make_record(1, "in its thread", channel_id=50, parent_channel_id=10))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == []
 
 
@@ -155,7 +155,7 @@ async def test_a_channel_forgotten_by_command_remembers_what_is_said_after(
 ) -> None:
     await ingest.delete_channel(1, 10)
     await ingest.add(created_now(make_record(1, "a fresh start")))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["a fresh start"]
 
 
@@ -165,7 +165,7 @@ async def test_a_late_add_into_a_left_guild_is_dropped(
     await ingest.delete_guild(1)
     await ingest.add(make_record(1, "said before the bot left"))
     await ingest.add(make_record(2, "in another guild", guild_id=2))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["in another guild"]
 
 
@@ -174,7 +174,7 @@ async def test_a_rejoined_guild_is_remembered_again(
 ) -> None:
     await ingest.delete_guild(1)
     await ingest.add(created_now(make_record(1, "said after the bot came back")))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["said after the bot came back"]
 
 
@@ -184,7 +184,7 @@ async def test_a_late_add_by_a_forgotten_author_is_dropped(
     await ingest.delete_author(1, 100)
     await ingest.add(make_record(1, "said before opting out"))
     await ingest.add(make_record(2, "someone else", author_id=200))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["someone else"]
 
 
@@ -193,7 +193,7 @@ async def test_a_late_add_by_an_author_forgotten_everywhere_is_dropped(
 ) -> None:
     await ingest.delete_author(None, 100)
     await ingest.add(make_record(1, "said in another guild", guild_id=2))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == []
 
 
@@ -202,7 +202,7 @@ async def test_an_author_who_opts_back_in_is_remembered_again(
 ) -> None:
     await ingest.delete_author(1, 100)
     await ingest.add(created_now(make_record(1, "said after opting back in")))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["said after opting back in"]
 
 
@@ -214,7 +214,7 @@ async def test_an_edit_before_the_add_stores_the_edited_text(
 ) -> None:
     assert await ingest.edit(1, "my number is [removed]", datetime(2024, 6, 1, tzinfo=UTC)) is False
     await ingest.add(make_record(1, "my number is 555-0100"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["my number is [removed]"]
     assert len(await consistent_ids(store, indexes)) == 1
 
@@ -225,7 +225,7 @@ async def test_the_newest_of_several_early_edits_is_stored(
     await ingest.edit(1, "second edit", datetime(2024, 6, 2, tzinfo=UTC))
     await ingest.edit(1, "first edit, arriving late", datetime(2024, 6, 1, tzinfo=UTC))
     await ingest.add(make_record(1, "original"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["second edit"]
 
 
@@ -235,7 +235,7 @@ async def test_an_early_edit_older_than_the_added_text_is_not_applied(
     await ingest.edit(1, "first edit", datetime(2024, 6, 1, tzinfo=UTC))
     fetched = dataclasses.replace(make_record(1, "second edit"), edited_at=datetime(2024, 6, 2, tzinfo=UTC))
     await ingest.add(fetched)
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["second edit"]
 
 
@@ -244,7 +244,7 @@ async def test_an_early_edit_keeps_the_attachment_stand_ins(
 ) -> None:
     await ingest.edit(1, "final", None)
     await ingest.add(make_record(1, "draft", attachments=("plan.pdf",)))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["final\n📎 plan.pdf"]
 
 
@@ -254,7 +254,7 @@ async def test_an_edit_of_a_deleted_message_stores_nothing(
     await ingest.delete([1])
     assert await ingest.edit(1, "edited after the delete", None) is False
     await ingest.add(make_record(1, "original"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == []
 
 
@@ -271,7 +271,7 @@ async def test_a_tombstone_survives_a_restart(
     reopened = await Memory.open(core_profile, db_path, index_dir)
     try:
         await reopened.add(make_record(1, "deleted on Discord, still in an old export"))
-        await reopened.flush()
+        await reopened.flush(vectors=True)
         assert await contents(reopened.store) == []
     finally:
         await reopened.close()
@@ -283,13 +283,13 @@ async def test_a_forgotten_authors_message_does_not_come_back_after_a_restart(
 ) -> None:
     memory = await Memory.open(core_profile, db_path, index_dir)
     await memory.add(make_record(1, "said, then forgotten with its author"))
-    await memory.flush()
+    await memory.flush(vectors=True)
     await memory.delete_author(1, 100)
     await memory.close()
     reopened = await Memory.open(core_profile, db_path, index_dir)
     try:
         await reopened.add(make_record(1, "said, then forgotten with its author"))  # the history read again
-        await reopened.flush()
+        await reopened.flush(vectors=True)
         assert await contents(reopened.store) == []
     finally:
         await reopened.close()
@@ -301,13 +301,13 @@ async def test_a_forgotten_channels_message_does_not_come_back_after_a_restart(
 ) -> None:
     memory = await Memory.open(core_profile, db_path, index_dir)
     await memory.add(make_record(1, "said, then forgotten with its channel"))
-    await memory.flush()
+    await memory.flush(vectors=True)
     await memory.delete_channel(1, 10)
     await memory.close()
     reopened = await Memory.open(core_profile, db_path, index_dir)
     try:
         await reopened.add(make_record(1, "said, then forgotten with its channel"))
-        await reopened.flush()
+        await reopened.flush(vectors=True)
         assert await contents(reopened.store) == []
     finally:
         await reopened.close()
@@ -334,7 +334,7 @@ async def test_a_tombstone_written_by_another_process_drops_the_add(
 ) -> None:
     await second_queue.delete([1])
     await ingest.add(make_record(1, "deleted, as the other process saw"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == []
 
 
@@ -355,7 +355,7 @@ async def test_a_message_whose_tombstone_was_pruned_can_be_stored(
     await bury_at(store, 1, time.time() - 31 * DAY_S)
     await ingest.prune_tombstones()
     await ingest.add(make_record(1, "imported again, long after"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     assert await contents(store) == ["imported again, long after"]
 
 

@@ -27,6 +27,8 @@ from tests.fixtures.core import RecordFactory, fetchall
 QUICK_RETRY = RetryPolicy(write_attempts=2, first_delay_s=0.01, max_delay_s=0.05)
 # Enough flushes for a model that fails a few times to be tried again and recover; never reached when it works.
 MAX_FLUSHES = 1_000
+# What must return while the model is blocked gets this long: far more than storing takes, never reached then.
+BLOCKED_BOUND_S = 60.0
 
 
 class FlakyEmbedder:
@@ -82,7 +84,7 @@ async def ids_matching(store: MemoryStore, word: str) -> list[int]:
 async def flush_until_embedded(queue: IngestQueue) -> None:
     """Flush until no stored message waits for its vector (a flush returns early while the model fails)."""
     for _ in range(MAX_FLUSHES):
-        if not (await queue.flush()).vectors_pending:
+        if not (await queue.flush(vectors=True)).vectors_pending:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the vectors never came")
@@ -111,10 +113,42 @@ async def test_the_vector_follows_once_the_model_has_embedded_it(
     await queue.add(make_record(1, "the zeppelin lands at noon"))
     await queue.flush(vectors=False)
     gated.gate.set()
-    report = await queue.flush()
+    report = await queue.flush(vectors=True)
     await queue.close()
     assert report.vectors_pending == 0
     assert len(await consistent_ids(store, indexes)) == 1
+
+
+async def test_a_flush_returns_once_stored_while_the_model_is_blocked(
+    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+) -> None:
+    gated = GatedEmbedder(embedder)
+    queue = started(store, indexes, gated)
+    for message_id in range(1, 201):
+        await queue.add(make_record(message_id, f"zeppelin report {message_id}"))
+    report = await asyncio.wait_for(queue.flush(), BLOCKED_BOUND_S)
+    found = await ids_matching(store, "zeppelin")
+    gated.gate.set()
+    await queue.close()
+    assert (report.stored, report.vectors_pending, found) == (200, 200, list(range(1, 201)))
+
+
+async def test_close_leaves_the_vector_backlog_to_the_next_start(
+    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+) -> None:
+    gated = GatedEmbedder(embedder)
+    queue = started(store, indexes, gated)
+    for message_id in range(1, 51):
+        await queue.add(make_record(message_id, f"zeppelin report {message_id}"))
+    await queue.flush()
+    await gated.in_flight.wait()  # a batch is with the model, which never answers before close
+    await asyncio.wait_for(queue.close(), BLOCKED_BOUND_S)
+    left = ((await store.pending_count())[0], await ids_with_vectors(store))
+    gated.gate.set()
+    restarted = started(store, indexes, embedder)
+    report = await restarted.flush(vectors=True)
+    await restarted.close()
+    assert (left, report.vectors_pending, len(await consistent_ids(store, indexes))) == ((50, []), 0, 50)
 
 
 async def test_a_model_that_fails_then_recovers_loses_nothing(
@@ -138,7 +172,7 @@ async def test_while_the_model_fails_a_flush_says_how_many_wait_for_vectors(
     queue = started(store, indexes, FlakyEmbedder(embedder, failures=10**9))
     for message_id in range(1, 4):
         await queue.add(make_record(message_id, f"message {message_id}"))
-    report = await queue.flush()
+    report = await queue.flush(vectors=True)
     await queue.close()
     assert (report.stored, report.vectors_pending) == (3, 3)
 
@@ -151,7 +185,7 @@ async def test_a_message_the_model_cannot_embed_is_set_aside_alone(
     for message_id in range(1, 6):
         await queue.add(make_record(message_id, "this one is POISON" if message_id == 3 else f"message {message_id}"))
     with caplog.at_level(logging.WARNING, logger="cogs.memory.vector_filler"):
-        report = await queue.flush()
+        report = await queue.flush(vectors=True)
     await queue.close()
     assert report.vectors_rejected == (3,)
     assert "Message 3 was not embedded (ValueError: cannot embed this text)" in caplog.text
@@ -164,7 +198,7 @@ async def test_a_message_set_aside_stays_keyword_searchable(
 ) -> None:
     queue = started(store, indexes, PoisonedEmbedder(embedder))
     await queue.add(make_record(1, "this one is POISON"))
-    await queue.flush()
+    await queue.flush(vectors=True)
     await queue.close()
     assert await ids_matching(store, "poison") == [1]
 
@@ -175,10 +209,10 @@ async def test_a_message_set_aside_is_not_tried_again(
     poisoned = PoisonedEmbedder(embedder)
     queue = started(store, indexes, poisoned)
     await queue.add(make_record(1, "this one is POISON"))
-    await queue.flush()
+    await queue.flush(vectors=True)
     tries = poisoned.poisoned_calls
     await queue.add(make_record(2, "a later message in another channel", channel_id=11))
-    await queue.flush()
+    await queue.flush(vectors=True)
     await queue.close()
     assert poisoned.poisoned_calls == tries
 
@@ -199,7 +233,7 @@ async def test_a_restart_embeds_the_messages_left_waiting(
     indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
     await indexes.load_all()
     queue = started(store, indexes, embedder)
-    await queue.flush()
+    await queue.flush(vectors=True)
     try:
         assert len(await consistent_ids(store, indexes)) == 3
     finally:
@@ -220,7 +254,7 @@ async def test_an_edit_while_the_vector_is_computed_keeps_the_edited_text(
         await asyncio.sleep(0)
     gated.gate.set()
     assert await edit
-    await queue.flush()
+    await queue.flush(vectors=True)
     await queue.close()
     want = expected_vector(embedder, "alice", "the final text", None)
     np.testing.assert_allclose(await stored_vector(store, 1), want, atol=1e-4)
@@ -232,9 +266,9 @@ async def test_a_late_message_gives_its_successor_a_new_vector(
 ) -> None:
     await ingest.add(make_record(1, "first"))
     await ingest.add(make_record(3, "third"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     await ingest.add(make_record(2, "second, imported late", author_name="bob"))
-    await ingest.flush()
+    await ingest.flush(vectors=True)
     np.testing.assert_allclose(await stored_vector(store, 3),
                                expected_vector(embedder, "alice", "third", ("bob", "second, imported late")), atol=1e-4)
 
@@ -245,7 +279,7 @@ async def test_an_edit_the_model_cannot_embed_drops_the_old_vector_and_waits(
     flaky = FlakyEmbedder(embedder, failures=0)
     queue = started(store, indexes, flaky)
     await queue.add(make_record(1, "my password is hunter2"))
-    await queue.flush()
+    await queue.flush(vectors=True)
     flaky.failures = flaky.calls + 1  # the model fails the edit's embedding, then works again
     assert await queue.edit(1, "my password is [redacted]", None)
     left = await ids_with_vectors(store)

@@ -43,7 +43,7 @@ async def test_a_stored_vector_averages_the_message_alone_and_after_its_predeces
 ) -> None:
     await memory_ingest.add(make_record(1, QUESTION, author_name="mei"))
     await memory_ingest.add(make_record(2, ANSWER, author_name="dan"))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     stored = await stored_vector(memory_store, await rowid_of(memory_store, 2), embedder.model_name)
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
@@ -53,9 +53,9 @@ async def test_an_edit_stores_the_same_mean_for_its_successor(
 ) -> None:
     await memory_ingest.add(make_record(1, "what do you do?", author_name="mei"))
     await memory_ingest.add(make_record(2, ANSWER, author_name="dan"))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     await memory_ingest.edit(1, QUESTION, None)
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     stored = await stored_vector(memory_store, await rowid_of(memory_store, 2), embedder.model_name)
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
@@ -67,7 +67,7 @@ async def test_vector_search_scores_a_message_by_the_mean_of_its_two_cosines(
     # Inner product with the stored mean, not its cosine: on PostgreSQL too (its index orders by <#>, not <=>).
     await memory_ingest.add(make_record(1, QUESTION, author_name="mei"))
     await memory_ingest.add(make_record(2, ANSWER, author_name="dan"))
-    await memory_ingest.flush()
+    await memory_ingest.flush(vectors=True)
     expected = await expected_answer_vector(embedder)
     question = await embedder.embed_queries(["who fixes bikes?"])
     hits = dict(await search_engine._vector_hits("who fixes bikes?", SearchFilters(guild_id=1), 2))
@@ -92,12 +92,12 @@ async def test_vectors_of_another_input_form_are_embedded_again_in_the_backgroun
         try:
             for message_id, (author, content) in enumerate([("mei", QUESTION), ("dan", ANSWER)], start=1):
                 await memory.add(make_record(message_id, content, author_name=author))
-            await memory.flush()
+            await memory.flush(vectors=True)
         finally:
             await memory.close()
     memory = await Memory.open(core_profile_for(), db_path, index_dir, store_url)
     try:
-        await memory.flush()
+        await memory.flush(vectors=True)
         key = memory.embedder.model_name
         [(counted,)] = await query(memory.store, "SELECT COUNT(*) FROM embeddings WHERE model = ?", key)
         stored = await stored_vector(memory.store, await rowid_of(memory.store, 2), key)
@@ -116,7 +116,7 @@ async def test_a_switch_to_another_model_stores_the_mean_of_both_forms(
     try:
         for message_id, (author, content) in enumerate([("mei", QUESTION), ("dan", ANSWER)], start=1):
             await memory.add(make_record(message_id, content, author_name=author))
-        await memory.flush()
+        await memory.flush(vectors=True)
         await memory.switch_profile(dataclasses.replace(memory.profile, embedding_model=str(tiny_e5)))
         stored = await stored_vector(memory.store, await rowid_of(memory.store, 2), memory.embedder.model_name)
         expected = await expected_answer_vector(memory.embedder)

@@ -38,7 +38,7 @@ def done(channel, count):
 
 
 async def stored(bot, guild):
-    await bot.memory.flush()
+    await bot.memory.flush(vectors=True)
     hits = await bot.memory.search("picnic plans", SearchFilters(guild_id=guild.id), 20)
     return sorted(hit["content"] for hit in hits if hit["content"].endswith("picnic plans"))
 
@@ -100,7 +100,7 @@ async def test_a_later_run_fills_what_was_missed_since_the_last(memory_bot, slas
 async def test_a_run_forgets_what_discord_no_longer_has(memory_bot, slash, guild, channel, member, admin, backfill):
     kept = await say("oldest picnic plans", member, channel)
     gone = await say("older picnic plans", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     deleted_while_away(gone)
     await slash.run("memory backfill", admin, channel, channel=channel)
     assert (kept.content, await stored(memory_bot, guild)) == ("oldest picnic plans", ["oldest picnic plans"])

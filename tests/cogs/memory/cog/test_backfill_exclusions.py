@@ -20,7 +20,7 @@ def guild(memory_bot):
 
 
 async def stored(bot, guild):
-    await bot.memory.flush()
+    await bot.memory.flush(vectors=True)
     hits = await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20)
     return sorted(hit["content"] for hit in hits)
 
@@ -116,7 +116,7 @@ FORGETS = {
 async def test_what_was_forgotten_does_not_come_back_once_its_tombstones_expire(
         memory_bot, slash, guild, channel, member, admin, tiny_reranker_profile, forget):
     forgotten = await say("picnic secret", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     await forget(memory_bot.memory, forgotten)
     await a_month_later(memory_bot, tiny_reranker_profile)
     said_while_away("picnic after", member, channel, at=a_moment_later())
@@ -127,7 +127,7 @@ async def test_what_was_forgotten_does_not_come_back_once_its_tombstones_expire(
 async def test_forgetting_a_message_by_its_link_keeps_it_out_of_history(memory_bot, slash, guild, channel, member,
                                                                         admin, tiny_reranker_profile):
     forgotten = await say("picnic secret", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     http, task = slash.start("memory forget", member, channel, what="a message", message_link=forgotten.jump_url)
     prompt = await http.wait_for(lambda sent: sent.kind == "response")
     await slash.press(http, prompt, "Forget", member, channel)

@@ -21,7 +21,7 @@ async def test_a_message_is_remembered(memory_bot, guild, channel, member):
 
 async def test_the_author_and_channel_are_kept(memory_bot, guild, channel, member):
     message = await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     (hit,) = await memory_bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 10)
     assert (hit["message_id"], hit["channel_id"], hit["author_id"], hit["author_name"]) == (
         message.id, channel.id, member.id, member.display_name)
@@ -29,21 +29,21 @@ async def test_the_author_and_channel_are_kept(memory_bot, guild, channel, membe
 
 async def test_an_edit_replaces_the_remembered_text(memory_bot, guild, channel, member):
     message = await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     await edit(message, "the barbecue moved to Sunday")
     assert await remembered(memory_bot, guild, "barbecue Sunday") == ["the barbecue moved to Sunday"]
 
 
 async def test_an_edited_message_is_not_found_by_its_old_words(memory_bot, guild, channel, member):
     message = await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     await edit(message, "the barbecue moved to Sunday")
     assert "the picnic moved to Saturday" not in await remembered(memory_bot, guild)
 
 
 async def test_a_deleted_message_is_forgotten(memory_bot, guild, channel, member):
     message = await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     backend.delete_message(message)
     await dpytest.run_all_events()
     assert await remembered(memory_bot, guild) == []
@@ -52,7 +52,7 @@ async def test_a_deleted_message_is_forgotten(memory_bot, guild, channel, member
 async def test_a_bulk_delete_forgets_every_message(memory_bot, guild, channel, member):
     first = await say("the picnic moved to Saturday", member, channel)
     second = await say("bring picnic blankets on Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     backend.get_state().parse_message_delete_bulk(
         {"ids": [str(first.id), str(second.id)], "channel_id": str(channel.id), "guild_id": str(guild.id)})
     await dpytest.run_all_events()
@@ -62,7 +62,7 @@ async def test_a_bulk_delete_forgets_every_message(memory_bot, guild, channel, m
 async def test_a_deleted_channel_is_forgotten(memory_bot, guild, member):
     channel = backend.make_text_channel("events", guild)
     await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     backend.delete_channel(channel)
     await dpytest.run_all_events()
     assert await remembered(memory_bot, guild) == []
@@ -70,7 +70,7 @@ async def test_a_deleted_channel_is_forgotten(memory_bot, guild, member):
 
 async def test_leaving_a_guild_forgets_it(memory_bot, guild, channel, member):
     await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     memory_bot.dispatch("guild_remove", guild)
     await dpytest.run_all_events()
     assert await remembered(memory_bot, guild) == []
@@ -79,7 +79,7 @@ async def test_leaving_a_guild_forgets_it(memory_bot, guild, channel, member):
 async def test_a_bot_message_is_remembered_and_marked(memory_bot, guild, channel):
     message = await channel.send("reminder: the picnic moved to Saturday")
     await dpytest.run_all_events()
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     rows = await fetchall(
         memory_bot.memory.store, "SELECT author_is_bot FROM messages WHERE message_id = ?", (message.id,))
     assert rows == [(1,)]
@@ -104,7 +104,7 @@ async def test_a_member_who_leaves_is_forgotten_when_the_guild_asks(memory_bot, 
     settings = await memory.settings(guild.id)
     await memory.save_settings(guild.id, settings.with_changes(forget_on_leave=True))
     await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     backend.delete_member(member)
     await dpytest.run_all_events()
     assert await remembered(memory_bot, guild) == []
@@ -112,7 +112,7 @@ async def test_a_member_who_leaves_is_forgotten_when_the_guild_asks(memory_bot, 
 
 async def test_a_member_who_leaves_is_kept_by_default(memory_bot, guild, channel, member):
     await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     backend.delete_member(member)
     await dpytest.run_all_events()
     assert await remembered(memory_bot, guild) == ["the picnic moved to Saturday"]
@@ -123,7 +123,7 @@ async def dm_from(member):
 
 
 async def dm_memory(bot, dm, query="picnic Saturday"):
-    await bot.memory.flush()
+    await bot.memory.flush(vectors=True)
     return [hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=dm.id), 10)]
 
 
@@ -145,7 +145,7 @@ async def test_a_deleted_dm_is_forgotten(memory_bot, member):
     memory_bot.store_dms = True
     dm = await dm_from(member)
     message = await say("the picnic moved to Saturday", member, dm)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     backend.delete_message(message)
     await dpytest.run_all_events()
     assert await dm_memory(memory_bot, dm) == []
@@ -155,7 +155,7 @@ async def test_a_reply_keeps_what_it_answers_and_a_plain_message_does_not(memory
     question = await say("anyone know a good plumber?", member, channel)
     answer = await reply_to(question, "Rivera, they fixed my sink", member)
     other = await say("the match was great", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     rows = await fetchall(memory_bot.memory.store, "SELECT message_id, reply_to_id FROM messages ORDER BY message_id")
     assert rows == sorted([(question.id, None), (answer.id, question.id), (other.id, None)])
 
@@ -167,7 +167,7 @@ async def test_a_forward_is_no_reply_to_what_it_forwards(memory_bot, guild, chan
                                  "guild_id": str(guild.id)}
     backend.get_state().parse_message_create(data)
     await dpytest.run_all_events()
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     rows = await fetchall(memory_bot.memory.store, "SELECT reply_to_id FROM messages WHERE message_id = ?",
                           (int(data["id"]),))
     assert rows == [(None,)]

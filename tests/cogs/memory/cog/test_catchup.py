@@ -30,7 +30,7 @@ def catch_up(memory_bot):
 
 
 async def remembered(bot, guild):
-    await bot.memory.flush()
+    await bot.memory.flush(vectors=True)
     hits = await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20)
     return sorted(hit["content"] for hit in hits)
 
@@ -40,7 +40,7 @@ async def before_outage(memory_bot, channel, member):
     """Two messages the bot heard live, then the bot goes away."""
     first = await say("picnic plans: the park", member, channel)
     second = await say("picnic plans: bring blankets", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     return first, second
 
 
@@ -149,7 +149,7 @@ async def test_a_forgotten_members_messages_do_not_come_back_after_a_restart(mem
     other = members[1]
     await say("picnic plans: the park", member, channel)
     await say("picnic: my last words", other, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     await memory_bot.memory.delete_author(guild.id, other.id)  # as /memory forget a member does
     await memory_bot.memory.close()  # a restart: nothing of the forget is left in this process
     await memory_bot.attach_memory(await Memory.open(tiny_reranker_profile, memory_bot.db_path,

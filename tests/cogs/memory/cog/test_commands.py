@@ -20,7 +20,7 @@ def guild(memory_bot):
 
 
 async def stored(bot, guild, query="picnic"):
-    await bot.memory.flush()
+    await bot.memory.flush(vectors=True)
     return sorted(hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 20))
 
 
@@ -37,7 +37,7 @@ async def confirm(slash, name, member, channel, /, button="Forget", **options):
 
 async def test_search_shows_a_private_page_of_results_with_scores_and_links(memory_bot, slash, channel, member, other):
     message = await say("the picnic moved to Saturday", other, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     http = await slash.run("memory search", member, channel, query="when is the picnic")
     result = http.last
     (line,) = result.embeds[0].description.split("\n")
@@ -55,7 +55,7 @@ async def test_search_defers_before_searching(memory_bot, slash, channel, member
 
 async def test_search_never_shows_a_channel_the_member_cannot_read(memory_bot, slash, guild, channel, member, other):
     await say(SECRET, other, hidden_channel(guild))
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     http = await slash.run("memory search", member, channel, query="staff bonus budget")
     assert http.last.content == replies.NO_RESULTS
 
@@ -64,7 +64,7 @@ async def test_search_never_shows_another_guild(memory_bot, slash, channel, memb
     other_guild = dpytest.get_config().guilds[1]
     stranger = next(m for m in other_guild.members if not m.bot)
     await say(SECRET, stranger, other_guild.text_channels[0])
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     http = await slash.run("memory search", member, channel, query="staff bonus budget")
     assert http.last.content == replies.NO_RESULTS
 
@@ -85,7 +85,7 @@ async def seven_results(memory_bot, slash, channel, member, other):
     """The member's search for seven remembered plans: one page of five, and a second."""
     for day in range(7):
         await say(f"picnic plan number {day}", other, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     return await slash.run("memory search", member, channel, query="picnic plan", limit=7)
 
 
@@ -117,7 +117,7 @@ async def test_stats_counts_this_guild_only(memory_bot, slash, guild, channel, m
     await say("the picnic moved to Saturday", member, channel)
     other_guild = dpytest.get_config().guilds[1]
     await say("elsewhere", next(m for m in other_guild.members if not m.bot), other_guild.text_channels[0])
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     http = await slash.run("memory stats", member, channel)
     fields = {field.name: field.value for field in http.last.embeds[0].fields}
     assert (http.last.embeds[0].title, fields["Messages"], fields["Profile"]) == (
@@ -127,7 +127,7 @@ async def test_stats_counts_this_guild_only(memory_bot, slash, guild, channel, m
 async def stats_after_a_search(memory_bot, slash, channel, member):
     """The fields of /memory stats once the member has searched what they said."""
     await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     await slash.run("memory search", member, channel, query="picnic")
     http = await slash.run("memory stats", member, channel)
     return {field.name: field.value for field in http.last.embeds[0].fields}
@@ -153,7 +153,7 @@ async def test_forgetting_my_messages_asks_first(memory_bot, slash, channel, mem
 async def test_forgetting_my_messages_removes_them_from_search(memory_bot, slash, guild, channel, member, other):
     await say("my picnic idea", member, channel)
     await say("their picnic idea", other, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     _, http = await confirm(slash, "memory forget", member, channel, what="my messages")
     assert (http.last.content, await stored(memory_bot, guild)) == (
         "Done: forgot 1 messages (all your messages in this server).", ["their picnic idea"])
@@ -162,7 +162,7 @@ async def test_forgetting_my_messages_removes_them_from_search(memory_bot, slash
 async def test_forgetting_my_messages_in_one_channel_keeps_the_rest(memory_bot, slash, guild, channel, member):
     await say("picnic here", member, channel)
     await say("picnic there", member, guild.text_channels[1])
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     _, http = await confirm(slash, "memory forget", member, channel, what="my messages", channel=channel)
     assert (http.last.content, await stored(memory_bot, guild)) == (
         f"Done: forgot 1 messages (your messages in {channel.mention}).", ["picnic there"])
@@ -186,7 +186,7 @@ async def test_a_member_cannot_forget_a_channel(memory_bot, slash, channel, memb
 
 async def test_a_member_cannot_forget_someone_elses_message(memory_bot, slash, channel, member, other):
     message = await say("their picnic idea", other, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     http = await slash.run("memory forget", member, channel, what="a message", message_link=message.jump_url)
     assert http.last.content == replies.FORGET_NOT_YOURS
 
@@ -210,7 +210,7 @@ async def test_an_admin_forgets_a_channel(memory_bot, slash, guild, channel, mem
 async def test_the_author_forgets_one_message_by_link(memory_bot, slash, guild, channel, member):
     message = await say("my picnic idea", member, channel)
     await say("my other picnic idea", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     _, http = await confirm(slash, "memory forget", member, channel, what="a message", message_link=message.jump_url)
     assert (http.last.content, await stored(memory_bot, guild)) == (
         "Done: forgot 1 messages (that message).", ["my other picnic idea"])
@@ -228,7 +228,7 @@ async def test_a_link_to_another_server_is_refused(memory_bot, slash, channel, m
 async def test_opting_out_forgets_my_history(memory_bot, slash, guild, channel, member, other):
     await say("my picnic idea", member, channel)
     await say("their picnic idea", other, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     http = await slash.run("memory optout", member, channel)
     assert (http.last.content, await stored(memory_bot, guild)) == (
         "I will no longer remember your messages here, and I forgot the 1 I had. Use /memory optin to undo.",

@@ -37,7 +37,7 @@ async def test_unloading_leaves_the_bots_memory_open(memory_bot, guild, channel,
     memory = memory_bot.memory
     await memory_bot.unload_extension(EXTENSION)
     await say("the picnic moved to Saturday", member, channel)  # no listener left: not captured
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     hits = await memory.search("picnic", SearchFilters(guild_id=guild.id), 5)
     assert (memory_bot.memory, hits) == (memory, [])
 
@@ -46,7 +46,7 @@ async def test_a_reloaded_extension_captures_again(memory_bot, guild, channel, m
     await memory_bot.unload_extension(EXTENSION)
     await memory_bot.load_extension(EXTENSION)
     await say("the picnic moved to Saturday", member, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     hits = await memory_bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 5)
     assert [hit["content"] for hit in hits] == ["the picnic moved to Saturday"]
 

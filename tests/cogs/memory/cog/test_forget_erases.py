@@ -27,7 +27,7 @@ async def remember_secret(bot, member, channel) -> discord.Message:
     await say("the picnic moved to Saturday", member, channel)
     message = await say(f"the door code is {NONCE}", member, channel)
     await say("bring sandwiches", member, channel)
-    await bot.memory.flush()
+    await bot.memory.flush(vectors=True)
     await bot.memory.save()
     return message
 

@@ -30,7 +30,7 @@ async def test_messages_said_while_loading_are_stored_once_memory_is_ready(disco
                                                                           tiny_reranker_profile):
     backend.make_message("the picnic moved to Saturday", member, channel)
     await attach_memory_now(discord_bot, tiny_reranker_profile)
-    await discord_bot.memory.flush()
+    await discord_bot.memory.flush(vectors=True)
     hits = await discord_bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 5)
     assert [hit["content"] for hit in hits] == ["the picnic moved to Saturday"]
 

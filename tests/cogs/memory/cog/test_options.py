@@ -21,7 +21,7 @@ def guild(memory_bot):
 async def picnic(memory_bot, channel, other):
     """Something a search would find, so a refused search is told apart from one that found nothing."""
     await say("the picnic moved to Saturday", other, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
 
 
 def searches_run(bot):
@@ -33,7 +33,7 @@ def answers(http):
 
 
 async def stored(bot, guild):
-    await bot.memory.flush()
+    await bot.memory.flush(vectors=True)
     return sorted(hit["content"] for hit in await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20))
 
 

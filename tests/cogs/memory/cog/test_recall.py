@@ -80,7 +80,7 @@ async def test_a_member_never_recalls_another_guild(memory_bot, channel, asker):
 
 async def test_what_is_already_on_screen_is_not_recalled(memory_bot, channel, asker, speaker):
     await say("the picnic moved to Saturday", speaker, channel)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     await say(f"{memory_bot.user.mention} when is the picnic?", asker, channel)
     (reply,) = bot_replies()
     assert reply.content == NO_MEMORIES_REPLY

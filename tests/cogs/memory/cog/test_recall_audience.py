@@ -100,7 +100,7 @@ async def test_public_results_are_not_crowded_out_by_hidden_ones(memory_bot, gui
     budget = await remember(memory_bot, BUDGET, speaker, guild.text_channels[1])
     for number in range(25):
         await say(f"what is the budget? the budget of team {number} is 4000 euros", speaker, staff)
-    await memory_bot.memory.flush()
+    await memory_bot.memory.flush(vectors=True)
     bot_replies()
     _, line, _ = (await ask(memory_bot, QUESTION, staff_asker, general)).split("\n")
     assert memory_line(budget).fullmatch(line)

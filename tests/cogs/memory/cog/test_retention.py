@@ -28,7 +28,7 @@ async def test_the_sweep_forgets_what_is_older_than_the_guilds_retention(memory_
     await memory.save_settings(guild.id, GuildSettings(retention_days=30))
     await memory.add(said(guild, channel, member, "the old picnic was in May", days_ago=40))
     await memory.add(said(guild, channel, member, "the new picnic is on Saturday", days_ago=1))
-    await memory.flush()
+    await memory.flush(vectors=True)
     await memory_bot.get_cog("MemoryListeners").retention()
     hits = await memory.search("picnic", SearchFilters(guild_id=guild.id), 5)
     assert [hit["content"] for hit in hits] == ["the new picnic is on Saturday"]

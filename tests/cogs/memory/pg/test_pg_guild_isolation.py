@@ -52,7 +52,7 @@ async def test_every_search_statement_over_messages_names_the_guild(
         logged: Logged, embedder: EmbeddingService, core_profile: MemoryProfile, make_record: RecordFactory) -> None:
     await logged.ingest.add(make_record(1, "pizza tonight", guild_id=1))
     await logged.ingest.add(make_record(2, "pizza tomorrow", guild_id=2))
-    await logged.ingest.flush()
+    await logged.ingest.flush(vectors=True)
     engine = PostgresSearchEngine(logged.store, embedder, core_profile)
     logged.queries.clear()
     for mode in ("hybrid", "vector", "keyword"):
@@ -66,7 +66,7 @@ async def test_every_ingest_statement_over_messages_names_the_guild_or_one_messa
         logged: Logged, make_record: RecordFactory) -> None:
     for message_id in range(1, 4):
         await logged.ingest.add(make_record(message_id, f"message {message_id}", guild_id=1))
-    await logged.ingest.flush()
+    await logged.ingest.flush(vectors=True)
     await logged.ingest.edit(2, "edited", None)
     await logged.ingest.delete([1])
     await logged.ingest.delete_channel(1, 10)

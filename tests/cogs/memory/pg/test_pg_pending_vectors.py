@@ -24,7 +24,7 @@ async def test_a_message_stored_while_the_model_fails_is_found_by_keyword_and_em
     queue = IngestQueue(store, FlakyEmbedder(embedder, failures=10**9), indexes, retry=QUICK_RETRY)
     queue.start()
     await queue.add(make_record(1, "the zeppelin lands at noon"))
-    report = await queue.flush()
+    report = await queue.flush(vectors=True)
     engine = PostgresSearchEngine(store, embedder, core_profile)
     found = await engine.search("zeppelin", SearchFilters(guild_id=1), 5, mode="keyword")
     await queue.close()
@@ -34,7 +34,7 @@ async def test_a_message_stored_while_the_model_fails_is_found_by_keyword_and_em
     queue = IngestQueue(store, embedder, indexes)
     queue.start()
     try:
-        await queue.flush()
+        await queue.flush(vectors=True)
         vectors = await store.count_vectors(1, embedder.model_name)
     finally:
         await queue.close()

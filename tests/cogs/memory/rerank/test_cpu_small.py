@@ -52,7 +52,7 @@ async def memory_with_messages(profile: MemoryProfile, db_path: Path, index_dir:
     try:
         for n, text in enumerate(MESSAGES, start=1):
             await memory.add(make_record(n, text))
-        await memory.flush()
+        await memory.flush(vectors=True)
         yield memory
     finally:
         await memory.close()

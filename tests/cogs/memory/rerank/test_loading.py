@@ -94,7 +94,7 @@ async def test_memory_recall_does_not_wait_for_a_loading_reranker(
     memory = await Memory.open(preloading, db_path, index_dir)
     try:
         await memory.add(make_record(1, "We should book the cabin by the lake for July"))
-        await memory.flush()
+        await memory.flush(vectors=True)
         results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
     finally:
         slow_load.release.set()

@@ -11,6 +11,7 @@ import onnx
 import pytest
 
 from cogs.memory.rerank import onnx_export as _onnx_export
+from cogs.memory.export_child import STAGING_SUFFIX
 from cogs.memory.rerank.onnx_export import ensure_export
 from cogs.memory.rerank.local import LocalScorer
 from cogs.memory.rerank.onnx import OnnxScorer
@@ -121,6 +122,19 @@ def test_an_export_with_a_truncated_file_is_not_complete(tiny_reranker_dir: Path
         fh.truncate(4096)
     ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152)
     assert len(count_exports) == 2
+
+
+def test_what_a_killed_export_left_is_removed_and_a_complete_export_reused(
+    tiny_reranker_dir: Path, tmp_path: Path, count_exports: list[str]
+) -> None:
+    spec = _onnx_export.ExportSpec(str(tiny_reranker_dir), _onnx_export.model_revision(str(tiny_reranker_dir)),
+                                   "fp32", 9693, 2152)
+    leftover = tmp_path / f".{spec.folder}.killed{STAGING_SUFFIX}"  # the export was killed while writing it
+    leftover.mkdir()
+    (leftover / "weights.bin").write_bytes(b"\0" * 1000)
+    folder = ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152)
+    assert ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152) == folder  # the second start reuses it
+    assert (count_exports, [path.name for path in tmp_path.iterdir()]) == ([str(tiny_reranker_dir)], [spec.folder])
 
 
 def test_no_temporary_folder_is_left_behind(tiny_reranker_dir: Path, tmp_path: Path) -> None:
