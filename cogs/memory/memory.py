@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from .admission import Admission
 from .backends import history_for, indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
 from .history import Exclusion
@@ -66,6 +67,9 @@ class Memory:
         self._policy = GuildPolicy(store, ingest)
         # What reading channels' history again needs (catch-up, backfill): stored spans and saved progress.
         self.history = history_for(store, ingest.write_lock)
+        # Every way in (capture, catch-up, backfill, import) meets in the ingest writer, which checks this rule.
+        self.admission = Admission(store, self.history)
+        ingest.admit_by(self.admission.refused)
         self._autosave: asyncio.Task[None] | None = None
         self.purges = PurgeScheduler(self._erase_forgotten)
 
@@ -187,6 +191,11 @@ class Memory:
 
     async def add(self, record: MessageRecord) -> None:
         await self.ingest.add(record)
+
+    async def refused(self, records: Sequence[MessageRecord]) -> dict[int, str]:
+        """Message id → why, for each of ``records`` memory would not store now (opted out, forgotten, capture off,
+        past retention); ``add`` drops those as it writes them."""
+        return await self.admission.refused(records)
 
     async def flush(self) -> FlushReport:
         """Wait until what was added is stored and embedded; raises ``IngestError`` (with the report) when some of
