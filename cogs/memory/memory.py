@@ -61,6 +61,8 @@ class Memory:
         self.profile = profile
         # Every erasure, kept apart from the database (erasures.py); None: not kept (a bare test memory).
         self.erasures = erasures
+        # What the last ``reapply_erasures`` did: (entries applied again, messages they forgot).
+        self.reapplied = (0, 0)
         self.onnx_dir = onnx_dir  # where a local reranker's ONNX export goes (None: the service's default)
         self.store = store
         self.embedder = embedder
@@ -287,8 +289,7 @@ class Memory:
         for erasure in missing:
             forgotten += await erasures.apply(self, erasure)
             await self._applied(erasure)
-        if forgotten:
-            self._forgot(forgotten)
+        self.reapplied = (len(missing), forgotten)
         if not await self.purge():
             log.warning("Some re-applied erasures are still in the WAL; the next purge erases them")
         log.info("Applied %d erasures again: %d messages forgotten", len(missing), forgotten)

@@ -183,3 +183,17 @@ async def test_a_damaged_database_is_one_error_line_not_a_traceback(cli, export_
     assert (code, err.splitlines()[-1]) == (
         1, f"error: the memory database {tmp_path / 'm.sqlite3'} is damaged (file is not a database). "
            + RESTORE_ADVICE.format(path=tmp_path / "m.sqlite3"))
+
+
+async def test_reapply_erasures_applies_what_the_ledger_holds_and_the_database_lacks(cli, export_file, tmp_path):
+    """The one step after pg_restore (or a restore by hand): what was erased after the dump is erased again."""
+    from cogs.memory.erasures import LEDGER_NAME, Erasure, ErasureLedger
+
+    await cli("import", str(export_file))
+    await ErasureLedger(tmp_path / LEDGER_NAME).append(Erasure.new("forget", guild_id=1, message_ids=(30,)))
+    first = await cli("reapply-erasures")
+    again = await cli("reapply-erasures")
+    _, out, _ = await cli("search", "picnic Saturday", "--no-rerank")
+    line = "erasures: {} applied again ({} messages forgotten); memory holds nothing the erasure ledger erased\n"
+    assert (first[:2], again[:2]) == ((0, line.format(1, 1)), (0, line.format(0, 0)))
+    assert "picnic" not in out

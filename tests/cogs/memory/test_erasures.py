@@ -233,3 +233,34 @@ async def test_an_erasure_the_database_lacks_is_applied_as_memory_opens_on_eithe
     finally:
         await memory.close()
     assert (stored, {1, 2} <= deleted, opted_out, hits) == ({3, 5}, True, True, set())
+
+
+async def test_the_database_a_restore_sets_aside_holds_nothing_a_crash_left_unpurged(
+    tmp_path: Path, make_record: Callable[..., MessageRecord]
+) -> None:
+    """Forgotten, then killed before the purge: the WAL still holds the text; the copy restore keeps must not."""
+    import shutil
+
+    from cogs.memory.store import MemoryStore
+    from cogs.memory.rows import NewRow, WriteBatch
+
+    live, crashed = tmp_path / "live", tmp_path / "data"
+    live.mkdir()
+    crashed.mkdir()
+    store = await MemoryStore.open(live / "memory.sqlite3")
+    try:
+        kept, secret = make_record(1, "kept note"), make_record(2, "the zebracode is forgotten")
+        rowids = list(store.allocate_rowids(2))
+        await store.write(WriteBatch("m", guild_ids={1}, inserts=[
+            NewRow(rowid, rec, rec.content, rec.content) for rowid, rec in zip(rowids, [kept, secret], strict=True)]))
+        backup = backup_database(live / "memory.sqlite3", tmp_path / "backup.sqlite3").path
+        await store.write(WriteBatch("m", guild_ids={1}, deletes=[rowids[1]], tombstones=[2], deleted_at=1.0))
+        for path in live.iterdir():  # the files as a kill -9 leaves them: no purge, no checkpoint
+            shutil.copy(path, crashed / path.name)
+    finally:
+        await store.close()
+    assert readable_in(crashed, "zebracode")  # what the restore must not keep
+    done = restore_database(backup, crashed / "memory.sqlite3", crashed / "indexes")
+    assert done.replaced is not None
+    aside = [path.name for path in crashed.iterdir() if path.name.startswith(done.replaced.name)]
+    assert (readable_in(crashed, "zebracode"), aside) == (["memory.sqlite3"], [done.replaced.name])
