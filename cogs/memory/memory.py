@@ -220,6 +220,8 @@ class Memory:
 
     async def delete(self, message_ids: Sequence[int]) -> int:
         """Forget messages deleted on Discord (also in the erasure ledger: a restore does not bring them back)."""
+        if not message_ids:
+            return 0
         erasure = await self._ledger(Erasure.new("deleted", message_ids=tuple(message_ids)))
         return await self._applied(erasure, self._forgot(await self.ingest.delete(message_ids)))
 

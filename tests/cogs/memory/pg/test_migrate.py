@@ -194,3 +194,20 @@ def test_the_target_must_be_a_postgresql_url(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         parse_args(["migrate", "--to", "mysql://x/y"])
     assert "argument --to: must be a postgresql:// URL; you gave 'mysql://x/y'" in capsys.readouterr().err
+
+
+async def test_the_erasures_the_sqlite_memory_applied_are_copied(sqlite_memory: Path, migrate_cli,
+                                                                 database_url: str) -> None:
+    """PostgreSQL then knows them applied; one the SQLite file lacks is applied as memory opens on PostgreSQL."""
+    store = await MemoryStore.open(sqlite_memory)
+    try:
+        await store.record_erasure("e1", 1_700_000_000.0, '{"kind": "forget"}')
+    finally:
+        await store.close()
+    await migrate_cli()
+    store = await PostgresStore.open(database_url)
+    try:
+        recorded = await store.erasures()
+    finally:
+        await store.close()
+    assert recorded == {"e1": '{"kind": "forget"}'}
