@@ -264,3 +264,24 @@ async def test_the_database_a_restore_sets_aside_holds_nothing_a_crash_left_unpu
     assert done.replaced is not None
     aside = [path.name for path in crashed.iterdir() if path.name.startswith(done.replaced.name)]
     assert (readable_in(crashed, "zebracode"), aside) == (["memory.sqlite3"], [done.replaced.name])
+
+
+async def test_what_another_process_erased_in_postgresql_goes_into_this_processs_ledger_too(
+    core_profile: MemoryProfile, tmp_path: Path, database_url: str, embedder: object
+) -> None:
+    """Two bots on one PostgreSQL, each with its data folder: a dump restored later cannot undo what either erased,
+    whichever one's ledger file survives."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    memory = await Memory.open(core_profile, first / "memory.sqlite3", first / "indexes", database_url)
+    try:
+        await memory.add(record(*MESSAGES[0]))
+        await memory.forget_message(1, 1)
+    finally:
+        await memory.close()
+    memory = await Memory.open(core_profile, second / "memory.sqlite3", second / "indexes", database_url)
+    try:
+        applied_again = memory.reapplied
+    finally:
+        await memory.close()
+    copied = await ErasureLedger(second / LEDGER_NAME).read()
+    assert (applied_again, [erasure.message_ids for erasure in copied]) == ((0, 0), [(1,)])
