@@ -230,30 +230,29 @@ class Memory:
 
     async def forget_message(self, guild_id: int, message_id: int) -> int:
         erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, message_ids=(message_id,)))
-        await self.history.exclude(erasure.exclusion())
-        return await self._applied(erasure, self._forgot(await self.ingest.delete([message_id])))
+        return await self._forget(erasure, await self.ingest.delete([message_id]))
 
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
         erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, channel_id=channel_id,
                                                  until=time.time()))
-        await self.history.exclude(erasure.exclusion())
-        await self.history.forget(guild_id, channel_id)
-        return await self._applied(erasure, self._forgot(await self.ingest.delete_channel(guild_id, channel_id)))
+        return await self._forget(erasure, await self.ingest.delete_channel(guild_id, channel_id))
 
     async def delete_guild(self, guild_id: int) -> int:
         erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, until=time.time()))
-        await self.history.exclude(erasure.exclusion())
-        await self.history.forget(guild_id)
-        count = self._forgot(await self.ingest.delete_guild(guild_id))
+        count = await self._forget(erasure, await self.ingest.delete_guild(guild_id))
         self._policy.forget_guild(guild_id)
-        return await self._applied(erasure, count)
+        return count
 
     async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
         erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, channel_id=channel_id,
                                                  author_id=author_id, until=time.time()))
-        await self.history.exclude(erasure.exclusion())
-        count = self._forgot(await self.ingest.delete_author(guild_id, author_id, channel_id))
-        return await self._applied(erasure, count)
+        return await self._forget(erasure, await self.ingest.delete_author(guild_id, author_id, channel_id))
+
+    async def _forget(self, erasure: Erasure, count: int) -> int:
+        """After ingest forgot what it held (a message still queued is stored first, so it is counted), record the
+        exclusion the admission rule and history read, and forget what another process stored meanwhile."""
+        count += await erasures.apply(self, erasure)
+        return await self._applied(erasure, self._forgot(count))
 
     async def _ledger(self, erasure: Erasure) -> Erasure:
         """Write ``erasure`` to the ledger file (on disk before the erasure is done: a crash between the two
