@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from . import erasures
 from .admission import Admission
 from .backends import history_for, indexes_for, open_store, search_engine_for
-from . import erasures
 from .embedding import EmbeddingModelError, EmbeddingService
 from .erasures import LEDGER_NAME, Erasure, ErasureLedger
 from .history import Exclusion
@@ -121,7 +121,12 @@ class Memory:
                 await reranker.tokenizers_loaded()
             memory = cls(profile, store, embedder, indexes, ingest, reranker, onnx_dir,
                          ErasureLedger(db_path.parent / LEDGER_NAME))
-            await memory.reapply_erasures()  # before anything reads: a restored database holds no erased message
+            try:  # before anything reads: a restored database holds no erased message
+                await memory.reapply_erasures()
+            except (OSError, ValueError, sqlite3.Error) as exc:
+                log.error("Memory cannot start: applying the erasure ledger %s again failed (%s: %s); fix that and "
+                          "start again", memory.erasures.path if memory.erasures else "", type(exc).__name__, exc)
+                raise MemoryOpenError(f"applying the erasure ledger again failed: {exc}") from None
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
