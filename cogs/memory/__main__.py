@@ -6,6 +6,7 @@
     python -m cogs.memory backup DEST
     python -m cogs.memory restore BACKUP.sqlite3
     python -m cogs.memory check
+    python -m cogs.memory reapply-erasures
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     restore = commands.add_parser("restore", help="replace the database with a backup (stop the bot first)")
     restore.add_argument("source", type=Path, metavar="BACKUP.sqlite3")
     commands.add_parser("check", help="check the whole database for damage; rebuild a damaged keyword index")
+    commands.add_parser("reapply-erasures", help="apply again what the erasure ledger holds and the database lacks "
+                                                 "(run it after pg_restore; memory also does it at every start)")
     return parser.parse_args(argv)
 
 
@@ -353,6 +356,8 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     try:
         if args.command == "import":
             code = await import_exports(memory, args.exports, out, err)
+        elif args.command == "reapply-erasures":
+            code = reapply_erasures(memory, out)
         else:
             code = await search(memory, args, out, err)
     except sqlite3.DatabaseError as error:  # e.g. damage found mid-run: say what to do, not a traceback
@@ -364,6 +369,14 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     finally:
         closed = await _close(memory, err)
     return code if closed else 1
+
+
+def reapply_erasures(memory: Memory, out: TextIO) -> int:
+    """Opening memory applied them (``Memory.reapply_erasures``); this says what it did."""
+    applied, forgotten = memory.reapplied
+    print(f"erasures: {applied} applied again ({forgotten} messages forgotten); memory holds nothing the erasure "
+          f"ledger erased", file=out)
+    return 0
 
 
 async def _close(memory: Memory, err: TextIO) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 from .database_lock import DatabaseInUse, DatabaseLock
 from .index_files import why
 from .migrations import MIGRATIONS
+from .purge import CHECKPOINT_TRUNCATE, CLEAR_PURGE_PENDING, FTS_OPTIMIZE, SELECT_PURGE_PENDING
 
 __all__ = ("Backup", "BackupError", "Restore", "backup_database", "restore_database")
 
@@ -25,6 +26,7 @@ COUNT_MESSAGES = "SELECT COUNT(*) FROM messages"
 SELECT_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
 SELECT_APPLIED = "SELECT name FROM schema_migrations"
 QUICK_CHECK = "PRAGMA quick_check(1)"
+HAS_PURGE_TABLE = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'pending_purge'"
 # A backup is one self-contained file: no -wal or -shm beside it.
 SINGLE_FILE = "PRAGMA journal_mode = DELETE"
 _REQUIRED_TABLES = frozenset({"messages", "schema_migrations"})
@@ -189,10 +191,26 @@ def _check_backup(source: Path) -> None:
         raise BackupError(f"{source} is damaged ({problem}); choose another backup")
 
 
+def _erase_pending(db_path: Path) -> None:
+    """Finish the purge a crash left pending in the database about to be set aside (purge.py): its WAL may still
+    hold old page images of forgotten messages, which the kept copy must not carry."""
+    connection = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        connection.execute("PRAGMA secure_delete = ON")
+        if connection.execute(HAS_PURGE_TABLE).fetchone()[0] and connection.execute(SELECT_PURGE_PENDING).fetchone():
+            connection.execute(FTS_OPTIMIZE)
+            connection.execute(CLEAR_PURGE_PENDING)
+        connection.execute(CHECKPOINT_TRUNCATE)
+    finally:
+        connection.close()
+
+
 def _move_aside(db_path: Path) -> Path | None:
-    """Keep the current database, and the write-ahead log that belongs to it, beside it under a dated name."""
+    """Keep the current database, and the write-ahead log that belongs to it, beside it under a dated name, once
+    what a crash left of forgotten messages in it is erased."""
     if not db_path.exists():
         return None
+    _erase_pending(db_path)
     aside = db_path.with_name(f"{db_path.name}.replaced-{_stamp()}")
     os.replace(db_path, aside)
     for suffix in _SIDECARS:
@@ -220,7 +238,11 @@ def _remove_indexes(index_dir: Path) -> None:
 
 def restore_database(source: Path, db_path: Path, index_dir: Path) -> Restore:
     """Make the backup ``source`` the memory database; the bot and every other ``python -m cogs.memory`` must be
-    stopped (they hold its lock). The replaced database is kept beside it; the vector indexes rebuild on start."""
+    stopped (they hold its lock). The replaced database is kept beside it; the vector indexes rebuild on start.
+
+    What was erased after the backup was taken (the erasure ledger, erasures.py) is applied again as memory next
+    opens, before anything reads it: ``python -m cogs.memory reapply-erasures`` does that at once.
+    """
     _check_backup(source)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     lock = DatabaseLock(db_path)

@@ -106,6 +106,7 @@ class _Outcome:
     reason: str | None
     vectors_pending: int = 0  # stored, and waiting for a vector (the model or the vectors' write failed)
     vectors_error: str | None = None
+    refused: int = 0  # refused by the admission rule as they were written
 
 
 async def _store(memory: Memory, records: list[MessageRecord], progress: Progress) -> _Outcome:
@@ -130,8 +131,11 @@ async def _store(memory: Memory, records: list[MessageRecord], progress: Progres
         progress.finish(tally.stored)
         reason = reason or str(error)
     rejected = set(report.rejected) & set(tally.waiting)
-    return _Outcome(tally.stored, len(tally.waiting) - len(rejected), len(rejected), reason,
-                    report.vectors_pending, report.vectors_error)
+    # Refused as they were written (an opt-out or a forget during the import): skipped, not failed.
+    waiting = set(tally.waiting)
+    refused = set(await memory.refused([record for record in records if record.message_id in waiting])) - rejected
+    return _Outcome(tally.stored, len(waiting) - len(rejected) - len(refused), len(rejected), reason,
+                    report.vectors_pending, report.vectors_error, len(refused))
 
 
 async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> FileReport:
@@ -140,7 +144,10 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     stored, deleted = await memory.known_message_ids([record.message_id for record in records])
     # Messages memory holds (or was told are deleted) never reach ingest: a re-import embeds nothing again.
     new = [r for r in records if r.message_id not in stored and r.message_id not in deleted]
-    to_store = [r for r in new if stored_content(r.content, r.attachments)]
+    # What memory would not store live (opted out, forgotten, capture off) is skipped here; ingest refuses it too,
+    # as it writes, if an opt-out or a forget comes while this file is imported.
+    refused = await memory.refused(new)
+    to_store = [r for r in new if r.message_id not in refused and stored_content(r.content, r.attachments)]
     outcome = _Outcome(0, 0, 0, None)
     if to_store:
         progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
@@ -150,7 +157,8 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     if outcome.not_stored and on_disk and disk_nearly_full(memory.db_path):  # what to do, beside the database's words
         reason = f"the disk holding {memory.db_path} is full; free some space"
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
-                      len(records) - len(stored) - len(to_store), len(export.rejected) + outcome.rejected,
+                      len(records) - len(stored) - len(to_store) + outcome.refused,
+                      len(export.rejected) + outcome.rejected,
                       outcome.not_stored, reason, outcome.vectors_pending, outcome.vectors_error)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -16,7 +16,7 @@ from . import text
 from .content import ATTACHMENT_PREFIX, edited_content, stored_content
 from .embedding import Embedder
 from .ingest_report import FlushReport, IngestError, RetryPolicy
-from .message_writer import MessageWriter
+from .message_writer import MessageWriter, Refuse
 from .records import MessageRecord
 from .spool import IngestSpool
 from .rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
@@ -89,6 +89,10 @@ class IngestQueue:
     def batch_size(self) -> int:
         """How many queued messages are written in one transaction."""
         return self._writer.batch_size
+
+    def admit_by(self, refuse: Refuse) -> None:
+        """The admission rule (``admission.Admission.refused``) every message is checked against as it is written."""
+        self._writer.refuse = refuse
 
     def use(self, embedder: Embedder, indexes: IndexRegistry, batch_size: int) -> None:
         """Switch model and indexes; call with ``write_lock`` held (vectors in flight are computed again)."""
@@ -275,6 +279,14 @@ class IngestQueue:
             refs = await self._store.refs_for_author(guild_id, author_id)
             if channel_id is not None:
                 refs = [ref for ref in refs if ref.channel_id == channel_id]
+            return await self._delete_refs(refs, relink=True, tombstones=[ref.message_id for ref in refs])
+
+    async def erase(self, select: Callable[[], Awaitable[list[RowRef]]]) -> int:
+        """Forget exactly the stored messages ``select`` names (read under the write lock), each leaving a tombstone:
+        the erasure ledger's re-apply, which must not bury whole channels or authors as of now."""
+        await self._after_queued()
+        async with self.write_lock:
+            refs = await select()
             return await self._delete_refs(refs, relink=True, tombstones=[ref.message_id for ref in refs])
 
     async def delete_older_than(self, guild_id: int, cutoff: datetime) -> int:

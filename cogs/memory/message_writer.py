@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import text
@@ -40,6 +40,8 @@ _DATA_SQLSTATE_CLASSES = ("22", "23")
 
 # Applied to a held message as it is tried again: None drops it (deleted meanwhile), or it with its edited text.
 Admit = Callable[[MessageRecord], MessageRecord | None]
+# Message id → why, for those of a batch that live capture would not store now (admission.Admission.refused).
+Refuse = Callable[[Sequence[MessageRecord]], Awaitable[dict[int, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +114,11 @@ class MessageWriter:
 
     def __init__(self, store: Store, write_lock: asyncio.Lock, admit: Admit,
                  stored: Callable[[list[int]], None], retry: RetryPolicy, *, batch_size: int,
-                 queue_size: int, spool: IngestSpool | None = None) -> None:
+                 queue_size: int, spool: IngestSpool | None = None, refuse: Refuse | None = None) -> None:
         self._store = store
         self._write_lock = write_lock
         self._admit = admit
+        self.refuse = refuse
         self._on_stored = stored
         self._retry = retry
         self.batch_size = batch_size
@@ -388,11 +391,15 @@ class MessageWriter:
                     outcome.skipped.append(earlier.seq)
                 rows[row.record.message_id] = row
         stored, deleted = await self._store.known_message_ids(list(rows))
+        # The one admission rule, checked as the batch is written: whatever the message came through.
+        refused = await self.refuse([row.record for row in rows.values()]) if self.refuse and rows else {}
         new: list[_Row] = []
         for message_id, row in rows.items():
             if message_id in deleted:
                 log.debug("Message %d was deleted before it was stored; dropped", message_id)
-            if message_id in stored or message_id in deleted:
+            elif message_id in refused and message_id not in stored:
+                log.debug("Message %d is not stored: %s", message_id, refused[message_id])
+            if message_id in stored or message_id in deleted or message_id in refused:
                 outcome.skipped.append(row.seq)
             else:
                 new.append(row)

@@ -240,6 +240,12 @@ MIGRATIONS: tuple[Migration, ...] = (
          WHERE reply_to_id IS NOT NULL
          """,),
     ),
+    Migration(
+        # The erasure ledger's entries this database has applied (erasures.py): one that a restored or replaced
+        # database lacks is applied again as memory opens.
+        "0010_erasures",
+        ("CREATE TABLE erasures (id TEXT PRIMARY KEY, at REAL NOT NULL, entry TEXT NOT NULL)",),
+    ),
 )
 
 

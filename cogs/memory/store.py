@@ -93,6 +93,8 @@ DELETE_SETTINGS = "DELETE FROM guild_settings WHERE guild_id = ?"
 INSERT_OPT_OUT = "INSERT OR IGNORE INTO opt_outs (guild_id, user_id) VALUES (?, ?)"
 DELETE_OPT_OUT = "DELETE FROM opt_outs WHERE guild_id = ? AND user_id = ?"
 SELECT_OPT_OUTS = "SELECT guild_id, user_id FROM opt_outs"
+SELECT_ERASURES = "SELECT id, entry FROM erasures"
+INSERT_ERASURE = "INSERT OR IGNORE INTO erasures (id, at, entry) VALUES (?, ?, ?)"
 PRUNE_TOMBSTONES = "DELETE FROM message_tombstones WHERE deleted_at < ?"
 # Which of some ids are stored (0) and which were deleted (1): one query per ingest batch for both checks.
 SELECT_KNOWN_IDS = """
@@ -354,6 +356,16 @@ class MemoryStore(PendingVectorsMixin):
     async def opt_outs(self) -> set[tuple[int, int]]:
         """Every (guild_id, user_id) that opted out; small, so callers cache it."""
         return {(row[0], row[1]) for row in await self._conn.execute_fetchall(SELECT_OPT_OUTS)}
+
+    # -- the erasure ledger (erasures.py) --------------------------------------------------------------------
+
+    async def erasures(self) -> dict[str, str]:
+        """Id → entry (JSON) of every erasure this database has applied."""
+        return {row[0]: row[1] for row in await self._conn.execute_fetchall(SELECT_ERASURES)}
+
+    async def record_erasure(self, erasure_id: str, at: float, entry: str) -> None:
+        """Note an erasure as applied to this database (call with the ingest write lock held)."""
+        await self._conn.execute(INSERT_ERASURE, (erasure_id, at, entry))
 
 
 def _rowids_matching(connection: sqlite3.Connection, filters: SearchFilters) -> np.ndarray:

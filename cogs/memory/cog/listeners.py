@@ -89,6 +89,8 @@ class MemoryListeners(commands.Cog):
             return
         guild_id = memory_space_id(message)
         settings = await memory.settings(guild_id)
+        # The rule is the core's (admission.py: ingest refuses these as it writes); checked here, from the caches,
+        # only so that what it would refuse is not queued.
         if message.channel.id not in settings.capture_disabled_channel_ids and not await memory.is_opted_out(
             guild_id, message.author.id
         ):

@@ -131,7 +131,11 @@ class Reconciler:
         return {message.message_id: message for message in messages if after < message.message_id <= upto}
 
     async def _storable_now(self) -> Callable[[discord.Message], Awaitable[bool]]:
-        """Which messages of this page may be stored, by the settings and exclusions as they are now."""
+        """Which messages of this page may be stored, by the settings and exclusions as they are now.
+
+        The core refuses the same as it writes (admission.py); checking here saves queueing them. Whether an author
+        is still a member (``forget_on_leave``) only the cog knows.
+        """
         settings = await self._memory.settings(self._guild_id)
         if self._channel.id in settings.capture_disabled_channel_ids:
             return _nothing

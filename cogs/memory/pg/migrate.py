@@ -49,6 +49,10 @@ SQLITE_EXCLUSIONS = "SELECT guild_id, channel_id, author_id, message_id, since, 
 # A memory last opened before the history ledger existed has no such table: nothing was excluded then.
 SQLITE_HAS_EXCLUSIONS = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'history_exclusions'"
 SQLITE_STORED_MODELS = "SELECT model, COUNT(*) FROM embeddings GROUP BY model ORDER BY model"
+# The erasure ledger's entries the SQLite file has applied (erasures.py): copied so PostgreSQL's first start does
+# not apply them all again; one the file lacks (a restored file never opened since) is applied there at start.
+SQLITE_ERASURES = "SELECT id, at, entry FROM erasures"
+SQLITE_HAS_ERASURES = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'erasures'"
 # Counted per guild (tombstones name no guild: counted as a whole). A vector counts under its message's guild.
 SQLITE_COUNTS = {
     "messages": ("SELECT guild_id, COUNT(*) FROM messages GROUP BY guild_id", False),
@@ -88,6 +92,7 @@ WHERE NOT EXISTS (
         AND author_id IS NOT DISTINCT FROM $3 AND message_id IS NOT DISTINCT FROM $4 AND since = $5
         AND until IS NOT DISTINCT FROM $6)
 """
+PG_INSERT_ERASURE = "INSERT INTO erasures (id, at, entry) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 # Later row-id blocks start past every copied id (setval never moves the sequence back here).
 PG_ADVANCE_ROWIDS = """
 SELECT setval('message_rowid_blocks', GREATEST($1::bigint, (SELECT last_value FROM message_rowid_blocks)))
@@ -275,6 +280,9 @@ async def _copy(source: sqlite3.Connection, url: str, model: str, progress: Prog
         if await _has_exclusions(source):
             await _copy_small(source, target, "history_exclusions", SQLITE_EXCLUSIONS, PG_INSERT_EXCLUSION,
                               progress)
+        [(has_erasures,)] = await _sqlite(source, SQLITE_HAS_ERASURES)
+        if has_erasures:
+            await target.executemany(PG_INSERT_ERASURE, await _sqlite(source, SQLITE_ERASURES))
         return await count_tables(source, target, model)
     finally:
         await target.close()

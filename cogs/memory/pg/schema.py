@@ -189,6 +189,12 @@ MIGRATIONS: tuple[Migration, ...] = (
          WHERE reply_to_id IS NOT NULL
          """,),
     ),
+    Migration(
+        # The erasure ledger's entries this database has applied, by any process (erasures.py, SQLite's
+        # 0010_erasures): each process copies those its own ledger file lacks, and applies those the table lacks.
+        "0006_erasures",
+        ("CREATE TABLE erasures (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL, entry TEXT NOT NULL)",),
+    ),
 )
 
 

@@ -107,6 +107,8 @@ DELETE_EMPTY_SETTINGS = "DELETE FROM guild_settings WHERE guild_id = $1 AND sett
 INSERT_OPT_OUT = "INSERT INTO opt_outs (guild_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING"
 DELETE_OPT_OUT = "DELETE FROM opt_outs WHERE guild_id = $1 AND user_id = $2"
 SELECT_OPT_OUTS = "SELECT guild_id, user_id FROM opt_outs"
+SELECT_ERASURES = "SELECT id, entry FROM erasures"
+INSERT_ERASURE = "INSERT INTO erasures (id, at, entry) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 # Dead tuples of deleted and edited rows stay in the table files until VACUUM marks their space free.
 VACUUM = "VACUUM messages, embeddings"
 
@@ -343,6 +345,16 @@ class PostgresStore(PostgresPendingMixin):
     async def opt_outs(self) -> set[tuple[int, int]]:
         """Every (guild_id, user_id) that opted out; small, so callers cache it."""
         return {(row[0], row[1]) for row in await self._pool.fetch(SELECT_OPT_OUTS)}
+
+    # -- the erasure ledger (erasures.py) --------------------------------------------------------------------
+
+    async def erasures(self) -> dict[str, str]:
+        """Id → entry (JSON) of every erasure this database has applied, by any process."""
+        return {row[0]: row[1] for row in await self._pool.fetch(SELECT_ERASURES)}
+
+    async def record_erasure(self, erasure_id: str, at: float, entry: str) -> None:
+        """Note an erasure as applied to this database."""
+        await self._pool.execute(INSERT_ERASURE, erasure_id, at, entry)
 
 
 def _message_params(row: NewRow) -> tuple[Any, ...]:

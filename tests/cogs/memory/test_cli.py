@@ -282,3 +282,17 @@ async def test_a_reranked_search_loads_the_reranker_when_it_needs_it(cli, export
     await cli("import", str(export_file))
     code, out, _ = await cli("search", "when is the picnic", "--limit", "1")
     assert (code, "rerank_score=- " in out, rerankers_built) == (0, False, ["tiny-a"])
+
+
+async def test_reapply_erasures_applies_what_the_ledger_holds_and_the_database_lacks(cli, export_file, tmp_path):
+    """The one step after pg_restore (or a restore by hand): what was erased after the dump is erased again."""
+    from cogs.memory.erasures import LEDGER_NAME, Erasure, ErasureLedger
+
+    await cli("import", str(export_file))
+    await ErasureLedger(tmp_path / LEDGER_NAME).append(Erasure.new("forget", guild_id=1, message_ids=(30,)))
+    first = await cli("reapply-erasures")
+    again = await cli("reapply-erasures")
+    _, out, _ = await cli("search", "picnic Saturday", "--no-rerank")
+    line = "erasures: {} applied again ({} messages forgotten); memory holds nothing the erasure ledger erased\n"
+    assert (first[:2], again[:2]) == ((0, line.format(1, 1)), (0, line.format(0, 0)))
+    assert "picnic" not in out

@@ -135,3 +135,13 @@ async def test_forgetting_a_message_by_its_link_keeps_it_out_of_history(memory_b
     await a_month_later(memory_bot, tiny_reranker_profile)
     await backfill(slash, admin, channel)
     assert await stored(memory_bot, guild) == []
+
+
+async def test_an_opt_out_another_process_wrote_is_obeyed_by_backfill(memory_bot, slash, guild, channel, member,
+                                                                      admin):
+    """The cog's caches say opted in; the database (where the core's admission rule reads) says out."""
+    assert not await memory_bot.memory.is_opted_out(guild.id, member.id)
+    await memory_bot.memory.store.set_opt_out(guild.id, member.id, True)
+    said_while_away("picnic from the opted-out member", member, channel)
+    await backfill(slash, admin, channel)
+    assert await stored(memory_bot, guild) == []

@@ -254,3 +254,20 @@ async def test_the_readme_command_copies_the_vectors_memory_uses(tmp_path: Path,
 def test_the_key_migrate_derives_is_the_one_the_embedder_stores_under() -> None:
     assert vector_key("intfloat/multilingual-e5-small", None, "note: ") == EmbeddingService(
         "intfloat/multilingual-e5-small", passage_prefix="note: ").model_name
+
+
+async def test_the_erasures_the_sqlite_memory_applied_are_copied(sqlite_memory: Path, migrate_cli,
+                                                                 database_url: str) -> None:
+    """PostgreSQL then knows them applied; one the SQLite file lacks is applied as memory opens on PostgreSQL."""
+    store = await MemoryStore.open(sqlite_memory)
+    try:
+        await store.record_erasure("e1", 1_700_000_000.0, '{"kind": "forget"}')
+    finally:
+        await store.close()
+    await migrate_cli()
+    store = await PostgresStore.open(database_url)
+    try:
+        recorded = await store.erasures()
+    finally:
+        await store.close()
+    assert recorded == {"e1": '{"kind": "forget"}'}
