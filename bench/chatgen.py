@@ -11,9 +11,10 @@ is one topic written as it would be said:
 
 ``#name`` labels a line, ``^name`` makes it a Discord reply to that labelled line, ``... N`` splits the snippet
 where other topics and off-topic chatter may come in between (at least N messages of them), and ``? CATEGORY
-QUESTION = label,label`` is a question asked of the bot later, with its evidence. Off-topic chatter is written with
-placeholder authors A, B, C, who become members picked at random. Everything is drawn from one seeded Random, so
-the same text gives the same files.
+QUESTION = label,label`` is a question asked of the bot later, with its evidence (when a line is labelled ``q``,
+the query also records it as "asked", for the fixture's statistics; bench.recall does not read it). Off-topic
+chatter is written with placeholder authors A, B, C, who become members picked at random. Everything is drawn from
+one seeded Random, so the same text gives the same files.
 """
 
 from __future__ import annotations
@@ -165,9 +166,12 @@ def compose(channel: Channel, chatter: list[list[Line]], rng: random.Random, que
         if snippet.next_segment == len(snippet.segments):
             active.remove(snippet)
             for question in snippet.questions:
-                queries.append({"channel": channel.name, "qid": f"{channel.name}/q{len(queries) + 1}",
-                                "question": question.question, "category": question.category,
-                                "relevant": [ids[key, label] for label in question.labels]})
+                query = {"channel": channel.name, "qid": f"{channel.name}/q{len(queries) + 1}",
+                         "question": question.question, "category": question.category,
+                         "relevant": [ids[key, label] for label in question.labels]}
+                if (key, "q") in ids:  # the message that asked, for the fixture's own statistics
+                    query["asked"] = ids[key, "q"]
+                queries.append(query)
         else:
             snippet.ready_at = len(channel.emitted) + snippet.gaps[snippet.next_segment - 1] + rng.randint(0, 2)
     target = len(channel.emitted) + chatter_after

@@ -151,6 +151,16 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
     return records, queries
 
 
+def channel_names(messages_path: Path) -> dict[int, str]:
+    """Each channel id load_dataset gives, and the channel's name in the file."""
+    channels: dict[str, int] = {}
+    for row in _read_jsonl(messages_path):
+        for name in (row.get("parent"), row["channel"]):
+            if name is not None:
+                channels.setdefault(str(name), 100 + len(channels))
+    return {channel_id: name for name, channel_id in channels.items()}
+
+
 def score(ranked: list[int], relevant: frozenset[int]) -> dict[str, float]:
     """recall@k (share of the relevant ids in the top k) and reciprocal rank within the top 10."""
     scores = {f"recall@{k}": len(relevant.intersection(ranked[:k])) / len(relevant) for k in KS}
@@ -346,13 +356,14 @@ def ablation_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def structure_table(name: str, records: list[MessageRecord], queries: list[Query], channels: Sequence[str]) -> str:
-    """Each channel's structure (``channels``: their names, in load_dataset's order) and all channels pooled, then
-    the labelled answer-after-question rate, as Markdown."""
+def structure_table(name: str, records: list[MessageRecord], queries: list[Query], channels: dict[int, str]) -> str:
+    """Each channel's structure (``channels``: each id's name) and all channels pooled, then the labelled
+    answer-after-question rate, as Markdown."""
     fields = [field for field in structure.ChannelStructure.__dataclass_fields__]
     lines = [_row(["dataset", "channel", *fields]), _row(["---"] * (len(fields) + 2))]
     for channel_id, channel in sorted(structure.by_channel(records).items()):
-        lines.append(_row([name, channels[channel_id - 100], *map(str, asdict(structure.channel_structure(channel)).values())]))
+        figures = asdict(structure.channel_structure(channel)).values()
+        lines.append(_row([name, channels[channel_id], *map(str, figures)]))
     lines.append(_row([name, "all", *map(str, asdict(structure.channel_structure(records)).values())]))
     evidence = frozenset().union(*(query.relevant for query in queries))
     after, base = structure.answers_after_questions(records, evidence)
@@ -408,9 +419,7 @@ def main(argv: list[str] | None = None) -> None:
                          "or --messages and --queries")
     if args.structure:
         records, queries = load_dataset(args.messages, args.queries)
-        names = list(dict.fromkeys(str(name) for row in _read_jsonl(args.messages)
-                                   for name in (row.get("parent"), row["channel"]) if name is not None))
-        print(structure_table(args.messages.parent.name, records, queries, names))
+        print(structure_table(args.messages.parent.name, records, queries, channel_names(args.messages)))
         return
     if args.ablate:
         if args.database_url is not None:
