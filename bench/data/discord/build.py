@@ -705,14 +705,19 @@ def channels() -> list[Channel]:
     ]
 
 
-def main() -> None:
+def build(directory: Path) -> None:
+    """Write messages.jsonl and queries.jsonl into ``directory``."""
     rng = random.Random(SEED)
     chatter = parse_chatter(CHATTER)
     queries: list[dict[str, object]] = []
     built = channels()
     for channel in built:
         compose(channel, chatter, rng, queries, chatter_after=rng.randint(10, 30))
-    write(Path(__file__).resolve().parent, built, queries)
+    write(directory, built, queries)
+
+
+def main() -> None:
+    build(Path(__file__).resolve().parent)
 
 
 if __name__ == "__main__":

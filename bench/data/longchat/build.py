@@ -424,14 +424,19 @@ def channels() -> list[Channel]:
     ]
 
 
-def main() -> None:
+def build(directory: Path) -> None:
+    """Write messages.jsonl and queries.jsonl into ``directory``."""
     rng = random.Random(SEED)
     chatter = parse_chatter(DRIFT) + parse_chatter(_discord_chatter())
     queries: list[dict[str, object]] = []
     built = channels()
     for channel in built:
         compose(channel, chatter, rng, queries, chatter_after=rng.randint(150, 220))
-    write(Path(__file__).resolve().parent, built, queries)
+    write(directory, built, queries)
+
+
+def main() -> None:
+    build(Path(__file__).resolve().parent)
 
 
 if __name__ == "__main__":
