@@ -2,7 +2,8 @@
 
 python -m bench.recall [--data DIR | --messages M.jsonl --queries Q.jsonl] --mode vector|keyword|hybrid
                        [--json OUT] [--profile cpu-small] [--candidates 100] [--db DIR]
-                       [--database-url postgresql://...]
+                       [--database-url postgresql://...] [--ablate RULE[,RULE] | all] [--ablate-mode hybrid]
+                       [--structure]
 
 ``--data`` is a directory holding messages.jsonl and queries.jsonl: LoCoMo (../shared/data/locomo, the default) or
 the bilingual fixture bench/data/bilingual (three conversations written for this project, in English and Chinese,
@@ -44,7 +45,7 @@ import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -356,22 +357,6 @@ def ablation_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def structure_table(name: str, records: list[MessageRecord], queries: list[Query], channels: dict[int, str]) -> str:
-    """Each channel's structure (``channels``: each id's name) and all channels pooled, then the labelled
-    answer-after-question rate, as Markdown."""
-    fields = [field for field in structure.ChannelStructure.__dataclass_fields__]
-    lines = [_row(["dataset", "channel", *fields]), _row(["---"] * (len(fields) + 2))]
-    for channel_id, channel in sorted(structure.by_channel(records).items()):
-        figures = asdict(structure.channel_structure(channel)).values()
-        lines.append(_row([name, channels[channel_id], *map(str, figures)]))
-    lines.append(_row([name, "all", *map(str, asdict(structure.channel_structure(records)).values())]))
-    evidence = frozenset().union(*(query.relevant for query in queries))
-    after, base = structure.answers_after_questions(records, evidence)
-    lines.append(f"\n{name}: {after:.2f} of answer-bearing messages come right after a question "
-                 f"(base rate {base:.2f}); {len(evidence)} evidence messages, {len(queries)} questions")
-    return "\n".join(lines)
-
-
 def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
@@ -419,7 +404,9 @@ def main(argv: list[str] | None = None) -> None:
                          "or --messages and --queries")
     if args.structure:
         records, queries = load_dataset(args.messages, args.queries)
-        print(structure_table(args.messages.parent.name, records, queries, channel_names(args.messages)))
+        evidence = frozenset().union(*(query.relevant for query in queries))
+        print(structure.table(args.messages.parent.name, records, channel_names(args.messages), evidence,
+                              len(queries)))
         return
     if args.ablate:
         if args.database_url is not None:

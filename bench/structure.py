@@ -10,14 +10,14 @@ in ``answers_after_questions``, for the benchmark only.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Protocol
 
 from cogs.memory import questions
 
-__all__ = ("ChannelStructure", "Said", "answers_after_questions", "by_channel", "channel_structure")
+__all__ = ("ChannelStructure", "Said", "answers_after_questions", "by_channel", "channel_structure", "table")
 
 
 class Said(Protocol):
@@ -121,3 +121,22 @@ def answers_after_questions(records: Sequence[Said], evidence: Collection[int]) 
                 evidence_with_previous += 1
                 evidence_after += asks
     return _share(evidence_after, evidence_with_previous), _share(after_question, with_previous)
+
+
+def table(name: str, records: Sequence[Said], channels: Mapping[int, str], evidence: Collection[int],
+          questions_asked: int) -> str:
+    """Each channel's structure (``channels``: each id's name) and all channels pooled, then the labelled
+    answer-after-question rate, as Markdown."""
+    head = ["dataset", "channel", *(field.name for field in fields(ChannelStructure))]
+    lines = [_row(head), _row(["---"] * len(head))]
+    for channel_id, channel in sorted(by_channel(records).items()):
+        lines.append(_row([name, channels[channel_id], *map(str, asdict(channel_structure(channel)).values())]))
+    lines.append(_row([name, "all", *map(str, asdict(channel_structure(records)).values())]))
+    after, base = answers_after_questions(records, evidence)
+    lines.append(f"\n{name}: {after:.2f} of answer-bearing messages come right after a question "
+                 f"(base rate {base:.2f}); {len(evidence)} evidence messages, {questions_asked} questions")
+    return "\n".join(lines)
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
