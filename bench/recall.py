@@ -2,7 +2,8 @@
 
 python -m bench.recall [--data DIR | --messages M.jsonl --queries Q.jsonl] --mode vector|keyword|hybrid
                        [--json OUT] [--profile cpu-small] [--candidates 100] [--db DIR]
-                       [--database-url postgresql://...]
+                       [--database-url postgresql://...] [--ablate RULE[,RULE] | all] [--ablate-mode hybrid]
+                       [--structure]
 
 ``--data`` is a directory holding messages.jsonl and queries.jsonl: LoCoMo (../shared/data/locomo, the default) or
 the bilingual fixture bench/data/bilingual (three conversations written for this project, in English and Chinese,
@@ -19,6 +20,14 @@ earlier message it replies to, as Discord's reply does); queries.jsonl: {"channe
 result has ``per_language`` as well as ``per_category``. All messages go into one guild, one Discord channel per
 ``channel`` value, in file order; each query is searched within its own channel.
 
+``--ablate RULE`` (repeatable, a comma list, or ``all``: bench/ablation.py) answers the queries again with each
+rule switched off, one at a time, in each ``--ablate-mode``, and prints the table of every rule's contribution
+(the full system minus the system without it); ``vector_form`` ingests a second time, reusing the vectors of the
+first (each text is embedded once per run). ``--structure`` prints each channel's structure (bench/structure.py)
+and the labelled answer-after-question rate against its base rate, without ingesting anything.
+
+An optional "parent" on a message names the channel its thread belongs to (a Discord thread is its own channel).
+
 ``--database-url`` runs the same ingest and queries on the PostgreSQL store too (in a scratch database created on
 that server and dropped afterwards, bench/pg.py): the output is then ``{"sqlite": ..., "postgresql": ...,
 "postgresql_minus_sqlite": {mode: {metric: difference}}}``.
@@ -34,17 +43,21 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.memory import Memory
 from cogs.memory.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters
 
+from . import ablation, structure
 from .alone import AloneBaseline
 
 GUILD_ID = 1
@@ -53,6 +66,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / 
 KS = (5, 10, 20, 50)
 MODES = ("vector", "keyword", "hybrid", "alone")
 MRR_AT = 10
+METRICS = (*(f"recall@{k}" for k in KS), f"mrr@{MRR_AT}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +78,41 @@ class Query:
     lang: str = ""
 
 
+# Vectors already computed in this run, by (passage or query, text): an ablation's second ingest and repeated
+# queries embed nothing twice.
+Memo = dict[tuple[str, str], np.ndarray]
+
+
 class _TextRecorder:
-    """Wraps the live EmbeddingService's ``embed`` so the benchmark knows exactly which texts ingest embedded."""
+    """Wraps the live EmbeddingService's ``embed`` so the benchmark knows exactly which texts ingest embedded; with a
+    ``memo``, ``embed`` and ``embed_queries`` embed each text once per run."""
 
-    def __init__(self, service: EmbeddingService) -> None:
+    def __init__(self, service: EmbeddingService, memo: Memo | None = None) -> None:
         self.texts: list[str] = []
+        self._memo = memo
         self._embed = service.embed
+        self._embed_queries = service.embed_queries
         service.embed = self.embed  # type: ignore[method-assign]  # instance attribute shadows the method
+        if memo is not None:
+            service.embed_queries = self.embed_queries  # type: ignore[method-assign]
 
-    async def embed(self, texts: Sequence[str]) -> Any:
+    async def embed(self, texts: Sequence[str], **options: Any) -> Any:
         self.texts.extend(texts)
-        return await self._embed(texts)
+        if self._memo is None or not texts:
+            return await self._embed(texts, **options)
+        return await self._memoised("passage", texts, lambda missing: self._embed(missing, **options))
+
+    async def embed_queries(self, queries: Sequence[str]) -> Any:
+        return await self._memoised("query", queries, self._embed_queries)
+
+    async def _memoised(self, kind: str, texts: Sequence[str],
+                        embed: Callable[[list[str]], Awaitable[Any]]) -> np.ndarray:
+        assert self._memo is not None
+        missing = list(dict.fromkeys(text for text in texts if (kind, text) not in self._memo))
+        if missing:
+            vectors = np.asarray(await embed(missing), dtype=np.float32)
+            self._memo.update(((kind, text), vector) for text, vector in zip(missing, vectors, strict=True))
+        return np.stack([self._memo[kind, text] for text in texts])
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -94,13 +132,15 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
     message_ids: dict[str, int] = {}
     records: list[MessageRecord] = []
     for position, row in enumerate(_read_jsonl(messages_path), start=1):
+        parent = row.get("parent")
+        parent_id = None if parent is None else channels.setdefault(str(parent), 100 + len(channels))
         channel_id = channels.setdefault(str(row["channel"]), 100 + len(channels))
         author_id = authors.setdefault(str(row["author"]), 1000 + len(authors))
         reply_to = row.get("reply_to")
         reply_to_id = None if reply_to is None else message_ids.get(str(reply_to))  # an earlier message's, or none
         message_ids[str(row["msg_id"])] = position
         records.append(MessageRecord(message_id=position, guild_id=GUILD_ID, channel_id=channel_id,
-                                     parent_channel_id=None, author_id=author_id, author_name=str(row["author"]),
+                                     parent_channel_id=parent_id, author_id=author_id, author_name=str(row["author"]),
                                      content=str(row["text"]), created_at=_timestamp(row["ts"]),
                                      reply_to_id=reply_to_id))
     queries = []
@@ -110,6 +150,16 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
             queries.append(Query(channels[str(row["channel"])], str(row["question"]), str(row.get("category", "")),
                                  relevant, str(row.get("lang", ""))))
     return records, queries
+
+
+def channel_names(messages_path: Path) -> dict[int, str]:
+    """Each channel id load_dataset gives, and the channel's name in the file."""
+    channels: dict[str, int] = {}
+    for row in _read_jsonl(messages_path):
+        for name in (row.get("parent"), row["channel"]):
+            if name is not None:
+                channels.setdefault(str(name), 100 + len(channels))
+    return {channel_id: name for name, channel_id in channels.items()}
 
 
 def score(ranked: list[int], relevant: frozenset[int]) -> dict[str, float]:
@@ -149,18 +199,22 @@ async def run_both(args: argparse.Namespace) -> dict[str, Any]:
     sqlite = await run_store(args, records, queries, None)
     async with scratch_database(args.database_url, "recall") as url:
         postgresql = await run_store(args, records, queries, url)
-    metrics = [f"recall@{k}" for k in KS] + [f"mrr@{MRR_AT}"]
     return {
         "sqlite": sqlite[0] if len(sqlite) == 1 else sqlite,
         "postgresql": postgresql[0] if len(postgresql) == 1 else postgresql,
-        "postgresql_minus_sqlite": {ours["mode"]: {m: round(theirs[m] - ours[m], 4) for m in metrics}
+        "postgresql_minus_sqlite": {ours["mode"]: {m: round(theirs[m] - ours[m], 4) for m in METRICS}
                                     for ours, theirs in zip(sqlite, postgresql, strict=True)},
     }
 
 
-async def run_store(args: argparse.Namespace, records: list[MessageRecord], queries: list[Query],
-                    database_url: str | None) -> list[dict[str, Any]]:
-    """Ingest ``records`` into a fresh store (SQLite, or PostgreSQL at ``database_url``) and answer ``queries``."""
+@asynccontextmanager
+async def ingested(args: argparse.Namespace, records: list[MessageRecord], database_url: str | None,
+                   memo: Memo | None = None) -> AsyncIterator[tuple[Memory, dict[str, Any]]]:
+    """A fresh store (SQLite, or PostgreSQL at ``database_url``) holding ``records``, and ingest's measurement.
+
+    With a ``memo`` (an ablation run) the model alone is not timed: ingest reuses vectors, so the two would not
+    compare, and timing it embeds every text twice more.
+    """
     profile = load_profile(args.profile)
     profile = replace(profile, vector_candidates=args.candidates, keyword_candidates=args.candidates,
                       reranker=replace(profile.reranker, enabled=False))
@@ -168,7 +222,7 @@ async def run_store(args: argparse.Namespace, records: list[MessageRecord], quer
         memory = await Memory.open(profile, Path(workdir) / "memory.sqlite3", Path(workdir) / "indexes",
                                    database_url)
         try:
-            recorder = _TextRecorder(memory.embedder)
+            recorder = _TextRecorder(memory.embedder, memo)
             started = time.perf_counter()
             for record in records:
                 await memory.add(record)
@@ -178,21 +232,68 @@ async def run_store(args: argparse.Namespace, records: list[MessageRecord], quer
             # The model alone, twice, keeping the faster: a first pass over new text lengths pays warm-up,
             # which would flatter ingest by comparison.
             inputs = memory.embedder.prefixes.passages(recorder.texts)  # what ``embed`` hands the model
-            embed_s = min(_timed(memory.embedder.embed_sync, inputs) for _ in range(2))
+            embed_s = None if memo is not None else min(_timed(memory.embedder.embed_sync, inputs) for _ in range(2))
 
             # Messages a second, both ways: a message's stored vector embeds it alone and after its predecessor
             # (vectors.py), so the model alone is timed on both texts of each message, as ingest hands them over.
-            ingest = {
+            yield memory, {
                 "ingest_msgs_per_s": round(len(records) / ingest_s, 1),
-                "embed_only_msgs_per_s": round(len(records) / embed_s, 1),
+                "embed_only_msgs_per_s": None if embed_s is None else round(len(records) / embed_s, 1),
                 "n_messages": len(records),
                 "n_embedded": len(recorder.texts),
+                "profile": profile.name,
             }
-            alone = await AloneBaseline.build(memory.embedder, records) if "alone" in args.mode else None
-            return [await _answer(_searcher(memory, alone, mode), queries, mode, ingest, args.candidates,
-                                  profile.name) for mode in args.mode]
         finally:
             await memory.close()
+
+
+async def run_store(args: argparse.Namespace, records: list[MessageRecord], queries: list[Query],
+                    database_url: str | None) -> list[dict[str, Any]]:
+    """Ingest ``records`` into a fresh store (SQLite, or PostgreSQL at ``database_url``) and answer ``queries``."""
+    async with ingested(args, records, database_url) as (memory, ingest):
+        alone = await AloneBaseline.build(memory.embedder, records) if "alone" in args.mode else None
+        return [await _answer(_searcher(memory, alone, mode), queries, mode, ingest, args.candidates)
+                for mode in args.mode]
+
+
+async def run_ablations(args: argparse.Namespace) -> dict[str, Any]:
+    """The full system in every mode, then each ``args.ablate`` rule switched off in each ``args.ablate_mode``,
+    and each rule's contribution: the full system's score minus the score without the rule."""
+    records, queries = load_dataset(args.messages, args.queries)
+    memo: Memo = {}
+    modes = list(dict.fromkeys([*args.mode, *args.ablate_mode]))
+    full: list[dict[str, Any]] = []
+    ablated: dict[str, list[dict[str, Any]]] = {}
+    timings: dict[str, float] = {}
+    for form in ablation.INPUT_FORMS:
+        rules = [rule for rule in args.ablate if ablation.ABLATIONS[rule].get("vector_input", "mean") == form]
+        if form != "mean" and not rules:
+            continue
+        with ablation.input_form(form):
+            started = time.perf_counter()
+            async with ingested(args, records, None, memo) as (memory, ingest):
+                timings[f"ingest_{form}_s"] = round(time.perf_counter() - started, 1)
+                if form == "mean":
+                    started = time.perf_counter()
+                    full = [await _answer(_searcher(memory, None, mode), queries, mode, ingest, args.candidates)
+                            for mode in modes]
+                    timings["full_s"] = round(time.perf_counter() - started, 1)
+                for rule in rules:
+                    started = time.perf_counter()
+                    with ablation.tuned(memory.search_engine, ablation.ABLATIONS[rule]):
+                        ablated[rule] = [await _answer(_searcher(memory, None, mode), queries, mode, ingest,
+                                                       args.candidates) for mode in args.ablate_mode]
+                    timings[f"{rule}_s"] = round(time.perf_counter() - started, 1)
+    by_mode = {result["mode"]: result for result in full}
+    return {
+        "dataset": str(args.messages.parent),
+        "full": full,
+        "ablations": ablated,
+        "contributions": {rule: {result["mode"]: {metric: round(by_mode[result["mode"]][metric] - result[metric], 4)
+                                                  for metric in METRICS} for result in results}
+                          for rule, results in ablated.items()},
+        "timings_s": timings,
+    }
 
 
 Searcher = Callable[[Query], Awaitable[list[int]]]
@@ -212,8 +313,8 @@ def _searcher(memory: Memory, alone: AloneBaseline | None, mode: str) -> Searche
     return search
 
 
-async def _answer(search: Searcher, queries: list[Query], mode: str, ingest: dict[str, Any], candidates: int,
-                  profile: str) -> dict[str, Any]:
+async def _answer(search: Searcher, queries: list[Query], mode: str, ingest: dict[str, Any],
+                  candidates: int) -> dict[str, Any]:
     per_query: list[tuple[Query, dict[str, float]]] = []
     latencies: list[float] = []
     for query in queries:
@@ -236,7 +337,7 @@ async def _answer(search: Searcher, queries: list[Query], mode: str, ingest: dic
         "n_messages": ingest["n_messages"],
         "n_embedded": ingest["n_embedded"],
         "candidates": candidates,
-        "profile": profile,
+        "profile": ingest["profile"],
     }
 
 
@@ -248,12 +349,35 @@ def _grouped(per_query: list[tuple[Query, dict[str, float]]], key: Callable[[Que
     return {value: {"n_queries": len(rows), **_mean(rows)} for value, rows in sorted(groups.items())}
 
 
+def ablation_table(result: dict[str, Any]) -> str:
+    """The full system's scores, then each rule's contribution (full minus without it), as a Markdown table."""
+    head = ["dataset", "system", "mode", *(f"R@{k}" for k in KS), f"MRR@{MRR_AT}"]
+    dataset = Path(result["dataset"]).name
+    lines = [_row(head), _row(["---"] * len(head))]
+    lines += [_row([dataset, "full", full["mode"], *(f"{full[m]:.4f}" for m in METRICS)]) for full in result["full"]]
+    for rule, by_mode in result["contributions"].items():
+        lines += [_row([dataset, f"{rule} (contribution)", mode, *(f"{delta[m]:+.4f}" for m in METRICS)])
+                  for mode, delta in by_mode.items()]
+    return "\n".join(lines)
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def _modes(value: str) -> list[str]:
     modes = [mode.strip() for mode in value.split(",") if mode.strip()]
     unknown = sorted(set(modes) - set(MODES))
     if not modes or unknown:
         raise argparse.ArgumentTypeError(f"modes are {', '.join(MODES)}; got {value!r}")
     return modes
+
+
+def _rules(value: str) -> list[str]:
+    try:
+        return ablation.rules(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -269,6 +393,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--candidates", type=int, default=100, help="vector and keyword candidates per query")
     parser.add_argument("--db", type=Path, default=None, help="directory for the temporary database")
     parser.add_argument("--database-url", help="also run on PostgreSQL (a scratch database on this server)")
+    parser.add_argument("--ablate", type=_rules, action="extend", metavar="RULE",
+                        help=f"switch off one rule at a time: {', '.join(ablation.ABLATIONS)}, a comma list, or all")
+    parser.add_argument("--ablate-mode", type=_modes, default=["hybrid"],
+                        help="the modes the ablations are answered in (default: hybrid)")
+    parser.add_argument("--structure", action="store_true",
+                        help="print each channel's structure and the answer-after-question rate; ingest nothing")
     args = parser.parse_args(argv)
     args.messages = args.messages or args.data / "messages.jsonl"
     args.queries = args.queries or args.data / "queries.jsonl"
@@ -276,15 +406,32 @@ def main(argv: list[str] | None = None) -> None:
         if not path.is_file():
             parser.error(f"{path} does not exist: give --data DIR (with messages.jsonl and queries.jsonl), "
                          "or --messages and --queries")
+    if args.structure:
+        records, queries = load_dataset(args.messages, args.queries)
+        evidence = frozenset().union(*(query.relevant for query in queries))
+        print(structure.table(args.messages.parent.name, records, channel_names(args.messages), evidence,
+                              len(queries)))
+        return
+    if args.ablate:
+        if args.database_url is not None:
+            parser.error("--ablate runs on SQLite only: leave out --database-url")
+        result = asyncio.run(run_ablations(args))
+        print(ablation_table(result))
+        _write(args.json, json.dumps(result, indent=2))
+        return
     if args.database_url is not None:
         out = json.dumps(asyncio.run(run_both(args)), indent=2)
     else:
         results = asyncio.run(run(args))
         out = json.dumps(results[0] if len(results) == 1 else results, indent=2)
     print(out)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(out + "\n", encoding="utf-8")
+    _write(args.json, out)
+
+
+def _write(path: Path | None, out: str) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(out + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

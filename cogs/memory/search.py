@@ -78,6 +78,9 @@ ANSWER_CONTEXT_WEIGHT = 1.0
 # reply says which question it answers, however far below it comes: the first REPLY_WINDOW such replies get the
 # loan as well (none of the benchmark datasets carries replies, so this is not measured).
 REPLY_WINDOW = 3
+# How many of a question's Discord replies get its loan (at most REPLY_WINDOW, the replies a window reads); 0 lends
+# nothing through Discord replies (bench.recall --ablate replies).
+REPLIES_LENT = REPLY_WINDOW
 CONTEXT_SOURCES = 50
 # Author names are a column so "what did Ann say" can match Ann's messages. bm25() ranks the body column only: it
 # divides by the length of the whole row, so a name matched in the author column would rank Ann's short messages
@@ -258,7 +261,7 @@ def neighbours_in(window: Window, rows: dict[int, Row]) -> Neighbours:
     for rowid, (previous, after, replies) in window.items():
         following = after[0] if after else None
         guessed = answers(rowid, previous, after)
-        replied = tuple(reply for reply in replies if reply in rows and reply not in guessed)
+        replied = tuple(reply for reply in replies[:REPLIES_LENT] if reply in rows and reply not in guessed)
         neighbours[rowid] = (previous, following, guessed + replied,
                              () if following is None else answers(following, rowid, after[1:]))
     return neighbours
@@ -301,7 +304,8 @@ class FirstStage:
         neighbours = neighbours_in(window, rows)
         heard = {*neighbours, *(following for _, following, _, _ in neighbours.values())}
         asking = {rowid for rowid in heard if rowid in rows and questions.asks(rows[rowid][ROW_CONTENT])}
-        scores = spread_to_neighbours(fused.scores, neighbours, fused.floor, asking=asking)
+        scores = spread_to_neighbours(fused.scores, neighbours, fused.floor, (CONTEXT_WEIGHT, NEXT_CONTEXT_WEIGHT),
+                                      asking)
         ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
         if len(ranked) < limit and fused.tail:
             # Below everything ranked, each a step lower than the one before (a candidate's score orders it).

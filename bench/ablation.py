@@ -1,0 +1,94 @@
+"""The context rules ``bench.recall --ablate`` switches off one at a time, and how each is switched off.
+
+Each rule is a set of overrides named like the fields of the search tuning (the constants at the top of
+cogs/memory/search.py, in lower case). Two are not search tuning: ``embedding_scripts`` is the profile's field
+(what the embedding model reads, which coverage weighting follows), set on the search engine; ``vector_input`` is
+what a stored vector is made of, which takes effect only at ingest (``input_form``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import Any
+
+from cogs.memory import search, text
+from cogs.memory.search import FirstStage
+from cogs.memory.vectors import VectorSource
+
+__all__ = ("ABLATIONS", "INPUT_FORMS", "input_form", "rules", "tuned")
+
+ABLATIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+    # A message that asks lends nothing to what answers it (the next message, the one asked, its Discord replies).
+    "question_loan": {"answer_context_weight": 0.0},
+    # A hit lends nothing to the messages before and after it.
+    "neighbour_spread": {"context_weight": 0.0, "next_context_weight": 0.0},
+    # A question lends nothing through Discord's reply (the next message and the one asked still get its loan).
+    "replies": {"replies_lent": 0},
+    # A name in the question adds nothing to that author's messages.
+    "name_match": {"author_weight": 0.0},
+    # The vector side keeps its full weight whatever share of the question the model reads.
+    "coverage": {"embedding_scripts": "all"},
+    # Each message's vector is the message alone, not the mean of it alone and after its predecessor.
+    "vector_form": {"vector_input": "alone"},
+})
+INPUT_FORMS = ("mean", "alone")
+
+
+def rules(value: str) -> list[str]:
+    """The rules a ``--ablate`` value names: a comma list, or ``all``. Raises ValueError on an unknown one."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if names == ["all"]:
+        return list(ABLATIONS)
+    unknown = sorted(set(names) - set(ABLATIONS))
+    if not names or unknown:
+        raise ValueError(f"rules are {', '.join(ABLATIONS)} or all; got {value!r}")
+    return names
+
+
+@contextmanager
+def tuned(engine: FirstStage, overrides: Mapping[str, Any]) -> Iterator[None]:
+    """Search with ``overrides`` in force, then restore what was there (also on an error).
+
+    Until the search tuning is a frozen dataclass this sets the upper-case module globals of cogs.memory.search;
+    once it lands this becomes ``dataclasses.replace(RankingTuning(), **overrides)`` handed to the engine.
+    ``vector_input`` is accepted and ignored here: it was applied at ingest (``input_form``).
+    """
+    tuning = {key: value for key, value in overrides.items() if key not in ("embedding_scripts", "vector_input")}
+    unknown = [key for key in tuning if not hasattr(search, key.upper())]
+    if unknown:
+        raise ValueError(f"no search tuning named {', '.join(unknown)}")
+    saved = {key.upper(): getattr(search, key.upper()) for key in tuning}
+    scripts = engine.scripts
+    try:
+        for name, value in tuning.items():
+            setattr(search, name.upper(), value)
+        engine.scripts = overrides.get("embedding_scripts", scripts)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(search, name, value)
+        engine.scripts = scripts
+
+
+def _alone(self: VectorSource) -> list[str]:
+    return [text.embedding_input(self.author_name, self.content, None)]
+
+
+@contextmanager
+def input_form(form: str) -> Iterator[None]:
+    """Store vectors in ``form`` (INPUT_FORMS) while inside: ``alone`` embeds each message only by itself.
+
+    The core has no switch for it (vectors.py stores the mean by design), so the benchmark replaces
+    VectorSource.texts, which every path that embeds a message reads, and puts it back afterwards.
+    """
+    if form not in INPUT_FORMS:
+        raise ValueError(f"vector input forms are {', '.join(INPUT_FORMS)}; got {form!r}")
+    texts = VectorSource.texts
+    try:
+        if form == "alone":
+            VectorSource.texts = _alone  # type: ignore[method-assign]
+        yield
+    finally:
+        VectorSource.texts = texts  # type: ignore[method-assign]

@@ -1,0 +1,118 @@
+"""bench.ablation: each rule's overrides reach the search while in force and are put back afterwards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import ablation, recall
+from cogs.memory import search
+from cogs.memory.embedding import EmbeddingService
+from cogs.memory.ingest import IngestQueue
+from cogs.memory.profile import MemoryProfile
+from cogs.memory.records import SearchFilters
+from cogs.memory.search import FirstStage, SearchEngine, neighbours_in
+from cogs.memory.store import MemoryStore
+from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors import VectorSource
+from tests.bench.test_recall_smoke import MESSAGES, QUERIES, write_jsonl
+from tests.fixtures.core import RecordFactory
+
+GUILD = 4
+# "take your amp to Hank" -> "is he expensive" -> "he did mine for 80": only the question's loan finds the answer;
+# "Loud Repairs was closed all week" -> "nice": only the neighbour spread finds the remark after it.
+MESSAGES_IN_CHANNELS = [(1, 41, "take your amp to Hank at Loud Repairs"), (2, 41, "is he expensive"),
+                        (3, 41, "he did mine for 80"), (4, 42, "Loud Repairs was closed all week"), (5, 42, "nice"),
+                        *((10 + i, 43, f"the amp buzzes again, day {i} of the tour, somebody help me")
+                          for i in range(6))]
+
+
+@pytest.fixture
+async def engine(store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
+                 make_record: RecordFactory, core_profile: MemoryProfile) -> SearchEngine:
+    for message_id, channel, content in MESSAGES_IN_CHANNELS:
+        await ingest.add(make_record(message_id, content, guild_id=GUILD, channel_id=channel))
+    await ingest.flush()
+    return SearchEngine(store, embedder, indexes, core_profile)
+
+
+async def found(engine: SearchEngine) -> list[int]:
+    hits = await engine.search("amp Hank Loud Repairs", SearchFilters(guild_id=GUILD), 20, mode="keyword")
+    return [hit["message_id"] for hit in hits]
+
+
+async def test_question_loan_off_loses_the_answer_below_a_question_and_comes_back(engine: SearchEngine) -> None:
+    assert 3 in await found(engine)
+    with ablation.tuned(engine, ablation.ABLATIONS["question_loan"]):
+        assert search.ANSWER_CONTEXT_WEIGHT == 0.0
+        assert 3 not in await found(engine)
+    assert search.ANSWER_CONTEXT_WEIGHT == 1.0 and 3 in await found(engine)
+
+
+async def test_neighbour_spread_off_loses_the_remark_after_a_hit(engine: SearchEngine) -> None:
+    assert 5 in await found(engine)
+    with ablation.tuned(engine, ablation.ABLATIONS["neighbour_spread"]):
+        assert 5 not in await found(engine)
+    assert (search.CONTEXT_WEIGHT, search.NEXT_CONTEXT_WEIGHT) == (0.2, 0.5) and 5 in await found(engine)
+
+
+def test_replies_off_lends_nothing_through_discord_replies(core_profile: MemoryProfile) -> None:
+    # 1 asks; 2 is next; 9 replies to 1 through Discord's reply, far below.
+    rows = {rowid: (rowid, GUILD, 41, author, "", "", 0.0) for rowid, author in [(1, "jo"), (2, "sam"), (9, "kat")]}
+    window = {1: (None, (2,), (9,))}
+    engine = FirstStage(None, core_profile)  # type: ignore[arg-type]  # the replies rule never reaches the model
+    with ablation.tuned(engine, ablation.ABLATIONS["replies"]):
+        assert neighbours_in(window, rows)[1][2] == (2,)
+    assert neighbours_in(window, rows)[1][2] == (2, 9)
+
+
+def test_coverage_off_reads_every_script_and_is_put_back(core_profile: MemoryProfile) -> None:
+    engine = FirstStage(None, core_profile)  # type: ignore[arg-type]
+    before = engine.scripts
+    with ablation.tuned(engine, ablation.ABLATIONS["coverage"]):
+        assert engine.scripts == "all"
+    assert engine.scripts == before == "latin"
+
+
+def test_an_unknown_override_is_refused_and_changes_nothing(core_profile: MemoryProfile) -> None:
+    engine = FirstStage(None, core_profile)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no_such_weight"):
+        with ablation.tuned(engine, {"author_weight": 0.0, "no_such_weight": 1.0}):
+            pass
+    assert search.AUTHOR_WEIGHT == 1.0
+
+
+def test_the_alone_input_form_embeds_only_the_message_until_left() -> None:
+    source = VectorSource("ann", "tacos", ("ben", "where should we eat?"))
+    with ablation.input_form("alone"):
+        assert len(source.texts()) == 1
+    assert len(source.texts()) == 2
+
+
+def test_rule_names_are_checked() -> None:
+    assert ablation.rules("all") == list(ablation.ABLATIONS)
+    assert ablation.rules("replies, name_match") == ["replies", "name_match"]
+    with pytest.raises(ValueError, match="rules are"):
+        ablation.rules("question_loan,nope")
+
+
+def test_ablate_all_reports_every_rule_s_contribution(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tuning = {name: getattr(search, name) for name in ("ANSWER_CONTEXT_WEIGHT", "CONTEXT_WEIGHT",
+                                                       "NEXT_CONTEXT_WEIGHT", "REPLIES_LENT", "AUTHOR_WEIGHT")}
+    out = tmp_path / "ablate.json"
+    recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
+                 "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)), "--mode", "hybrid,keyword",
+                 "--ablate", "all", "--candidates", "10", "--db", str(tmp_path), "--json", str(out)])
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert [full["mode"] for full in result["full"]] == ["hybrid", "keyword"]
+    assert set(result["contributions"]) == set(ablation.ABLATIONS)
+    # Each channel has fewer than 5 messages: every rule's contribution at R@5 is nothing.
+    assert {rule: by_mode["hybrid"]["recall@5"] for rule, by_mode in result["contributions"].items()} == dict.fromkeys(
+        ablation.ABLATIONS, 0.0)
+    table = capsys.readouterr().out
+    assert [line.split(" | ")[1] for line in table.splitlines() if "(contribution)" in line] == [
+        f"{rule} (contribution)" for rule in ablation.ABLATIONS]
+    assert {name: getattr(search, name) for name in tuning} == tuning
+    assert len(VectorSource("a", "b", ("c", "d")).texts()) == 2
