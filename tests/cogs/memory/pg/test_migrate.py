@@ -234,7 +234,7 @@ async def test_the_readme_command_copies_the_vectors_memory_uses(tmp_path: Path,
     try:
         for message_id, words in enumerate(("the lake cabin is booked", "bring blankets", "the printer is broken"), 1):
             await memory.add(make_record(message_id, words, guild_id=1 + message_id % 2))
-        await memory.flush()
+        await memory.flush(vectors=True)
     finally:
         await memory.close()
     out, err = io.StringIO(), io.StringIO()
