@@ -142,7 +142,7 @@ async def test_a_query_does_not_wait_for_the_bulk_batch_running(
 
     def slow_bulk(texts: list[str]) -> np.ndarray:
         running.set()
-        release.wait(timeout=10)  # a query stuck behind this batch fails the order below instead of hanging
+        release.wait(timeout=60)  # a query stuck behind this batch fails the order below instead of hanging
         return original(texts)
 
     monkeypatch.setattr(embedder, "embed_sync", slow_bulk)
