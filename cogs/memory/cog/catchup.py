@@ -72,7 +72,13 @@ def captured_channels(guild: discord.Guild, disabled: frozenset[int]) -> list[Ca
 
 
 async def heard_until_now(memory: Memory, guild_id: int, channel: CatchableChannel) -> None:
-    """Marks ``channel`` as heard up to now: capture was off until now, and what was said meanwhile stays unstored."""
+    """Marks ``channel`` as heard up to now: capture was off until now, and what was said meanwhile stays unstored.
+
+    A catch-up cut short keeps its place: what was said before capture went off is still unread, and the reading
+    leaves the capture-off span out by its exclusion."""
+    saved = await memory.history.catchup_progress(channel.id)
+    if saved is not None and not saved.finished:
+        return
     now = discord.utils.time_snowflake(discord.utils.utcnow())
     await memory.history.save_catchup(CatchUpProgress(channel.id, guild_id, parent_id(channel), now, now,
                                                       finished=True))

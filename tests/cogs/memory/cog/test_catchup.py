@@ -129,6 +129,23 @@ async def test_a_catch_up_stopped_by_a_new_session_still_reads_every_channel(mem
     assert "picnic: said in the other channel while away" in await remembered(memory_bot, guild)
 
 
+async def test_capture_turned_off_and_on_during_a_catch_up_keeps_the_channels_place(memory_bot, slash, guild, channel,
+                                                                                   member, admin, catch_up,
+                                                                                   before_outage, history_api):
+    other = guild.text_channels[1]
+    said_while_away("picnic: said in the other channel while away", member, other)
+    held = history_api.hold(channel.id)  # the other channel is still to be read
+    memory_bot.dispatch("connect")
+    memory_bot.dispatch("ready")
+    await asyncio.wait_for(held.wait(), 30)  # fails, rather than hangs, if no catch-up reads
+    await slash.run("memory settings", admin, channel, capture_channel=other, capture=False)
+    await say("picnic secret: said while capture was off", member, other)
+    await slash.run("memory settings", admin, channel, capture_channel=other, capture=True)
+    await reconnect(memory_bot)
+    assert await remembered(memory_bot, guild) == [
+        "picnic plans: bring blankets", "picnic plans: the park", "picnic: said in the other channel while away"]
+
+
 # -- what is left as it is ------------------------------------------------------------------------------------------
 
 
