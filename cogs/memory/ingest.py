@@ -106,6 +106,12 @@ class IngestQueue:
             return
         await self._writer.add(self._pending_edits.apply(record))
 
+    def newest_queued(self, guild_id: int, channel_id: int | None, before: datetime) -> int | None:
+        """The id of the newest message of the guild (or of one channel) created before ``before`` that was added
+        and is not stored yet: queued, being written, or held after a failed write. Ask before reading the store:
+        a message added by then is in one or the other."""
+        return self._writer.newest_outstanding(guild_id, channel_id, before)
+
     def _admit(self, record: MessageRecord) -> MessageRecord | None:
         """Checked again as the message is written: a delete or an edit may have come since it was queued."""
         return None if self._tombstones.covers(record) else self._pending_edits.apply(record)

@@ -10,6 +10,7 @@ import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from . import text
 from .content import clean_text, stored_content
@@ -124,8 +125,8 @@ class MessageWriter:
         self.batch_size = batch_size
         self._queue: asyncio.Queue[_Queued] = asyncio.Queue(queue_size)
         self._enqueued = 0
-        # Every message added and not yet stored, skipped or rejected (seq → message id), oldest first.
-        self._outstanding: dict[int, int] = {}
+        # Every message added and not yet stored, skipped or rejected (seq → message), oldest first.
+        self._outstanding: dict[int, MessageRecord] = {}
         # Messages whose write failed: tried again after a pause, or at once when a flush asks.
         self._held: list[_Queued] = []
         self._retry_now = asyncio.Event()
@@ -156,7 +157,7 @@ class MessageWriter:
     async def add(self, record: MessageRecord) -> None:
         """Queue a message; waits while the queue is full (backpressure)."""
         self._enqueued += 1
-        self._outstanding[self._enqueued] = record.message_id
+        self._outstanding[self._enqueued] = record
         await self._queue.put(_Queued(self._enqueued, record))
 
     async def settle(self, target: int) -> None:
@@ -171,11 +172,18 @@ class MessageWriter:
     def unresolved(self, target: int) -> tuple[int, ...]:
         """Ids of the messages added up to ``target`` that are not stored (nor skipped or rejected)."""
         ids = []
-        for seq, message_id in self._outstanding.items():
+        for seq, record in self._outstanding.items():
             if seq > target:
                 break
-            ids.append(message_id)
+            ids.append(record.message_id)
         return tuple(ids)
+
+    def newest_outstanding(self, guild_id: int, channel_id: int | None, before: datetime) -> int | None:
+        """The id of the newest message added and not stored yet of the guild (or one channel), among those
+        created before ``before``."""
+        return max((record.message_id for record in self._outstanding.values()
+                    if record.guild_id == guild_id and channel_id in (None, record.channel_id)
+                    and record.created_at < before), default=None)
 
     async def run(self) -> None:
         await self._replay()

@@ -72,7 +72,13 @@ def captured_channels(guild: discord.Guild, disabled: frozenset[int]) -> list[Ca
 
 
 async def heard_until_now(memory: Memory, guild_id: int, channel: CatchableChannel) -> None:
-    """Marks ``channel`` as heard up to now: capture was off until now, and what was said meanwhile stays unstored."""
+    """Marks ``channel`` as heard up to now: capture was off until now, and what was said meanwhile stays unstored.
+
+    A catch-up cut short keeps its place: what was said before capture went off is still unread, and the reading
+    leaves the capture-off span out by its exclusion."""
+    saved = await memory.history.catchup_progress(channel.id)
+    if saved is not None and not saved.finished:
+        return
     now = discord.utils.time_snowflake(discord.utils.utcnow())
     await memory.history.save_catchup(CatchUpProgress(channel.id, guild_id, parent_id(channel), now, now,
                                                       finished=True))
@@ -152,6 +158,11 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
             self.status[guild.id] = CatchUpStatus(channels=len(plans[-1][1]))
         log.info("Catch-up: reading %d channels in %d guilds for what was said while the bot was away",
                  sum(len(channels) for _, channels in plans), len(plans))
+        # Every channel's place is saved before any is read: a catch-up stopped part way (a new session, a restart)
+        # leaves each unread channel anchored at what was heard before this session, not at what is heard meanwhile.
+        for guild, channels in plans:
+            for channel in channels:
+                await self._place(memory, guild, channel, since)
         failed = [(guild, channel) for guild, channels in plans for channel in channels
                   if not await self._channel(memory, guild, channel, since)]
         for delay in self.retry_delays_s:
@@ -196,6 +207,15 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
                                                     failed=status.failed - 1 if retry else status.failed)
         return True
 
+    async def _place(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel, since: datetime) -> None:
+        """Saves where the channel's catch-up reads from; a failure is logged, and the reading tries it again."""
+        try:
+            await self._progress(memory, guild, channel, since)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("Catch-up: saving the place of channel %d in guild %d failed", channel.id, guild.id)
+
     def _failed(self, guild: discord.Guild, retry: bool) -> bool:
         if not retry:
             status = self.status[guild.id]
@@ -205,20 +225,26 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
     async def _progress(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel,
                         since: datetime) -> CatchUpProgress | None:
         """Where this channel's catch-up reads from: its saved place if one was cut short, or else the last
-        ``WINDOW_MESSAGES`` stored before the session (checked again), then everything after. None when memory
-        holds nothing of the guild to start from (``/memory backfill`` reads such history)."""
+        ``WINDOW_MESSAGES`` stored before the session (checked again), then everything after. The anchor is the
+        newest message heard before the session: stored, or still queued to be stored (never a later one: what was
+        said between them would be skipped). None when memory neither holds nor waits to store anything of the guild
+        to start from (``/memory backfill`` reads such history)."""
         saved = await memory.history.catchup_progress(channel.id)
         if saved is not None and not saved.finished:
-            log.info("Catch-up: channel %d goes on after message %d", channel.id, saved.position)
+            log.debug("Catch-up: channel %d goes on after message %d", channel.id, saved.position)
             return saved
+        # The queue is asked before the store: a message heard before the session is in one or the other.
+        queued = memory.ingest.newest_queued(guild.id, channel.id, since)
+        queued_in_guild = memory.ingest.newest_queued(guild.id, None, since)
         recent = await memory.history.recent_messages(guild.id, channel.id, since, WINDOW_MESSAGES)
-        heard = [mark for mark in (recent[0].message_id if recent else None, saved.position if saved else None)
-                 if mark is not None]
+        heard = [mark for mark in (recent[0].message_id if recent else None, queued,
+                                   saved.position if saved else None) if mark is not None]
         if not heard:  # a channel memory holds nothing of: new, or quiet; start where the guild's memory stops
-            newest = await memory.history.newest_message_id(guild.id, since)
-            if newest is None:
+            newest = [mark for mark in (await memory.history.newest_message_id(guild.id, since), queued_in_guild)
+                      if mark is not None]
+            if not newest:
                 return None
-            heard = [newest]
+            heard = [max(newest)]
         anchor = max(heard)
         position = min(anchor, recent[-1].message_id - 1) if recent else anchor
         progress = CatchUpProgress(channel.id, guild.id, parent_id(channel), position, anchor)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from cogs.memory.embedding import (
     EmbeddingService,
     resolve_model_path,
 )
+from tests.fixtures.waiting import eventually
 
 
 async def test_vectors_are_normalised_float32_rows(embedder: EmbeddingService) -> None:
@@ -100,15 +103,24 @@ async def test_bulk_embedding_matches_one_call_in_order(embedder: EmbeddingServi
     np.testing.assert_allclose(bulk, embedder.embed_sync(texts), atol=1e-5)
 
 
-async def test_a_query_runs_before_queued_bulk_batches(embedder: EmbeddingService) -> None:
+async def test_a_query_runs_before_queued_bulk_batches(embedder: EmbeddingService,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     finished: list[str] = []
 
     async def tagged(name: str, texts: list[str]) -> None:
         await embedder.embed(texts)
         finished.append(name)
 
+    submit = embedder._worker.submit
+    bulk_jobs: list[int] = []
+
+    def counted(function: Any, *args: Any, priority: int = 0, block: bool = True) -> Future:
+        bulk_jobs.append(priority)
+        return submit(function, *args, priority=priority, block=block)
+
+    monkeypatch.setattr(embedder._worker, "submit", counted)
     bulk = asyncio.create_task(tagged("bulk", ["some ingest text"] * (4 * embedder.batch_size)))
-    await asyncio.sleep(0)  # the bulk batches are queued first
+    await eventually(lambda: len(bulk_jobs) == 4, what="the bulk batches are queued first")
     await tagged("query", ["a question"])
     await bulk
     assert finished == ["query", "bulk"]
@@ -130,7 +142,7 @@ async def test_a_query_does_not_wait_for_the_bulk_batch_running(
 
     def slow_bulk(texts: list[str]) -> np.ndarray:
         running.set()
-        release.wait(timeout=10)  # a query stuck behind this batch fails the order below instead of hanging
+        release.wait(timeout=60)  # a query stuck behind this batch fails the order below instead of hanging
         return original(texts)
 
     monkeypatch.setattr(embedder, "embed_sync", slow_bulk)

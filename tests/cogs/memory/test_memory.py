@@ -88,7 +88,7 @@ async def test_a_recall_does_not_wait_for_the_bulk_embedding_running(
 
     def slow_bulk(texts: list[str]) -> np.ndarray:
         running.set()
-        release.wait(timeout=10)  # a recall stuck behind this batch fails the order below instead of hanging
+        release.wait(timeout=60)  # a recall stuck behind this batch fails the order below instead of hanging
         return original(texts)
 
     monkeypatch.setattr(memory.embedder, "embed_sync", slow_bulk)

@@ -24,6 +24,7 @@ from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory, fetchall
 from tests.fixtures.stores import fill, query
+from tests.fixtures.waiting import eventually
 
 # Lowercase letters only, and no other word here starts with "zq": FTS5 stores a term after the prefix it shares
 # with the term before it, so a unique first letter keeps the whole word in the index's bytes.
@@ -170,8 +171,23 @@ async def test_closing_purges_what_is_pending(
     assert files_holding(tmp_path, NONCE.encode()) == []
 
 
+def writes_blocked(db_path: Path) -> bool:
+    """Whether a write cannot begin now: a pending TRUNCATE checkpoint holds new writers off while it waits for the
+    readers of older snapshots."""
+    connection = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:
+        return True
+    else:
+        connection.execute("ROLLBACK")
+        return False
+    finally:
+        connection.close()
+
+
 async def test_a_purge_waits_for_a_reader_holding_an_older_snapshot(
-    memory: Memory, make_record: RecordFactory, tmp_path: Path
+    memory: Memory, make_record: RecordFactory, tmp_path: Path, db_path: Path
 ) -> None:
     await remember_nonce(memory, make_record)
     await memory.delete([NONCE_ID])
@@ -187,7 +203,7 @@ async def test_a_purge_waits_for_a_reader_holding_an_older_snapshot(
     reader = asyncio.create_task(memory.store.read(hold_snapshot))
     await asyncio.to_thread(holding.wait, 60)
     purging = asyncio.create_task(memory.purge())
-    await asyncio.sleep(0.5)
+    await eventually(lambda: asyncio.to_thread(writes_blocked, db_path), what="the purge's checkpoint is pending")
     waited_for_reader = not purging.done()
     release.set()
     await reader

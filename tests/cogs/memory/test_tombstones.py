@@ -22,6 +22,7 @@ from cogs.memory.store import MemoryStore, WriteBatch
 from cogs.memory.vector_index import IndexRegistry
 from tests.cogs.memory.test_ingest import consistent_ids, contents
 from tests.fixtures.core import RecordFactory, fetchall
+from tests.fixtures.waiting import eventually
 
 DAY_S = 86_400
 
@@ -80,7 +81,7 @@ async def test_an_add_arriving_while_the_delete_waits_for_a_batch_in_flight_is_d
     await queue.add(make_record(1, "an earlier message, embedding"))
     await gated.in_flight.wait()
     delete = asyncio.create_task(queue.delete([2]))
-    await asyncio.sleep(0)  # the delete is waiting for the batch in flight
+    await eventually(lambda: queue._tombstones.holds_message(2), what="the delete has begun")  # it waits meanwhile
     await queue.add(make_record(2, "posted and deleted at once"))
     gated.gate.set()
     assert await delete == 0
@@ -97,7 +98,7 @@ async def test_a_message_in_a_batch_in_flight_when_deleted_is_not_stored(
     await queue.add(make_record(1, "posted by mistake"))
     await gated.in_flight.wait()
     delete = asyncio.create_task(queue.delete([1]))
-    await asyncio.sleep(0)
+    await eventually(lambda: queue._tombstones.holds_message(1), what="the delete has begun")
     gated.gate.set()
     assert await delete == 1
     await queue.close()

@@ -22,11 +22,10 @@ from cogs.memory.vector_index import IndexRegistry
 from tests.cogs.memory.test_ingest import consistent_ids, expected_vector, stored_vector
 from tests.cogs.memory.test_tombstones import GatedEmbedder
 from tests.fixtures.core import RecordFactory, fetchall
+from tests.fixtures.waiting import eventually
 
 # Retries a few milliseconds apart, so a test waits for a recovering model, not for production pauses.
 QUICK_RETRY = RetryPolicy(write_attempts=2, first_delay_s=0.01, max_delay_s=0.05)
-# Enough flushes for a model that fails a few times to be tried again and recover; never reached when it works.
-MAX_FLUSHES = 1_000
 # What must return while the model is blocked gets this long: far more than storing takes, never reached then.
 BLOCKED_BOUND_S = 60.0
 
@@ -83,11 +82,10 @@ async def ids_matching(store: MemoryStore, word: str) -> list[int]:
 
 async def flush_until_embedded(queue: IngestQueue) -> None:
     """Flush until no stored message waits for its vector (a flush returns early while the model fails)."""
-    for _ in range(MAX_FLUSHES):
-        if not (await queue.flush(vectors=True)).vectors_pending:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the vectors never came")
+    async def embedded() -> bool:
+        return not (await queue.flush(vectors=True)).vectors_pending
+
+    await eventually(embedded, what="every stored message has its vector")
 
 
 async def test_a_stored_message_is_keyword_searchable_before_its_vector_exists(
@@ -250,8 +248,8 @@ async def test_an_edit_while_the_vector_is_computed_keeps_the_edited_text(
     await queue.add(make_record(1, "the draft"))
     await gated.in_flight.wait()  # the draft's vector is being computed
     edit = asyncio.create_task(queue.edit(1, "the final text", None))
-    while not queue.write_lock.locked():  # the edit holds the writers' lock: the draft's vector comes after it
-        await asyncio.sleep(0)
+    # The edit holds the writers' lock: the draft's vector comes after it.
+    await eventually(queue.write_lock.locked, what="the edit holds the writers' lock")
     gated.gate.set()
     assert await edit
     await queue.flush(vectors=True)

@@ -102,6 +102,50 @@ async def test_a_resumed_session_reads_no_history(memory_bot, guild, channel, me
     assert len(history_api.requests) == asked
 
 
+async def test_a_first_message_still_queued_at_a_new_session_is_read_on_from(memory_bot, guild, channel, member,
+                                                                              catch_up):
+    with message_writes_failing(memory_bot.db_path):  # the guild's first message waits in the queue meanwhile
+        await say("picnic plans: the park", member, channel)
+        said_while_away("picnic moved to Sunday", member, channel)
+        await reconnect(memory_bot)
+    await say("picnic: see you there", member, channel)
+    await memory_bot.memory.flush()
+    await reconnect(memory_bot)  # anchored at the newest stored message, this would skip what was said before it
+    assert await remembered(memory_bot, guild) == [
+        "picnic moved to Sunday", "picnic plans: the park", "picnic: see you there"]
+
+
+async def test_a_catch_up_stopped_by_a_new_session_still_reads_every_channel(memory_bot, guild, channel, member,
+                                                                            catch_up, before_outage, history_api):
+    other = guild.text_channels[1]
+    said_while_away("picnic: said in the other channel while away", member, other)
+    held = history_api.hold(channel.id)  # the first session's catch-up never gets past the first channel
+    memory_bot.dispatch("connect")
+    memory_bot.dispatch("ready")
+    await asyncio.wait_for(held.wait(), 30)  # fails, rather than hangs, if no catch-up reads
+    await say("picnic: heard live in the other channel", member, other)
+    await memory_bot.memory.flush()
+    await reconnect(memory_bot)  # stops the first catch-up; the other channel's place was saved before any reading
+    assert "picnic: said in the other channel while away" in await remembered(memory_bot, guild)
+
+
+async def test_capture_turned_off_and_on_during_a_catch_up_keeps_the_channels_place(memory_bot, slash, guild, channel,
+                                                                                   member, admin, catch_up,
+                                                                                   before_outage, history_api):
+    other = guild.text_channels[1]
+    said_while_away("picnic: said in the other channel while away", member, other)
+    held = history_api.hold(channel.id)  # the other channel is still to be read
+    memory_bot.dispatch("connect")
+    memory_bot.dispatch("ready")
+    await asyncio.wait_for(held.wait(), 30)  # fails, rather than hangs, if no catch-up reads
+    await slash.run("memory settings", admin, channel, capture_channel=other, capture=False)
+    await say("picnic secret: said while capture was off", member, other)
+    await slash.run("memory settings", admin, channel, capture_channel=other, capture=True)
+    await reconnect(memory_bot)
+    assert await remembered(memory_bot, guild) == [
+        "picnic plans: bring blankets", "picnic plans: the park", "picnic: said in the other channel while away"]
+
+
 # -- what is left as it is ------------------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from tests.cogs.memory.rerank.test_providers import STATS
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
 from tests.fixtures.core import RecordFactory
 from tests.fixtures.reranker import HeldCall, hold, with_reranker
+from tests.fixtures.waiting import awaiting, eventually
 
 FIRST_STAGE = [(i, None) for i in range(len(DOCS))]
 
@@ -141,7 +142,8 @@ async def test_memory_opens_once_the_preloading_rerankers_tokenizer_is_parsed(
     opening = asyncio.create_task(Memory.open(preloading, db_path, index_dir))
     try:
         await asyncio.to_thread(slow_tokenizer.started.wait, 30)
-        await asyncio.sleep(0.2)
+        await eventually(lambda: opening.done() or awaiting(opening, "tokenizers_loaded"),
+                         what="the open waits for the tokenizer, or is done")
         open_before_the_tokenizer = opening.done()
         slow_tokenizer.release.set()
         memory = await opening

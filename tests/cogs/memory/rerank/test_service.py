@@ -15,6 +15,7 @@ from cogs.memory.rerank.local import LocalScorer
 from cogs.memory.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
 from tests.fixtures.reranker import with_reranker
+from tests.fixtures.waiting import eventually
 
 # The official Qwen3-Reranker method, written out independently of the product code.
 OFFICIAL_PREFIX = (
@@ -299,8 +300,8 @@ async def test_work_queued_before_a_switch_finishes_on_the_old_model(
     release = threading.Event()
     service._worker.submit(release.wait, block=True)
     queued = asyncio.ensure_future(service.arerank_results(QUERY, candidates(["only on the old model"])))
+    await eventually(lambda: service._worker.depth == 1, what="the rerank waits behind the held job")
     switching = asyncio.ensure_future(service.switch(tiny_reranker_profile))
-    await asyncio.sleep(0)
     used: list[object] = []
     real_score = LocalScorer.score
 
