@@ -6,6 +6,7 @@
     python -m cogs.memory backup DEST
     python -m cogs.memory restore BACKUP.sqlite3
     python -m cogs.memory check
+    python -m cogs.memory dashboard-link
 """
 
 from __future__ import annotations
@@ -96,6 +97,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     restore = commands.add_parser("restore", help="replace the database with a backup (stop the bot first)")
     restore.add_argument("source", type=Path, metavar="BACKUP.sqlite3")
     commands.add_parser("check", help="check the whole database for damage; rebuild a damaged keyword index")
+    commands.add_parser("dashboard-link", help="print a one-time sign-in link to the running bot's web dashboard "
+                                               "(exit code 1 when the dashboard is not configured)")
     return parser.parse_args(argv)
 
 
@@ -218,6 +221,37 @@ def restore(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def dashboard_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """A fresh one-time sign-in link: written (hashed) where the running bot's dashboard reads it, beside the
+    database. The settings come from the environment and the bot's .env, as the bot reads them."""
+    import os
+
+    from dotenv import dotenv_values
+
+    from .config import ROOT
+    from .dashboard.auth import LoginTokens
+    from .dashboard.config import PORT_ENV, DashboardConfig, DashboardConfigError
+
+    environ = {key: value for key, value in dotenv_values(ROOT / ".env").items() if value is not None}
+    try:
+        config = DashboardConfig.from_env(args.db.parent, {**environ, **os.environ})
+    except DashboardConfigError as error:
+        print(f"error: {error}", file=err)
+        return 1
+    if config is None:
+        print(f"error: the dashboard is off: set {PORT_ENV} (in .env or the environment) and restart the bot",
+              file=err)
+        return 1
+    try:
+        token = LoginTokens(config.token_dir, config.login_ttl_s).issue()
+    except OSError as error:
+        print(f"error: could not write the sign-in token under {config.token_dir}: {error.strerror}", file=err)
+        return 1
+    print(config.login_link(token), file=out)
+    print(f"valid once, for {config.login_ttl_s / 60:.0f} minutes, while the bot runs", file=err)
+    return 0
+
+
 def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The whole database, with no time limit (a start checks only what 5 s allow)."""
     if not args.db.is_file():
@@ -259,6 +293,8 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
 
     if args.command == "migrate":
         return await migrate(args, out, err)
+    if args.command == "dashboard-link":
+        return await asyncio.to_thread(dashboard_link, args, out, err)
     if args.command in ("backup", "restore", "check") and database_url():
         print(f"error: memory is kept in PostgreSQL (DATABASE_URL is set); {args.command} works on the SQLite file: "
               "use pg_dump and pg_restore", file=err)
