@@ -55,6 +55,8 @@ def line_chart(title: str, unit: str, times: Sequence[float], lines: Sequence[Li
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}" '
         f'xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title>",
+        f'<text class="title" x="{WIDTH - RIGHT}" y="{TOP + 10}" text-anchor="end" font-size="12" '
+        f'font-weight="bold">{escape(title)}</text>',
         f'<line class="axis" x1="{LEFT}" y1="{TOP + plot_h}" x2="{WIDTH - RIGHT}" y2="{TOP + plot_h}" '
         f'stroke="#888"/>',
         f'<line class="grid" x1="{LEFT}" y1="{TOP}" x2="{WIDTH - RIGHT}" y2="{TOP}" stroke="#ddd"/>',
