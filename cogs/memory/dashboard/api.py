@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -66,7 +67,8 @@ async def performance(request: web.Request) -> web.StreamResponse:
     window = request.query.get("window", "hour")
     if window not in ("hour", "day"):
         raise BadParam("window must be hour or day")
-    return to_json(request.app[STATE].recorder.series(window))  # type: ignore[arg-type]
+    series = await request.app[STATE].recorder.series_off_loop(window)  # type: ignore[arg-type]
+    return to_json(await asyncio.to_thread(_plain, series))
 
 
 async def search(request: web.Request) -> web.StreamResponse:

@@ -7,6 +7,7 @@ here blocks. One-minute buckets, a day of them, each keeping at most ``SAMPLES_P
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -162,21 +163,29 @@ class MetricsRecorder:
 
     def series(self, window: Window) -> PerformanceSeries:
         """The last hour (one point a minute) or day (one point per five minutes), oldest first, gaps included."""
-        step = STEP_BUCKETS[window]
-        step_s = step * BUCKET_S
-        now = self._clock() // step_s * step_s
-        first = now - (SPAN_BUCKETS[window] // step - 1) * step_s
-        grouped: dict[float, list[_Bucket]] = {}
-        for bucket in self._buckets:
-            if bucket.start >= first:
-                grouped.setdefault(bucket.start // step_s * step_s, []).append(bucket)
-        points = []
-        start = first
-        while start <= now:
-            points.append(_merged(grouped.get(start, ()), start, step_s))
-            start += step_s
-        return PerformanceSeries(window, step_s, tuple(points))
+        return build_series(list(self._buckets), window, self._clock())
 
+    async def series_off_loop(self, window: Window) -> PerformanceSeries:
+        """``series`` computed on a worker thread (a day is ~10 ms of Python): the buckets are listed here, on the
+        loop that owns them; a sample recorded meanwhile may or may not be counted."""
+        return await asyncio.to_thread(build_series, list(self._buckets), window, self._clock())
+
+
+def build_series(buckets: Sequence[_Bucket], window: Window, now: float) -> PerformanceSeries:
+    step = STEP_BUCKETS[window]
+    step_s = step * BUCKET_S
+    last = now // step_s * step_s
+    first = last - (SPAN_BUCKETS[window] // step - 1) * step_s
+    grouped: dict[float, list[_Bucket]] = {}
+    for bucket in buckets:
+        if bucket.start >= first:
+            grouped.setdefault(bucket.start // step_s * step_s, []).append(bucket)
+    points = []
+    start = first
+    while start <= last:
+        points.append(_merged(grouped.get(start, ()), start, step_s))
+        start += step_s
+    return PerformanceSeries(window, step_s, tuple(points))
 
 # (metric name, help, the overview's field)
 GUILD_GAUGES = (
