@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 async def setup(bot: MemoryBot) -> None:
     from .catchup import CatchUp
     from .commands import MemoryCommands
+    from .dashboard import MemoryDashboard, dashboard_for
     from .latency import Latencies
     from .listeners import MemoryListeners
 
@@ -23,3 +24,6 @@ async def setup(bot: MemoryBot) -> None:
     await bot.add_cog(MemoryListeners(bot, latencies))
     await bot.add_cog(catch_up)
     await bot.add_cog(MemoryCommands(bot, latencies, catch_up))
+    dashboard = dashboard_for(bot, catch_up)
+    if dashboard is not None:
+        await bot.add_cog(MemoryDashboard(dashboard))

@@ -71,3 +71,26 @@ def test_the_cli_says_how_to_turn_the_dashboard_on(tmp_path: Path) -> None:
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.strip() == ("error: the dashboard is off: set MEMORY_DASHBOARD_PORT (in .env or the "
                                    "environment) and restart the bot")
+
+
+async def test_the_link_in_the_log_at_start_signs_in_once(fake_source, tmp_path: Path, anonymous: SignedIn,
+                                                          caplog) -> None:
+    import logging
+    import re
+
+    from cogs.memory.dashboard import DashboardConfig
+
+    with caplog.at_level(logging.INFO, logger="cogs.memory.dashboard"):
+        server = Dashboard(fake_source, DashboardConfig(port=0, data_dir=tmp_path / "own"))
+        await server.start()
+    try:
+        [link] = re.findall(r"http://127\.0\.0\.1:\d+/login\?token=[\w-]+", caplog.text)
+        assert link.startswith(f"http://127.0.0.1:{server.port}/")
+        async with anonymous.http.get(link, allow_redirects=False) as response:
+            assert response.status == 303
+        async with anonymous.http.get(link, allow_redirects=False) as response:
+            assert response.status == 401
+        token = link.split("token=")[1]
+        assert caplog.text.count(token) == 1  # the refusal and the sign-in are logged without it
+    finally:
+        await server.stop()
