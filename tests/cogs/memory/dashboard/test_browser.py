@@ -68,7 +68,8 @@ class Browser:
 
     async def submit(self, form_css: str, fields: dict[str, str]) -> None:
         def fill() -> None:
-            from selenium.webdriver.support.ui import Select
+            from selenium.webdriver.support import expected_conditions
+            from selenium.webdriver.support.ui import Select, WebDriverWait
 
             form = self.driver.find_element("css selector", form_css)
             for name, value in fields.items():
@@ -79,6 +80,10 @@ class Browser:
                     element.clear()
                     element.send_keys(value)
             form.find_element("css selector", "button[type=submit]").click()
+            # A click does not wait for the next page: the old form going stale says it was replaced.
+            WebDriverWait(self.driver, 60).until(expected_conditions.staleness_of(form))
+            WebDriverWait(self.driver, 60).until(
+                expected_conditions.presence_of_element_located(("css selector", "main h1")))
 
         await self.call(fill)
         await self.no_dialog()
