@@ -234,3 +234,31 @@ async def test_signing_out_ends_the_session(client: SignedIn) -> None:
 
 def test_the_app_state_is_the_dashboards(dashboard: Dashboard) -> None:
     assert dashboard._runner.app[STATE] is dashboard.state
+
+
+async def test_a_session_expires(client: SignedIn, dashboard: Dashboard) -> None:
+    sessions = dashboard.state.sessions
+    clock = [sessions._clock()]
+    sessions._clock = lambda: clock[0]
+    async with client.http.get(client.url("/api/overview")) as response:
+        assert response.status == 200
+    clock[0] += sessions.ttl_s + 1
+    async with client.http.get(client.url("/api/overview")) as response:
+        assert response.status == 401
+
+
+async def test_behind_a_tls_proxy_the_cookie_is_secure_and_its_host_accepted(fake_source: FakeSource, tmp_path,
+                                                                             anonymous: SignedIn) -> None:
+    config = DashboardConfig(port=0, data_dir=tmp_path / "tls", public_url="https://memory.example.org")
+    server = Dashboard(fake_source, config)
+    await server.start()
+    try:
+        token = await asyncio.to_thread(server.state.tokens.issue)
+        assert config.login_link(token) == f"https://memory.example.org/login?token={token}"
+        url = f"http://127.0.0.1:{server.port}/login"
+        async with anonymous.http.get(url, params={"token": token}, allow_redirects=False,
+                                      headers={"Host": "memory.example.org"}) as response:
+            assert response.status == 303
+            assert response.cookies["memory_dashboard_session"]["secure"]
+    finally:
+        await server.stop()
