@@ -1,7 +1,7 @@
 """Memory from a terminal: import DiscordChatExporter JSON, search what the bot would recall, back up and restore.
 
     python -m cogs.memory import EXPORT.json...
-    python -m cogs.memory search QUERY [--guild G] [--channel C] [--no-rerank]
+    python -m cogs.memory search QUERY [--guild G] [--channel C] [--no-rerank] [--explain]
     python -m cogs.memory migrate --to postgresql://USER@HOST/DB [--model NAME]
     python -m cogs.memory backup DEST
     python -m cogs.memory restore BACKUP.sqlite3
@@ -86,6 +86,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     search.add_argument("--channel", type=discord_id, action="append", help="only this channel id (repeatable)")
     search.add_argument("--limit", type=result_limit, default=10, help=f"how many results (1-{MAX_RESULTS})")
     search.add_argument("--no-rerank", action="store_true", help="first stage only (vector + keyword fusion)")
+    search.add_argument("--explain", action="store_true",
+                        help="with each hit, why it was found: its rank before and after the reranker, and which "
+                             "side found it (as the dashboard's Search page shows it)")
     migrate = commands.add_parser("migrate", help="copy the SQLite memory into PostgreSQL (resumable, one way)")
     migrate.add_argument("--to", required=True, type=postgres_url, metavar="postgresql://...",
                          help="the PostgreSQL database (pgvector installed) to copy into")
@@ -122,6 +125,13 @@ def format_hit(rank: int, hit: Candidate) -> str:
     )
 
 
+def format_explanation(rank: int, hit: Candidate) -> str:
+    """Why ``hit`` was found; the core does not break the first-stage score into its parts yet."""
+    after = rank if hit.get("rerank_score") is not None else "-"
+    return (f"    explain: rank before rerank {hit['rank']}, after {after}; found by "
+            f"{', '.join(hit['sources']) or '-'}; score parts: not reported")
+
+
 def format_rerank(status: dict) -> str:
     """The reranker's part of this query, as /memory stats reports it per hour."""
     last = status["last_query"]
@@ -151,6 +161,8 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
         print("no results", file=out)
     for rank, hit in enumerate(hits, start=1):
         print(format_hit(rank, hit), file=out)
+        if args.explain:
+            print(format_explanation(rank, hit), file=out)
     if memory.reranker is not None and not args.no_rerank:
         print(format_rerank(memory.reranker.status()), file=err)
     return 0

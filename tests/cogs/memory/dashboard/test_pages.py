@@ -143,3 +143,16 @@ async def test_metrics_are_in_the_prometheus_format(client: SignedIn, dashboard)
     assert "memory_rerank_candidates_scored_total 12.0" in text
     assert f'memory_guild_messages{{guild="{GUILD}"}} 6.0' in text
     assert "memory_ingest_backlog 3.0" in text
+
+
+async def test_actions_are_logged_without_message_content_above_debug(client: SignedIn,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="cogs.memory.dashboard"):
+        await page(client, f"/search?q=printer+secretword&guild={GUILD}")
+        await page(client, f"/browse?guild={GUILD}&channel={CHANNEL}")
+        async with client.http.get(client.url(f"/api/search?q=lake+secretword&guild={GUILD}")) as response:
+            assert response.status == 200
+    above_debug = " ".join(r.getMessage() for r in caplog.records if r.levelno > logging.DEBUG)
+    assert "search in guild 456" in above_debug and "browsed channel 10 of guild 456" in above_debug
+    assert "secretword" not in above_debug and "printer" not in above_debug and "<script>" not in above_debug
+    assert "secretword" in " ".join(r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
