@@ -104,8 +104,11 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     state = request.app[STATE]
     try:
         response = await _guarded(request, handler, state)
-    except web.HTTPException as exc:  # the router's 404 and 405
+    except web.HTTPException as exc:  # the router's 404 and 405, a body over the cap (413)
         response = web.Response(status=exc.status, text=exc.text, headers=exc.headers)
+    except Exception:
+        log.exception("Dashboard: %s %s failed (%s)", request.method, request.path, who(request))
+        response = problem(request, 500, "Something went wrong; the bot's log has the details.")
     response.headers.update(SECURITY_HEADERS)
     return response
 

@@ -156,3 +156,17 @@ async def test_actions_are_logged_without_message_content_above_debug(client: Si
     assert "search in guild 456" in above_debug and "browsed channel 10 of guild 456" in above_debug
     assert "secretword" not in above_debug and "printer" not in above_debug and "<script>" not in above_debug
     assert "secretword" in " ".join(r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
+
+
+async def test_an_unexpected_failure_is_logged_and_answered_in_one_line(client: SignedIn, fake_source: FakeSource,
+                                                                       caplog: pytest.LogCaptureFixture,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(*args: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(fake_source, "process_info", broken)
+    async with client.http.get(client.url("/api/overview")) as response:
+        assert response.status == 500
+        assert await response.json() == {"error": "Something went wrong; the bot's log has the details."}
+        assert response.headers["X-Frame-Options"] == "DENY"
+    assert "GET /api/overview failed" in caplog.text and "disk on fire" in caplog.text
