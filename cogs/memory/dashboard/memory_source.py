@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import psutil
 
-from ..records import SearchFilters
+from ..records import Candidate, SearchFilters
 from .metrics import MetricsRecorder, RecallSample
 from .source import (BrowsePage, CatchUpView, ExplainedHit, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
                      ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange, SettingsView,
@@ -24,7 +25,7 @@ from .source import (BrowsePage, CatchUpView, ExplainedHit, ForgetKind, ForgetRe
 if TYPE_CHECKING:
     from ..memory import Memory
 
-__all__ = ("CatchUpLike", "MemorySource")
+__all__ = ("CatchUpLike", "MemorySource", "RecallTiming", "recorded_recall")
 
 MEMORY_LOADING = "Memory is still opening (loading its models); try again in a minute."
 
@@ -51,6 +52,44 @@ def _hit(candidate: Mapping[str, Any], position: int, reranked: bool) -> Explain
         sources=tuple(candidate.get("sources", ())), parts=None,  # the core does not break the score down yet
         rerank_score=None if rerank_score is None else float(rerank_score),
         rank_before=candidate.get("rank"), rank_after=position if reranked else None)
+
+
+@dataclass(frozen=True, slots=True)
+class RecallTiming:
+    """One recall's time, whole and per stage, and what the reranker did (None where it did not rerank)."""
+
+    total_ms: float
+    reranked: bool
+    first_stage_ms: float | None
+    rerank_ms: float | None = None
+    offered: int | None = None
+    scored: int | None = None
+    cached: int | None = None
+
+
+async def recorded_recall(memory: Memory, query: str, filters: SearchFilters, limit: int, *, rerank: bool = True,
+                          recorder: MetricsRecorder | None = None) -> tuple[list[Candidate], RecallTiming]:
+    """``Memory.recall``, timed and recorded in ``recorder``: the commands, the listeners and the dashboard recall
+    through here. The rerank stage's figures are the reranker's own record of the query it scored; the first
+    stage's time is the rest (two recalls at once could swap records: the figures are an admin's view)."""
+    reranker = memory.reranker if rerank else None
+    before = reranker.status()["last_query"] if reranker is not None else None
+    started = time.perf_counter()
+    hits = await memory.recall(query, filters, limit, rerank=rerank)
+    total_ms = (time.perf_counter() - started) * 1000
+    reranked = any(hit.get("rerank_score") is not None for hit in hits)
+    last = reranker.status()["last_query"] if reranker is not None else None
+    scored_now = last if last is not None and last != before else None
+    if scored_now is None:
+        timing = RecallTiming(total_ms, reranked, None if reranked else total_ms)
+    else:
+        rerank_ms = float(scored_now["ms"])
+        timing = RecallTiming(total_ms, reranked, max(total_ms - rerank_ms, 0.0), rerank_ms, scored_now["offered"],
+                              scored_now["scored"], scored_now["cached"])
+    if recorder is not None and timing.first_stage_ms is not None:
+        recorder.record_recall(RecallSample(timing.first_stage_ms, timing.rerank_ms, timing.offered or 0,
+                                            timing.scored or 0, timing.cached or 0))
+    return hits, timing
 
 
 class MemorySource:
@@ -124,35 +163,18 @@ class MemorySource:
     # -- search and browse ----------------------------------------------------------------------------------
 
     async def search(self, request: SearchRequest) -> SearchExplanation:
-        memory = self.memory()
         filters = SearchFilters(
             guild_id=request.guild_id,
             channel_ids=frozenset({request.channel_id}) if request.channel_id is not None else None,
             author_ids=frozenset({request.author_id}) if request.author_id is not None else None,
             after=request.after, before=request.before)
-        reranker = memory.reranker if request.rerank else None
-        before = reranker.status()["last_query"] if reranker is not None else None
-        started = time.perf_counter()
-        hits = await memory.recall(request.query, filters, request.limit, rerank=request.rerank)
-        total_ms = (time.perf_counter() - started) * 1000
-        reranked = any(hit.get("rerank_score") is not None for hit in hits)
-        last = reranker.status()["last_query"] if reranker is not None else None
-        # The reranker records each query it scored; a new record is this recall's (two recalls at once could
-        # swap them: the figures are an admin's view, not an audit).
-        rerank = last if last is not None and last != before else None
-        rerank_ms = float(rerank["ms"]) if rerank else None
-        explanation = SearchExplanation(
-            request=request, hits=tuple(_hit(hit, i, reranked) for i, hit in enumerate(hits, start=1)),
-            reranked=reranked, total_ms=total_ms,
-            first_stage_ms=total_ms - rerank_ms if rerank_ms is not None else (None if reranked else total_ms),
-            rerank_ms=rerank_ms, candidates_offered=rerank["offered"] if rerank else None,
-            candidates_scored=rerank["scored"] if rerank else None, cache_hits=rerank["cached"] if rerank else None)
-        if self._recorder is not None and explanation.first_stage_ms is not None:
-            self._recorder.record_recall(RecallSample(
-                first_stage_ms=explanation.first_stage_ms, rerank_ms=rerank_ms,
-                offered=explanation.candidates_offered or 0, scored=explanation.candidates_scored or 0,
-                cached=explanation.cache_hits or 0))
-        return explanation
+        hits, timing = await recorded_recall(self.memory(), request.query, filters, request.limit,
+                                             rerank=request.rerank, recorder=self._recorder)
+        return SearchExplanation(
+            request=request, hits=tuple(_hit(hit, i, timing.reranked) for i, hit in enumerate(hits, start=1)),
+            reranked=timing.reranked, total_ms=timing.total_ms, first_stage_ms=timing.first_stage_ms,
+            rerank_ms=timing.rerank_ms, candidates_offered=timing.offered, candidates_scored=timing.scored,
+            cache_hits=timing.cached)
 
     async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int) -> BrowsePage:
         memory = self.memory()

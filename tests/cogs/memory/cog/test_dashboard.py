@@ -10,6 +10,13 @@ import pytest
 from bot import MemoryBot
 
 
+@pytest.fixture
+def guild(memory_bot: MemoryBot):
+    import discord.ext.test as dpytest
+
+    return dpytest.get_config().guilds[0]
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -55,3 +62,18 @@ async def test_a_taken_port_leaves_the_bot_running(discord_bot: MemoryBot, monke
         await reload_cog(discord_bot)
     assert discord_bot.get_cog("MemoryCommands") is not None
     assert "could not listen" in caplog.text
+
+
+async def test_a_slash_search_is_plotted_on_the_dashboard(memory_bot: MemoryBot, slash, channel, member, other,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fixtures.discord import say
+
+    monkeypatch.setenv("MEMORY_DASHBOARD_PORT", str(free_port()))
+    await reload_cog(memory_bot)
+    recorder = memory_bot.get_cog("MemoryDashboard").dashboard.recorder
+    await say("the picnic moved to Saturday", other, channel)
+    await memory_bot.memory.flush()
+    await slash.run("memory search", member, channel, query="when is the picnic")
+    [point] = [p for p in recorder.series("hour").points if p.recalls]
+    assert point.recalls == 1 and point.first_stage_p50_ms > 0 and point.rerank_p50_ms > 0
+    assert point.scored_per_recall >= 1

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from cogs.memory.dashboard import Dashboard, DashboardConfig
 from cogs.memory.dashboard.server import STATE
-from tests.fixtures.dashboard import CHANNEL, GUILD, HOSTILE, FakeSource, SignedIn, csrf_from, fake_messages
+from tests.fixtures.dashboard import CHANNEL, GUILD, FakeSource, SignedIn, csrf_from, fake_messages
 
 # Routes that carry their own credentials instead of the session: the sign-in link and the Prometheus scraper.
 OWN_CREDENTIALS = {"/login", "/metrics"}
