@@ -85,5 +85,8 @@ def test_a_wheel_builds_offline_with_the_cogs_the_scripts_and_the_dependencies(t
     assert (tops, "cogs/memory/__main__.py" in names, "cogs/memory/rerank/service.py" in names) == (
         {"bot.py", "cogs"}, True, True)
     assert normalised(runtime) == normalised(requirement_lines(ROOT / "requirements.txt"))
+    # The dashboard's templates and stylesheet are package data: without them its pages cannot render.
+    assert ("cogs/memory/dashboard/templates/search.html" in names,
+            "cogs/memory/dashboard/static/dashboard.css" in names) == (True, True)
     assert ("discord-memory = cogs.memory.__main__:main" in scripts,
             "discord-memory-bot = bot:main" in scripts) == (True, True)

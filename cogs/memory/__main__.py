@@ -1,12 +1,13 @@
 """Memory from a terminal: import DiscordChatExporter JSON, search what the bot would recall, back up and restore.
 
     python -m cogs.memory import EXPORT.json...
-    python -m cogs.memory search QUERY [--guild G] [--channel C] [--no-rerank]
+    python -m cogs.memory search QUERY [--guild G] [--channel C] [--no-rerank] [--explain]
     python -m cogs.memory migrate --to postgresql://USER@HOST/DB [--model NAME]
     python -m cogs.memory backup DEST
     python -m cogs.memory restore BACKUP.sqlite3
     python -m cogs.memory check
     python -m cogs.memory reapply-erasures
+    python -m cogs.memory dashboard-link
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     search.add_argument("--channel", type=discord_id, action="append", help="only this channel id (repeatable)")
     search.add_argument("--limit", type=result_limit, default=10, help=f"how many results (1-{MAX_RESULTS})")
     search.add_argument("--no-rerank", action="store_true", help="first stage only (vector + keyword fusion)")
+    search.add_argument("--explain", action="store_true",
+                        help="with each hit, why it was found: its rank before and after the reranker, and which "
+                             "side found it (as the dashboard's Search page shows it)")
     migrate = commands.add_parser("migrate", help="copy the SQLite memory into PostgreSQL (resumable, one way)")
     migrate.add_argument("--to", required=True, type=postgres_url, metavar="postgresql://...",
                          help="the PostgreSQL database (pgvector installed) to copy into")
@@ -103,6 +107,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     commands.add_parser("check", help="check the whole database for damage; rebuild a damaged keyword index")
     commands.add_parser("reapply-erasures", help="apply again what the erasure ledger holds and the database lacks "
                                                  "(run it after pg_restore; memory also does it at every start)")
+    commands.add_parser("dashboard-link", help="print a one-time sign-in link to the running bot's web dashboard "
+                                               "(exit code 1 when the dashboard is not configured)")
     return parser.parse_args(argv)
 
 
@@ -124,6 +130,13 @@ def format_hit(rank: int, hit: Candidate) -> str:
         f"{rank:>2}. score={hit['score']:.4f} rerank_score={rerank_text} "
         f"#{hit['channel_id']} {hit['author_name']} {hit['created_at'][:16]}\n    {text[:300]}"
     )
+
+
+def format_explanation(rank: int, hit: Candidate) -> str:
+    """Why ``hit`` was found; the core does not break the first-stage score into its parts yet."""
+    after = rank if hit.get("rerank_score") is not None else "-"
+    return (f"    explain: rank before rerank {hit['rank']}, after {after}; found by "
+            f"{', '.join(hit['sources']) or '-'}; score parts: not reported")
 
 
 def format_rerank(status: dict) -> str:
@@ -158,6 +171,8 @@ async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> 
         print("no results", file=out)
     for rank, hit in enumerate(hits, start=1):
         print(format_hit(rank, hit), file=out)
+        if args.explain:
+            print(format_explanation(rank, hit), file=out)
     if memory.reranker is not None and not args.no_rerank:
         print(format_rerank(memory.reranker.status()), file=err)
     print_backlog(await memory.vectors_pending(), err)
@@ -270,6 +285,37 @@ def restore(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def dashboard_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """A fresh one-time sign-in link: written (hashed) where the running bot's dashboard reads it, beside the
+    database. The settings come from the environment and the bot's .env, as the bot reads them."""
+    import os
+
+    from dotenv import dotenv_values
+
+    from .config import ROOT
+    from .dashboard.auth import LoginTokens
+    from .dashboard.config import PORT_ENV, DashboardConfig, DashboardConfigError
+
+    environ = {key: value for key, value in dotenv_values(ROOT / ".env").items() if value is not None}
+    try:
+        config = DashboardConfig.from_env(args.db.parent, {**environ, **os.environ})
+    except DashboardConfigError as error:
+        print(f"error: {error}", file=err)
+        return 1
+    if config is None:
+        print(f"error: the dashboard is off: set {PORT_ENV} (in .env or the environment) and restart the bot",
+              file=err)
+        return 1
+    try:
+        token = LoginTokens(config.token_dir, config.login_ttl_s).issue()
+    except OSError as error:
+        print(f"error: could not write the sign-in token under {config.token_dir}: {error.strerror}", file=err)
+        return 1
+    print(config.login_link(token), file=out)
+    print(f"valid once, for {config.login_ttl_s / 60:.0f} minutes, while the bot runs", file=err)
+    return 0
+
+
 def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The whole database, with no time limit (a start checks only what 5 s allow)."""
     if not args.db.is_file():
@@ -326,6 +372,8 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
 
     if args.command == "migrate":
         return await migrate(args, out, err)
+    if args.command == "dashboard-link":
+        return await asyncio.to_thread(dashboard_link, args, out, err)
     if args.command in ("backup", "restore", "check") and database_url():
         print(f"error: memory is kept in PostgreSQL (DATABASE_URL is set); {args.command} works on the SQLite file: "
               "use pg_dump and pg_restore", file=err)

@@ -15,11 +15,15 @@ if TYPE_CHECKING:
 async def setup(bot: MemoryBot) -> None:
     from .catchup import CatchUp
     from .commands import MemoryCommands
+    from .dashboard import MemoryDashboard, dashboard_for
     from .latency import Latencies
     from .listeners import MemoryListeners
 
-    latencies = Latencies()
     catch_up = CatchUp(bot)
+    dashboard = dashboard_for(bot, catch_up)  # None unless MEMORY_DASHBOARD_PORT is set
+    latencies = Latencies(recorder=dashboard.recorder if dashboard is not None else None)
     await bot.add_cog(MemoryListeners(bot, latencies))
     await bot.add_cog(catch_up)
     await bot.add_cog(MemoryCommands(bot, latencies, catch_up))
+    if dashboard is not None:
+        await bot.add_cog(MemoryDashboard(dashboard))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,6 +28,7 @@ from .permissions import (
 )
 from .recall import format_memory_line
 from .views import ConfirmView, Paginator
+from ..dashboard.memory_source import recorded_recall
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
 
 if TYPE_CHECKING:
@@ -133,9 +133,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             allowed_channel_ids=allowed,
             public_thread_parent_ids=readable_thread_parent_ids(interaction.user, allowed),
         )
-        started = time.perf_counter()
-        results = await memory.recall(query, filters, limit)
-        self.latencies.search_ms.append((time.perf_counter() - started) * 1000)
+        results, timing = await recorded_recall(memory, query, filters, limit, recorder=self.latencies.recorder)
+        self.latencies.search_ms.append(timing.total_ms)
         if not results:
             await interaction.followup.send(replies.NO_RESULTS, ephemeral=True)
             return

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..dashboard import MetricsRecorder
 
 __all__ = ("Latencies",)
 
@@ -16,3 +20,5 @@ class Latencies:
 
     search_ms: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
     recall_ms: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
+    # The dashboard's time series (both stages apart), when the dashboard is on.
+    recorder: MetricsRecorder | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 import discord
@@ -23,6 +22,7 @@ from .recall import (
     strip_mentions,
     with_note,
 )
+from ..dashboard.memory_source import recorded_recall
 from ..settings import GuildSettings
 from ..records import Candidate, SearchFilters
 
@@ -209,9 +209,8 @@ class MemoryListeners(commands.Cog):
             public_thread_parent_ids=readable_thread_parent_ids(author, readable) & audience.thread_parent_ids,
             exclude_message_ids=visible,
         )
-        started = time.perf_counter()
-        results = await memory.recall(query, filters, RECALL_LIMIT)
-        self.latencies.recall_ms.append((time.perf_counter() - started) * 1000)
+        results, timing = await recorded_recall(memory, query, filters, RECALL_LIMIT, recorder=self.latencies.recorder)
+        self.latencies.recall_ms.append(timing.total_ms)
         log.debug("Recall for %d: %r -> %d results", message.id, query, len(results))
         if not results or self.llm is None:
             return format_memories(results, note)

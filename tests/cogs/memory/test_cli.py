@@ -86,6 +86,16 @@ async def test_search_prints_first_stage_and_rerank_scores(cli, export_file):
                         r"    the picnic moved to Saturday\n", out)
 
 
+async def test_search_explain_says_why_each_hit_was_found(cli, export_file):
+    await cli("import", str(export_file))
+    _, out, _ = await cli("search", "when is the picnic", "--limit", "2", "--explain")
+    explained = re.findall(r"^    explain: rank before rerank (\d+), after (\d+); found by ([a-z, ]+); score parts: "
+                           r"not reported$", out, flags=re.M)
+    assert [after for _, after, _ in explained] == ["1", "2"]
+    assert all(int(before) >= 1 and {"vector", "keyword", "context"} >= set(found.split(", "))
+               for before, _, found in explained)
+
+
 async def test_search_without_rerank_has_no_rerank_score(cli, export_file):
     await cli("import", str(export_file))
     _, out, _ = await cli("search", "picnic", "--no-rerank", "--limit", "1")

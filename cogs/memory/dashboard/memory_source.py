@@ -1,0 +1,254 @@
+"""``MemorySource``: the ``DashboardSource`` over the process's ``Memory``, through Memory's public methods only.
+
+Forgetting, settings and profile switches are the same core calls the slash commands make. What the core does not
+report yet (a hit's score parts) is left None; the two stages' times come from the reranker's own last-query record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import psutil
+
+from ..records import Candidate, SearchFilters
+from .metrics import MetricsRecorder, RecallSample
+from .source import (BrowsePage, CatchUpView, ExplainedHit, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
+                     ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange, SettingsView,
+                     SourceUnavailable, StoredMessageView)
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+__all__ = ("CatchUpLike", "MemorySource", "RecallTiming", "recorded_recall")
+
+MEMORY_LOADING = "Memory is still opening (loading its models); try again in a minute."
+
+
+class CatchUpLike(Protocol):
+    """What the cog's ``CatchUpStatus`` carries that the Overview shows."""
+
+    channels: int
+    done: int
+    failed: int
+    finished_at: datetime | None
+
+
+def _file_bytes(*paths: Path) -> int:
+    return sum(path.stat().st_size for path in paths if path.exists())
+
+
+def _hit(candidate: Mapping[str, Any], position: int, reranked: bool) -> ExplainedHit:
+    rerank_score = candidate.get("rerank_score")
+    return ExplainedHit(
+        message_id=candidate["message_id"], guild_id=candidate["guild_id"], channel_id=candidate["channel_id"],
+        author_id=candidate["author_id"], author_name=candidate["author_name"], content=candidate["content"],
+        created_at=datetime.fromisoformat(candidate["created_at"]), first_stage_score=float(candidate["score"]),
+        sources=tuple(candidate.get("sources", ())), parts=None,  # the core does not break the score down yet
+        rerank_score=None if rerank_score is None else float(rerank_score),
+        rank_before=candidate.get("rank"), rank_after=position if reranked else None)
+
+
+@dataclass(frozen=True, slots=True)
+class RecallTiming:
+    """One recall's time, whole and per stage, and what the reranker did (None where it did not rerank)."""
+
+    total_ms: float
+    reranked: bool
+    first_stage_ms: float | None
+    rerank_ms: float | None = None
+    offered: int | None = None
+    scored: int | None = None
+    cached: int | None = None
+
+
+async def recorded_recall(memory: Memory, query: str, filters: SearchFilters, limit: int, *, rerank: bool = True,
+                          recorder: MetricsRecorder | None = None) -> tuple[list[Candidate], RecallTiming]:
+    """``Memory.recall``, timed and recorded in ``recorder``: the commands, the listeners and the dashboard recall
+    through here. The rerank stage's figures are the reranker's own record of the query it scored; the first
+    stage's time is the rest (two recalls at once could swap records: the figures are an admin's view)."""
+    reranker = memory.reranker if rerank else None
+    before = reranker.status()["last_query"] if reranker is not None else None
+    started = time.perf_counter()
+    hits = await memory.recall(query, filters, limit, rerank=rerank)
+    total_ms = (time.perf_counter() - started) * 1000
+    reranked = any(hit.get("rerank_score") is not None for hit in hits)
+    last = reranker.status()["last_query"] if reranker is not None else None
+    scored_now = last if last is not None and last != before else None
+    if scored_now is None:
+        timing = RecallTiming(total_ms, reranked, None if reranked else total_ms)
+    else:
+        rerank_ms = float(scored_now["ms"])
+        timing = RecallTiming(total_ms, reranked, max(total_ms - rerank_ms, 0.0), rerank_ms, scored_now["offered"],
+                              scored_now["scored"], scored_now["cached"])
+    if recorder is not None and timing.first_stage_ms is not None:
+        recorder.record_recall(RecallSample(timing.first_stage_ms, timing.rerank_ms, timing.offered or 0,
+                                            timing.scored or 0, timing.cached or 0))
+    return hits, timing
+
+
+class MemorySource:
+    """``memory`` is called on each use: the bot opens Memory after connecting and may not have it yet."""
+
+    def __init__(self, memory: Callable[[], Memory | None], *, profiles_dir: Path,
+                 recorder: MetricsRecorder | None = None,
+                 catch_up: Callable[[int], CatchUpLike | None] | None = None,
+                 guild_name: Callable[[int], str | None] | None = None,
+                 save_profile_choice: Callable[[str], Awaitable[None]] | None = None) -> None:
+        self._memory = memory
+        self._profiles_dir = profiles_dir
+        self._recorder = recorder
+        self._catch_up = catch_up
+        self._guild_name = guild_name
+        self._save_profile_choice = save_profile_choice
+
+    def memory(self) -> Memory:
+        memory = self._memory()
+        if memory is None:
+            raise SourceUnavailable(MEMORY_LOADING)
+        return memory
+
+    # -- overview -------------------------------------------------------------------------------------------
+
+    async def guild_overviews(self) -> Sequence[GuildOverview]:
+        memory = self.memory()
+        return [await self._overview(memory, guild_id) for guild_id in await memory.guild_ids()]
+
+    async def _overview(self, memory: Memory, guild_id: int) -> GuildOverview:
+        stats = await memory.stats(guild_id)
+        settings = await memory.settings(guild_id)
+        catch_up = self._catch_up(guild_id) if self._catch_up is not None else None
+        return GuildOverview(
+            guild_id=guild_id, name=self._guild_name(guild_id) if self._guild_name else None,
+            messages=stats["messages"], channels=len(await memory.store.channel_ids(guild_id)),
+            vectors=stats["vectors"], vectors_waiting=max(stats["messages"] - stats["vectors"], 0),
+            catch_up=None if catch_up is None else CatchUpView(catch_up.channels, catch_up.done, catch_up.failed,
+                                                               catch_up.finished_at),
+            retention_days=settings.retention_days, index_file_bytes=stats["index_file_bytes"],
+            index_memory_bytes=stats["index_size_bytes"])
+
+    async def process_info(self) -> ProcessInfo:
+        memory = self.memory()
+        profile, reranker = memory.profile, memory.reranker
+        status = reranker.status() if reranker is not None else None
+        # PostgreSQL's store has no file; its index registry says so (Memory.stats tells the two apart the same way).
+        sqlite = not str(getattr(memory.indexes, "kind", "")).startswith("pgvector")
+        database_bytes = 0
+        if sqlite:
+            db_path = memory.db_path
+            database_bytes = await asyncio.to_thread(_file_bytes, db_path, db_path.with_name(db_path.name + "-wal"))
+        return ProcessInfo(
+            profile=profile.name, embedding_model=memory.embedder.display_name,
+            reranker_model=status["model"] if status else None,
+            reranker_backend=f"{status['backend']} {status['dtype']}" if status and status["backend"] else None,
+            store_backend="sqlite" if sqlite else "postgresql", device=memory.embedder.device, dtype=profile.dtype,
+            rss_bytes=psutil.Process().memory_info().rss, database_bytes=database_bytes,
+            ingest_backlog=memory.queued)
+
+    async def ingest_totals(self) -> tuple[int, int]:
+        memory = self.memory()
+        stored = 0
+        for guild_id in await memory.guild_ids():
+            stored += (await memory.stats(guild_id))["messages"]
+        return stored, memory.queued
+
+    async def channel_ids(self, guild_id: int) -> Sequence[int]:
+        return sorted(await self.memory().store.channel_ids(guild_id))
+
+    # -- search and browse ----------------------------------------------------------------------------------
+
+    async def search(self, request: SearchRequest) -> SearchExplanation:
+        filters = SearchFilters(
+            guild_id=request.guild_id,
+            channel_ids=frozenset({request.channel_id}) if request.channel_id is not None else None,
+            author_ids=frozenset({request.author_id}) if request.author_id is not None else None,
+            after=request.after, before=request.before)
+        hits, timing = await recorded_recall(self.memory(), request.query, filters, request.limit,
+                                             rerank=request.rerank, recorder=self._recorder)
+        return SearchExplanation(
+            request=request, hits=tuple(_hit(hit, i, timing.reranked) for i, hit in enumerate(hits, start=1)),
+            reranked=timing.reranked, total_ms=timing.total_ms, first_stage_ms=timing.first_stage_ms,
+            rerank_ms=timing.rerank_ms, candidates_offered=timing.offered, candidates_scored=timing.scored,
+            cache_hits=timing.cached)
+
+    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int) -> BrowsePage:
+        memory = self.memory()
+        # One more than asked, to know whether an older page exists.
+        rows = await memory.history.recent_messages(guild_id, channel_id, before or datetime.now(UTC), limit + 1)
+        views = []
+        for row in rows[:limit]:
+            stored = await memory.store.message(row.message_id)  # the author's name is not in the history row
+            views.append(StoredMessageView(
+                message_id=row.message_id, author_name=stored.author_name if stored is not None else None,
+                content=row.content, created_at=datetime.fromtimestamp(row.created_at, UTC),
+                edited_at=datetime.fromtimestamp(row.edited_at, UTC) if row.edited_at is not None else None))
+        next_before = views[-1].created_at if len(rows) > limit and views else None
+        return BrowsePage(guild_id, channel_id, tuple(views), next_before)
+
+    # -- controls -------------------------------------------------------------------------------------------
+
+    async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
+        memory = self.memory()
+        if kind == "message":
+            stored = await memory.store.message(target_id)
+            count = await memory.forget_message(guild_id, target_id) \
+                if stored is not None and stored.guild_id == guild_id else 0
+        elif kind == "member":
+            count = await memory.delete_author(guild_id, target_id)
+        elif kind == "channel":
+            count = await memory.delete_channel(guild_id, target_id)
+        else:
+            count = await memory.delete_guild(guild_id)
+        erased = await memory.purge()  # "forgot" means gone from the files too, as the slash commands promise
+        return ForgetResult(kind, guild_id, target_id, count, erased)
+
+    async def settings(self, guild_id: int) -> SettingsView:
+        current = await self.memory().settings(guild_id)
+        return SettingsView(current.auto_recall, current.recall_channel_ids, current.capture_disabled_channel_ids,
+                            current.retention_days, current.forget_on_leave)
+
+    async def change_settings(self, guild_id: int, change: SettingsChange) -> SettingsView:
+        memory = self.memory()
+        changes: dict[str, Any] = {}
+        if change.auto_recall is not None:
+            changes["auto_recall"] = change.auto_recall
+        if change.retention_days is not None:
+            changes["retention_days"] = change.retention_days or None
+        if change.forget_on_leave is not None:
+            changes["forget_on_leave"] = change.forget_on_leave
+        if changes:
+            await memory.save_settings(guild_id, (await memory.settings(guild_id)).with_changes(**changes))
+        return await self.settings(guild_id)
+
+    async def _profiles(self) -> dict[str, Any]:
+        from ..profile import list_profiles
+
+        return {profile.name: profile for profile in await asyncio.to_thread(list_profiles, self._profiles_dir)}
+
+    async def profiles(self) -> Sequence[ProfileView]:
+        current = self.memory().profile.name
+        return [ProfileView(name, profile.description, name == current)
+                for name, profile in (await self._profiles()).items()]
+
+    async def switch_profile(self, name: str) -> ProfileSwitchResult:
+        from ..embedding import EmbeddingModelError
+        from ..profile import ProfileError
+
+        memory = self.memory()
+        old = memory.profile.name
+        new = (await self._profiles()).get(name)
+        if new is None:
+            return ProfileSwitchResult(old, name, False, f"there is no profile named {name!r}")
+        try:
+            await memory.switch_profile(new)
+        except (ProfileError, EmbeddingModelError) as error:
+            return ProfileSwitchResult(old, name, False, str(error))
+        if self._save_profile_choice is not None:
+            await self._save_profile_choice(name)
+        return ProfileSwitchResult(old, name, True, None)
+

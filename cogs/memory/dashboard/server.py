@@ -1,0 +1,289 @@
+"""The dashboard's web server: an aiohttp app on the bot's event loop, its guards (session, CSRF, Host, security
+headers), sign-in, static files and /metrics; ``Dashboard`` starts and stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from aiohttp import web
+from prometheus_client import generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from .auth import LoginTokens, Session, Sessions, csrf_matches
+from .config import DashboardConfig
+from .controls import PendingForgets
+from .metrics import MetricsRecorder, OverviewCollector
+from .params import BadParam
+from .source import DashboardSource, GuildOverview, SourceUnavailable
+
+__all__ = ("COOKIE_NAME", "SESSION", "STATE", "Dashboard", "DashboardState", "build_app")
+
+log = logging.getLogger(__name__)
+
+COOKIE_NAME = "memory_dashboard_session"
+PACKAGE_DIR = Path(__file__).resolve().parent
+STATIC_TYPES = {".css": "text/css", ".svg": "image/svg+xml", ".png": "image/png"}
+MAX_BODY_BYTES = 64 * 1024
+SAMPLE_INTERVAL_S = 15.0
+OVERVIEW_EVERY = 4  # samples: the per-guild Prometheus gauges refresh each minute
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SECURITY_HEADERS = {
+    # No script at all: the pages are server-rendered and the charts are inline SVG.
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                               "frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+NOT_SIGNED_IN = ("Not signed in (or the session expired). Get a sign-in link: run "
+                 "`python -m cogs.memory dashboard-link`, or look for it in the bot's log.")
+
+
+@dataclass(slots=True)
+class DashboardState:
+    """What every handler reaches through ``request.app[STATE]``; the mutable parts are the event loop's."""
+
+    source: DashboardSource
+    recorder: MetricsRecorder
+    config: DashboardConfig
+    sessions: Sessions
+    tokens: LoginTokens
+    templates: jinja2.Environment
+    pending: PendingForgets = field(default_factory=PendingForgets)
+    overviews: Sequence[GuildOverview] = ()
+    static: dict[str, bytes] = field(default_factory=dict)
+
+    def render(self, name: str, request: web.Request, status: int = 200, **context: Any) -> web.Response:
+        session: Session | None = request.get(SESSION)
+        html = self.templates.get_template(name).render(csrf=session.csrf if session else "", path=request.path,
+                                                        **context)
+        return web.Response(text=html, status=status, content_type="text/html")
+
+
+STATE: web.AppKey[DashboardState] = web.AppKey("dashboard", DashboardState)
+SESSION: web.RequestKey[Session] = web.RequestKey("session", Session)
+
+
+def who(request: web.Request) -> str:
+    """The actor in the log: the session's label and the peer, never a cookie or token."""
+    session: Session | None = request.get(SESSION)
+    return f"session {session.label if session else '-'} from {request.remote}"
+
+
+def problem(request: web.Request, status: int, message: str) -> web.Response:
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": message}, status=status, dumps=json.dumps)
+    return request.app[STATE].render("message.html", request, status=status, title=f"Error {status}",
+                                     message=message)
+
+
+def _host_allowed(request: web.Request, config: DashboardConfig) -> bool:
+    host = request.host.rsplit(":", 1)[0] if not request.host.endswith("]") else request.host
+    host = host.strip("[]").lower()
+    return host in config.allowed_hosts()
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Security headers on every answer; Host, session and CSRF checks before any handler runs."""
+    state = request.app[STATE]
+    try:
+        response = await _guarded(request, handler, state)
+    except web.HTTPException as exc:  # the router's 404 and 405, a body over the cap (413)
+        response = web.Response(status=exc.status, text=exc.text, headers=exc.headers)
+    except Exception:
+        log.exception("Dashboard: %s %s failed (%s)", request.method, request.path, who(request))
+        response = problem(request, 500, "Something went wrong; the bot's log has the details.")
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+async def _guarded(request: web.Request, handler: Handler, state: DashboardState) -> web.StreamResponse:
+    if not _host_allowed(request, state.config):
+        log.warning("Dashboard refused a request for host %r from %s", request.host[:100], request.remote)
+        return web.Response(status=421, text="Misdirected request: this host name is not the dashboard's.")
+    if request.path in ("/login", "/metrics"):  # sign-in and the scraper carry their own credentials
+        return await handler(request)
+    session = state.sessions.get(request.cookies.get(COOKIE_NAME))
+    if session is None:
+        return problem(request, 401, NOT_SIGNED_IN)
+    request[SESSION] = session
+    if request.method not in SAFE_METHODS:
+        if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+            log.warning("Dashboard refused a cross-site %s %s (%s)", request.method, request.path, who(request))
+            return problem(request, 403, "Refused: a request from another site.")
+        given = request.headers.get("X-CSRF-Token")
+        if given is None and request.content_type == "application/x-www-form-urlencoded":
+            given = (await request.post()).get("csrf_token")  # type: ignore[assignment]
+        if not csrf_matches(session, given if isinstance(given, str) else None):
+            log.warning("Dashboard refused %s %s without a valid CSRF token (%s)", request.method, request.path,
+                        who(request))
+            return problem(request, 403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
+    try:
+        return await handler(request)
+    except SourceUnavailable as exc:
+        return problem(request, 503, str(exc))
+    except BadParam as exc:
+        return problem(request, 400, str(exc))
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    token = request.query.get("token", "")
+    if not await asyncio.to_thread(state.tokens.consume, token):
+        log.warning("Dashboard refused a sign-in link (unknown, used or expired) from %s", request.remote)
+        return problem(request, 401, "This sign-in link is used, expired or wrong. Get a new one: run "
+                                     "`python -m cogs.memory dashboard-link`.")
+    cookie, session = state.sessions.open()
+    request[SESSION] = session
+    log.info("Dashboard: signed in, %s", who(request))
+    response = web.Response(status=303, headers={"Location": "/"})
+    response.set_cookie(COOKIE_NAME, cookie, max_age=int(state.config.session_ttl_s), path="/", httponly=True,
+                        samesite="Strict", secure=state.config.secure_cookies or request.secure)
+    return response
+
+
+async def logout(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    state.sessions.close(request.cookies.get(COOKIE_NAME))
+    log.info("Dashboard: signed out, %s", who(request))
+    response = state.render("message.html", request, title="Signed out", message="Signed out.")
+    response.del_cookie(COOKIE_NAME, path="/")
+    return response
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    """Only the files the package ships, by exact name: nothing a path can climb out of."""
+    name = request.match_info["name"]
+    body = request.app[STATE].static.get(name)
+    if body is None:
+        return problem(request, 404, "No such file.")
+    return web.Response(body=body, content_type=STATIC_TYPES[Path(name).suffix])
+
+
+def _is_loopback(remote: str | None) -> bool:
+    try:
+        return remote is not None and ipaddress.ip_address(remote).is_loopback
+    except ValueError:
+        return False
+
+
+async def metrics(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    expected = state.config.metrics_token
+    if expected is not None:
+        given = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {expected}".encode()):
+            return web.Response(status=401, text="Send Authorization: Bearer <MEMORY_DASHBOARD_METRICS_TOKEN>.\n")
+    elif not _is_loopback(request.remote):
+        return web.Response(status=403, text="Set MEMORY_DASHBOARD_METRICS_TOKEN to scrape from elsewhere.\n")
+    return web.Response(body=generate_latest(state.recorder.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def templates() -> jinja2.Environment:
+    from .views import FILTERS
+
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(PACKAGE_DIR / "templates"), autoescape=True,
+                                     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    environment.filters.update(FILTERS)
+    return environment
+
+
+def _static_files() -> dict[str, bytes]:
+    folder = PACKAGE_DIR / "static"
+    return {path.name: path.read_bytes() for path in folder.iterdir() if path.suffix in STATIC_TYPES}
+
+
+def build_app(state: DashboardState) -> web.Application:
+    from . import api, views
+
+    state.static = _static_files()
+    app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
+    app[STATE] = state
+    state.recorder.registry.register(OverviewCollector(lambda: state.overviews))
+    app.router.add_get("/login", login)
+    app.router.add_post("/logout", logout)
+    app.router.add_get("/static/{name}", static)
+    app.router.add_get("/metrics", metrics)
+    views.add_routes(app.router)
+    api.add_routes(app.router)
+    return app
+
+
+class Dashboard:
+    """The web dashboard on the running event loop: ``start()`` binds where configured and logs a sign-in link,
+    ``stop()`` closes it. Samples the ingest figures meanwhile."""
+
+    def __init__(self, source: DashboardSource, config: DashboardConfig,
+                 recorder: MetricsRecorder | None = None) -> None:
+        self.config = config
+        self.recorder = recorder or MetricsRecorder()
+        self.state = DashboardState(source, self.recorder, config, Sessions(config.session_ttl_s),
+                                    LoginTokens(config.token_dir, config.login_ttl_s), templates())
+        self._runner: web.AppRunner | None = None
+        self._sampler: asyncio.Task[None] | None = None
+        self.port: int | None = None
+
+    async def start(self) -> str:
+        """Serve; returns the base URL. The sign-in link goes to the log (the one secret the log may hold)."""
+        runner = web.AppRunner(build_app(self.state), access_log=None)  # an access log would keep the tokens
+        await runner.setup()
+        site = web.TCPSite(runner, self.config.host, self.config.port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+        token = await asyncio.to_thread(self.state.tokens.issue)
+        log.info("Memory dashboard on %s:%d; sign in within %.0f minutes (once): %s", self.config.host, self.port,
+                 self.config.login_ttl_s / 60, self.config.login_link(token, self.port))
+        self._sampler = asyncio.create_task(self._sample(), name="memory-dashboard-sampler")
+        return self.config.base_url(self.port)
+
+    async def stop(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            await asyncio.gather(self._sampler, return_exceptions=True)
+            self._sampler = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+            log.info("Memory dashboard stopped")
+
+    async def sample_once(self, previous: int | None, refresh_overviews: bool) -> int | None:
+        """Record the ingest since ``previous`` (the stored total then); returns the total now."""
+        stored, backlog = await self.state.source.ingest_totals()
+        self.recorder.record_ingest(0 if previous is None else stored - previous, backlog)
+        if refresh_overviews:
+            self.state.overviews = await self.state.source.guild_overviews()
+        return stored
+
+    async def _sample(self) -> None:
+        previous, tick = None, 0
+        while True:
+            try:
+                previous = await self.sample_once(previous, tick % OVERVIEW_EVERY == 0)
+            except SourceUnavailable:
+                pass  # memory is still opening: nothing to sample yet
+            except Exception:
+                log.exception("Dashboard: sampling the ingest figures failed; trying again in %.0f s",
+                              SAMPLE_INTERVAL_S)
+            tick += 1
+            await asyncio.sleep(SAMPLE_INTERVAL_S)

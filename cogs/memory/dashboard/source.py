@@ -1,0 +1,206 @@
+"""What the dashboard needs from memory: the ``DashboardSource`` protocol and the frozen records that cross it.
+
+The dashboard is typed against this protocol only; ``memory_source.MemorySource`` implements it over ``Memory``,
+and the tests implement it with a fake. Nothing here imports the memory core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+__all__ = ("BrowsePage", "CatchUpView", "DashboardSource", "ExplainedHit", "ForgetKind", "ForgetResult",
+           "GuildOverview", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "ScoreParts", "SearchExplanation",
+           "SearchRequest", "SettingsChange", "SettingsView", "SourceUnavailable", "StoredMessageView")
+
+ForgetKind = Literal["message", "member", "channel", "guild"]
+
+
+class SourceUnavailable(RuntimeError):
+    """Memory is not open (still loading its models, or it failed to open); the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUpView:
+    """A guild's latest catch-up: channels planned, read to the end, failed; None ``finished_at`` while running."""
+
+    channels: int
+    done: int
+    failed: int
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class GuildOverview:
+    guild_id: int
+    name: str | None  # from Discord when the bot knows it
+    messages: int
+    channels: int  # channels (and threads) memory holds messages of
+    vectors: int
+    vectors_waiting: int  # stored messages without a vector yet
+    catch_up: CatchUpView | None
+    retention_days: int | None  # None keeps everything
+    index_file_bytes: int
+    index_memory_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    profile: str
+    embedding_model: str
+    reranker_model: str | None  # None when the profile does not rerank
+    reranker_backend: str | None  # "onnx float32", "torch bfloat16", ...; None until the reranker loads
+    store_backend: str  # "sqlite" or "postgresql"
+    device: str
+    dtype: str
+    rss_bytes: int
+    database_bytes: int  # the SQLite file and its WAL; 0 for PostgreSQL
+    ingest_backlog: int  # messages waiting to be stored or embedded
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreParts:
+    """What made up a hit's first-stage score. Each part is None where the core does not report it."""
+
+    keyword: float | None = None
+    vector: float | None = None
+    neighbour_loan: float | None = None
+    question_loan: float | None = None
+    reply_loan: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedHit:
+    message_id: int
+    guild_id: int
+    channel_id: int
+    author_id: int
+    author_name: str
+    content: str
+    created_at: datetime
+    first_stage_score: float
+    sources: tuple[str, ...]  # which side found it: "keyword", "vector", "context" (a neighbour's loan), ...
+    parts: ScoreParts | None  # None: the core does not break the score down yet
+    rerank_score: float | None  # None when nothing reranked it
+    rank_before: int | None  # rank in the first stage
+    rank_after: int | None  # rank after the reranker; None when it did not rerank
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    guild_id: int
+    channel_id: int | None = None
+    author_id: int | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+    limit: int = 10
+    rerank: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SearchExplanation:
+    request: SearchRequest
+    hits: tuple[ExplainedHit, ...]
+    reranked: bool
+    total_ms: float
+    first_stage_ms: float | None  # None where the two stages could not be timed apart
+    rerank_ms: float | None
+    candidates_offered: int | None
+    candidates_scored: int | None
+    cache_hits: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessageView:
+    message_id: int
+    author_name: str | None
+    content: str
+    created_at: datetime
+    edited_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class BrowsePage:
+    """A channel's stored messages, newest first; ``next_before`` pages on (None: the oldest was reached)."""
+
+    guild_id: int
+    channel_id: int
+    messages: tuple[StoredMessageView, ...]
+    next_before: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    kind: ForgetKind
+    guild_id: int
+    target_id: int
+    count: int
+    erased_from_disk: bool  # False: the erasure is retried in the background (the WAL was busy)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsView:
+    auto_recall: bool
+    recall_channel_ids: frozenset[int]
+    capture_disabled_channel_ids: frozenset[int]
+    retention_days: int | None
+    forget_on_leave: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsChange:
+    """What the dashboard may change; None leaves a setting as it is. ``retention_days`` 0 keeps everything."""
+
+    auto_recall: bool | None = None
+    retention_days: int | None = None
+    forget_on_leave: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileView:
+    name: str
+    description: str
+    current: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSwitchResult:
+    old: str
+    new: str
+    switched: bool
+    error: str | None
+
+
+class DashboardSource(Protocol):
+    """Everything the dashboard reads from or does to memory. Raises ``SourceUnavailable`` while memory is closed."""
+
+    async def guild_overviews(self) -> Sequence[GuildOverview]: ...
+
+    async def process_info(self) -> ProcessInfo: ...
+
+    async def ingest_totals(self) -> tuple[int, int]:
+        """(messages stored in all guilds, ingest backlog): sampled to plot the ingest rate."""
+        ...
+
+    async def channel_ids(self, guild_id: int) -> Sequence[int]:
+        """Channels (and threads) of the guild that memory holds messages of."""
+        ...
+
+    async def search(self, request: SearchRequest) -> SearchExplanation: ...
+
+    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int) -> BrowsePage: ...
+
+    async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
+        """Forget, then erase from disk as the slash commands do; ``target_id`` is the guild's own id for "guild"."""
+        ...
+
+    async def settings(self, guild_id: int) -> SettingsView: ...
+
+    async def change_settings(self, guild_id: int, change: SettingsChange) -> SettingsView: ...
+
+    async def profiles(self) -> Sequence[ProfileView]: ...
+
+    async def switch_profile(self, name: str) -> ProfileSwitchResult: ...

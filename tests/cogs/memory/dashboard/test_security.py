@@ -1,0 +1,264 @@
+"""The dashboard as an attacker sees it: no route without a session, CSRF, login tokens, escaping, static files,
+binding, paging limits and security headers."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+
+import aiohttp
+import pytest
+import yarl
+from aiohttp import web
+
+from cogs.memory.dashboard import Dashboard, DashboardConfig
+from cogs.memory.dashboard.server import STATE
+from tests.fixtures.dashboard import CHANNEL, GUILD, FakeSource, SignedIn, csrf_from, fake_messages
+
+# Routes that carry their own credentials instead of the session: the sign-in link and the Prometheus scraper.
+OWN_CREDENTIALS = {"/login", "/metrics"}
+
+
+def concrete(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", str(GUILD), path)
+
+
+def app_routes(dashboard: Dashboard) -> list[tuple[str, str]]:
+    app: web.Application = dashboard._runner.app  # the app actually served
+    routes = {(route.method, route.resource.canonical) for route in app.router.routes() if route.method != "HEAD"}
+    return sorted(routes)
+
+
+async def test_every_route_refuses_a_client_without_a_session(dashboard: Dashboard, anonymous: SignedIn) -> None:
+    routes = app_routes(dashboard)
+    assert len(routes) > 20  # pages, API, static, logout: the check below ran over all of them
+    for method, path in routes:
+        if path in OWN_CREDENTIALS:
+            continue
+        async with anonymous.http.request(method, anonymous.url(concrete(path).replace("{name}", "dashboard.css")),
+                                          allow_redirects=False) as response:
+            assert response.status == 401, (method, path, response.status)
+            body = await response.text()
+            assert "dashboard-link" in body, (method, path)
+
+
+async def test_the_routes_with_their_own_credentials_refuse_without_them(dashboard: Dashboard,
+                                                                         anonymous: SignedIn) -> None:
+    async with anonymous.http.get(anonymous.url("/login"), allow_redirects=False) as response:
+        assert response.status == 401
+    dashboard.state.config = DashboardConfig(port=0, data_dir=dashboard.config.data_dir, metrics_token="s3cret")
+    async with anonymous.http.get(anonymous.url("/metrics")) as response:
+        assert response.status == 401
+    async with anonymous.http.get(anonymous.url("/metrics"), headers={"Authorization": "Bearer s3cret"}) as response:
+        assert response.status == 200
+        assert "memory_guild_messages" in await response.text()
+
+
+async def test_metrics_without_a_token_answer_loopback_only(dashboard: Dashboard, anonymous: SignedIn) -> None:
+    from cogs.memory.dashboard.server import _is_loopback
+
+    async with anonymous.http.get(anonymous.url("/metrics")) as response:
+        assert response.status == 200  # 127.0.0.1
+    assert not _is_loopback("192.0.2.7") and not _is_loopback(None) and _is_loopback("::1")
+
+
+async def test_a_login_token_works_once(dashboard: Dashboard, anonymous: SignedIn) -> None:
+    token = await asyncio.to_thread(dashboard.state.tokens.issue)
+    async with anonymous.http.get(anonymous.url("/login"), params={"token": token}, allow_redirects=False) as first:
+        assert first.status == 303
+        cookie = first.cookies["memory_dashboard_session"]
+        assert cookie["httponly"] and cookie["samesite"] == "Strict" and int(cookie["max-age"]) > 0
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as other:
+        async with other.get(anonymous.url("/login"), params={"token": token}, allow_redirects=False) as again:
+            assert again.status == 401
+
+
+async def test_an_expired_login_token_is_refused(dashboard: Dashboard, anonymous: SignedIn) -> None:
+    clock = [1_000_000.0]
+    tokens = dashboard.state.tokens
+    tokens._clock = lambda: clock[0]
+    token = await asyncio.to_thread(tokens.issue)
+    clock[0] += tokens.ttl_s + 1
+    async with anonymous.http.get(anonymous.url("/login"), params={"token": token}, allow_redirects=False) as response:
+        assert response.status == 401
+
+
+@pytest.mark.parametrize("guess", ["", "x", "A" * 43, "../../etc/passwd", "A" * 5000])
+async def test_a_guessed_login_token_is_refused(dashboard: Dashboard, anonymous: SignedIn, guess: str) -> None:
+    await asyncio.to_thread(dashboard.state.tokens.issue)  # a real one exists meanwhile
+    async with anonymous.http.get(anonymous.url("/login"), params={"token": guess}, allow_redirects=False) as response:
+        assert response.status == 401
+    async with anonymous.http.get(anonymous.url("/api/overview")) as response:
+        assert response.status == 401
+
+
+async def test_a_cross_site_post_without_the_csrf_token_is_refused(client: SignedIn, fake_source: FakeSource) -> None:
+    form = {"kind": "guild", "guild": str(GUILD)}
+    async with client.http.post(client.url("/controls/forget"), data=form) as response:
+        assert response.status == 403
+    async with client.http.post(client.url("/controls/forget"), data={**form, "csrf_token": "forged"}) as response:
+        assert response.status == 403
+    async with client.http.post(client.url("/api/forget"), json={"kind": "guild", "guild_id": GUILD}) as response:
+        assert response.status == 403
+    async with client.http.post(client.url("/controls/forget"), data={**form, "csrf_token": client.csrf},
+                                headers={"Sec-Fetch-Site": "cross-site"}) as response:
+        assert response.status == 403
+    assert not any(call.startswith("forget") for call in fake_source.calls)
+    assert len(fake_source.messages) == 6
+
+
+async def test_a_csrf_token_from_another_session_is_refused(client: SignedIn, dashboard: Dashboard) -> None:
+    _, other = dashboard.state.sessions.open()
+    async with client.http.post(client.url("/api/forget"), json={"kind": "guild", "guild_id": GUILD},
+                                headers={"X-CSRF-Token": other.csrf}) as response:
+        assert response.status == 403
+
+
+async def test_hostile_messages_render_as_inert_text(client: SignedIn) -> None:
+    pages = [f"/browse?guild={GUILD}&channel={CHANNEL}", f"/search?q=alert+bold+everyone&guild={GUILD}&limit=50"]
+    for path in pages:
+        async with client.http.get(client.url(path)) as response:
+            html = await response.text()
+        assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert "<img" not in html and "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in html
+        assert "&lt;@123&gt;" in html and "**bold**" in html and 'href="javascript' not in html
+    async with client.http.get(client.url("/")) as response:
+        assert "Test &lt;b&gt;guild&lt;/b&gt;" in await response.text()
+
+
+@pytest.mark.parametrize("path", ["/static/../../etc/passwd", "/static/..%2F..%2Fetc%2Fpasswd",
+                                  "/static/%2e%2e/%2e%2e/etc/passwd", "/static/..%252F..%252Fetc%252Fpasswd",
+                                  "/static/%2e%2e%5c%2e%2e%5cetc%5cpasswd", "/static/dashboard.css%00.png",
+                                  "/static/", "/static/server.py", "/static/../server.py"])
+async def test_static_files_cannot_be_climbed_out_of(client: SignedIn, path: str) -> None:
+    raw = yarl.URL(client.url(path), encoded=True)  # sent as written: the client must not tidy the dots away
+    assert raw.raw_path == path
+    async with client.http.get(raw, allow_redirects=False) as response:
+        body = await response.read()
+    assert response.status in (400, 403, 404), response.status
+    assert b"root:" not in body and b"import" not in body
+
+
+async def test_a_served_static_file_is_the_stylesheet(client: SignedIn) -> None:
+    async with client.http.get(client.url("/static/dashboard.css")) as response:
+        assert response.status == 200 and response.content_type == "text/css"
+
+
+async def test_every_answer_carries_the_security_headers(client: SignedIn, anonymous: SignedIn) -> None:
+    for path in ("/", "/api/overview", "/static/dashboard.css", "/no/such/page", "/login?token=x"):
+        async with client.http.get(client.url(path), allow_redirects=False) as response:
+            headers = response.headers
+        csp = headers["Content-Security-Policy"]
+        assert "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp and "default-src 'none'" in csp
+        assert headers["X-Frame-Options"] == "DENY" and headers["Referrer-Policy"] == "no-referrer"
+        assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+async def test_a_foreign_host_name_is_refused(client: SignedIn) -> None:
+    """A DNS-rebinding page reaches 127.0.0.1 under its own name."""
+    async with client.http.get(client.url("/api/overview"), headers={"Host": "evil.example:80"}) as response:
+        assert response.status == 421
+
+
+def listening(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(2)
+        return probe.connect_ex((host, port)) == 0
+
+
+def other_local_address() -> str | None:
+    """An address of this machine other than loopback, to show the server is not reachable there."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing interface
+        except OSError:
+            return None
+        address = s.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+async def test_the_server_binds_only_where_configured(dashboard: Dashboard) -> None:
+    sockets = dashboard._runner.addresses
+    assert [address[0] for address in sockets] == ["127.0.0.1"]
+    assert await asyncio.to_thread(listening, "127.0.0.1", dashboard.port)
+    address = other_local_address()
+    if address is None:
+        pytest.skip("this machine has no address besides loopback to probe")
+    assert not await asyncio.to_thread(listening, address, dashboard.port)
+
+
+async def test_the_dashboard_is_off_unless_a_port_is_configured(tmp_path) -> None:
+    assert DashboardConfig.from_env(tmp_path, {}) is None
+    config = DashboardConfig.from_env(tmp_path, {"MEMORY_DASHBOARD_PORT": "8765"})
+    assert config is not None and config.host == "127.0.0.1" and config.port == 8765
+
+
+async def test_pages_are_capped_however_much_is_asked(anonymous: SignedIn, tmp_path) -> None:
+    source = FakeSource(fake_messages(500))
+    server = Dashboard(source, DashboardConfig(port=0, data_dir=tmp_path / "big"))
+    await server.start()
+    try:
+        client = SignedIn(server, anonymous.http)
+        await client.login()
+        async with client.http.get(client.url(f"/api/browse?guild={GUILD}&channel={CHANNEL}")) as response:
+            page = await response.json()
+        assert len(page["messages"]) == 50 and page["next_before"] is not None
+        async with client.http.get(client.url(f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=100")) as response:
+            assert len((await response.json())["messages"]) == 100
+        for limit in ("101", "100000", "0", "-1"):
+            async with client.http.get(client.url(f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit={limit}")) as r:
+                assert r.status == 400
+        async with client.http.get(client.url(f"/api/search?q=the&guild={GUILD}&limit=51")) as response:
+            assert response.status == 400
+        async with client.http.get(client.url(f"/browse?guild={GUILD}&channel={CHANNEL}")) as response:
+            assert (await response.text()).count('class="stored"') == 50
+    finally:
+        await server.stop()
+
+
+async def test_a_request_body_over_the_cap_is_refused(client: SignedIn) -> None:
+    async with client.http.post(client.url("/api/settings"), json={"guild_id": GUILD, "pad": "x" * 100_000},
+                                headers={"X-CSRF-Token": client.csrf}) as response:
+        assert response.status == 413
+
+
+async def test_signing_out_ends_the_session(client: SignedIn) -> None:
+    async with client.http.get(client.url("/")) as response:
+        csrf = csrf_from(await response.text())
+    async with client.http.post(client.url("/logout"), data={"csrf_token": csrf}) as response:
+        assert response.status == 200
+    async with client.http.get(client.url("/api/overview")) as response:
+        assert response.status == 401
+
+
+def test_the_app_state_is_the_dashboards(dashboard: Dashboard) -> None:
+    assert dashboard._runner.app[STATE] is dashboard.state
+
+
+async def test_a_session_expires(client: SignedIn, dashboard: Dashboard) -> None:
+    sessions = dashboard.state.sessions
+    clock = [sessions._clock()]
+    sessions._clock = lambda: clock[0]
+    async with client.http.get(client.url("/api/overview")) as response:
+        assert response.status == 200
+    clock[0] += sessions.ttl_s + 1
+    async with client.http.get(client.url("/api/overview")) as response:
+        assert response.status == 401
+
+
+async def test_behind_a_tls_proxy_the_cookie_is_secure_and_its_host_accepted(fake_source: FakeSource, tmp_path,
+                                                                             anonymous: SignedIn) -> None:
+    config = DashboardConfig(port=0, data_dir=tmp_path / "tls", public_url="https://memory.example.org")
+    server = Dashboard(fake_source, config)
+    await server.start()
+    try:
+        token = await asyncio.to_thread(server.state.tokens.issue)
+        assert config.login_link(token) == f"https://memory.example.org/login?token={token}"
+        url = f"http://127.0.0.1:{server.port}/login"
+        async with anonymous.http.get(url, params={"token": token}, allow_redirects=False,
+                                      headers={"Host": "memory.example.org"}) as response:
+            assert response.status == 303
+            assert response.cookies["memory_dashboard_session"]["secure"]
+    finally:
+        await server.stop()
