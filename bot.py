@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
-from cogs.memory.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
+from cogs.memory.runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
 
 if TYPE_CHECKING:
     from cogs.memory.memory import Memory
-    from cogs.memory.profile import MemoryProfile
+    from cogs.memory.runtime.profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
@@ -161,17 +161,17 @@ class MemoryBot(commands.Bot):
 
         profile = await asyncio.to_thread(self.choose_profile)
         log.info("Opening memory with profile %r at %s", profile.name, self.db_path)
-        from cogs.memory.config import database_url
+        from cogs.memory.runtime.config import database_url
 
         return await Memory.open(profile, self.db_path, self.index_dir, database_url())
 
     def choose_profile(self) -> MemoryProfile:
-        from cogs.memory.profile_choice import saved_or_selected_profile
+        from cogs.memory.runtime.profile_choice import saved_or_selected_profile
 
         return saved_or_selected_profile(self.profile_choice_path, self.profiles_dir)
 
     async def save_profile_choice(self, name: str) -> None:
-        from cogs.memory.profile_choice import save_profile_choice
+        from cogs.memory.runtime.profile_choice import save_profile_choice
 
         await asyncio.to_thread(save_profile_choice, self.profile_choice_path, name)
 

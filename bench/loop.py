@@ -81,7 +81,7 @@ async def build_bot(workdir: Path):
     from bench.qwen3_random import build_random_qwen3
     from bot import MemoryBot, freeze_startup_objects
     from cogs.memory.memory import Memory
-    from cogs.memory.profile import MemoryProfile, RerankerSettings
+    from cogs.memory.runtime.profile import MemoryProfile, RerankerSettings
 
     model_dir = await asyncio.to_thread(build_random_qwen3, workdir / "tiny-reranker", tiny=True)
     profile = MemoryProfile(

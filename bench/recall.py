@@ -42,7 +42,7 @@ from typing import Any
 
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.memory import Memory
-from cogs.memory.profile import load_profile
+from cogs.memory.runtime.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters
 
 from .alone import AloneBaseline

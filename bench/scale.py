@@ -44,10 +44,10 @@ import numpy as np
 from bench.exact import K, exact_comparison, percentile_ms, random_worst_case
 from bench.vectors import CACHE_DIR, Perturber, RandomEmbedder, RealisticEmbedder, load_real_vectors, message_keys
 from cogs.memory import text
-from cogs.memory.config import DTYPES
+from cogs.memory.runtime.config import DTYPES
 from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest import IngestQueue
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .backup import BackupError, backup_database, restore_database
-from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
+from .runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
 from .database_lock import DatabaseLock
 from .integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
@@ -98,8 +98,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def load_profile_for(args: argparse.Namespace):
-    from .profile import load_profile
-    from .profile_choice import saved_or_selected_profile
+    from .runtime.profile import load_profile
+    from .runtime.profile_choice import saved_or_selected_profile
 
     if args.profile:
         return load_profile(args.profile)
@@ -173,7 +173,7 @@ class TableProgress:
 async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Copy the SQLite memory into PostgreSQL, then print both sides' counts; 1 when any table differs."""
     from .pg.migrate import MigrationError, copy_memory
-    from .profile import ProfileError
+    from .runtime.profile import ProfileError
 
     try:
         model = args.model or (await asyncio.to_thread(load_profile_for, args)).embedding_model
@@ -253,7 +253,7 @@ def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     from .importer import import_exports
     from .memory import Memory, MemoryOpenError
-    from .profile import ProfileError
+    from .runtime.profile import ProfileError
 
     if args.command == "migrate":
         return await migrate(args, out, err)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from .embedding import Embedder
     from .history import HistoryLedger
-    from .profile import MemoryProfile
+    from .runtime.profile import MemoryProfile
     from .store_protocol import Store
 
 __all__ = ("history_for", "indexes_for", "open_store", "search_engine_for")

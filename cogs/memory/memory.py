@@ -16,7 +16,7 @@ from .backends import history_for, indexes_for, open_store, search_engine_for
 from .embedding import EmbeddingModelError, EmbeddingService
 from .history import Exclusion
 from .ingest import FlushReport, IngestQueue
-from .profile import MemoryProfile, ProfileError, reranks, resolve_device
+from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .reembed import reembed_all

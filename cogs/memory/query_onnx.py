@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from .export_child import RecordPrinter, run_export
+from .runtime.export_child import RecordPrinter, run_export
 from .query_trace import MAX_ABS_DIFF, PROBES, eager_embedding
 
 __all__ = ("GRAPH_FILE", "QueryOnnx", "export_folder")

@@ -23,7 +23,7 @@ from .store import MemoryStore
 from .vector_index import IndexRegistry
 
 if TYPE_CHECKING:
-    from .profile import MemoryProfile
+    from .runtime.profile import MemoryProfile
 
 __all__ = ("FirstStage", "Fused", "Mode", "SearchEngine", "fuse", "fuse_sides", "neighbours_in", "spread_to_neighbours")
 

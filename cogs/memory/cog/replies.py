@@ -11,7 +11,7 @@ import discord
 if TYPE_CHECKING:
     from .catchup import CatchUpStatus
     from ..settings import GuildSettings
-    from ..profile import MemoryProfile
+    from ..runtime.profile import MemoryProfile
 
 MEMORY_LOADING = "Memory is still loading its models (this takes a minute after the bot starts). Try again shortly."
 MEMORY_FAILED = "Memory could not be opened; the bot's owner has been told in the logs."

@@ -20,7 +20,7 @@ from .filters import filter_clause
 from .store import PostgresStore
 
 if TYPE_CHECKING:
-    from ..profile import MemoryProfile
+    from ..runtime.profile import MemoryProfile
 
 __all__ = ("PostgresSearchEngine",)
 

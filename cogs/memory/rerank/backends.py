@@ -10,7 +10,7 @@ from typing import Any
 from .cross_encoder import CrossEncoderScorer
 from .local import LocalScorer
 from .onnx import OnnxScorer
-from ..profile import BACKENDS
+from ..runtime.profile import BACKENDS
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from .http import HttpRerankError, HttpScorer
 from .local import DEFAULT_INSTRUCTION, load_tokenizer
 from .providers import Backend, Provider
 from .stats import RerankStats
-from ..config import ONNX_DIR
-from ..profile import HardwareDetector, MemoryProfile, ProviderSettings, provider_chain, resolve_device
+from ..runtime.config import ONNX_DIR
+from ..runtime.profile import HardwareDetector, MemoryProfile, ProviderSettings, provider_chain, resolve_device
 from ..records import checked_limit
-from ..workers import WorkerThread
+from ..runtime.workers import WorkerThread
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import pytest
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.backup import BackupError, backup_database, restore_database
 from cogs.memory.memory import Memory
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.store import MemoryStore, NewRow, WriteBatch
 from tests.fixtures.core import RecordFactory

@@ -12,7 +12,7 @@ import pytest
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory
-from cogs.memory.profile import ProfileError, load_profile
+from cogs.memory.runtime.profile import ProfileError, load_profile
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -16,7 +16,7 @@ import pytest
 
 from cogs.memory.importer import import_exports
 from cogs.memory.memory import Memory
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 
 
 def export(messages: list[dict], guild_id: str = "1", channel_id: str = "20") -> dict:

@@ -21,7 +21,7 @@ from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
 from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.store import MemoryStore
 from tests.fixtures.core import RecordFactory, core_profile_for
 from tests.fixtures.stores import fill

@@ -18,7 +18,7 @@ import pytest
 
 from cogs.memory import purge, vector_index
 from cogs.memory.memory import Memory
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.purge import PurgeScheduler
 from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry

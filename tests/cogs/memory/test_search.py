@@ -21,7 +21,7 @@ from cogs.memory.filters import filter_clause
 from cogs.memory.migrations import FTS_TOKENIZER
 from cogs.memory.store import MemoryStore
 from cogs.memory.vector_index import IndexRegistry
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from tests.fixtures.core import T0, RecordFactory, fetchall
 
 GUILD = 1

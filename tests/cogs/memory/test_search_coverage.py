@@ -12,7 +12,7 @@ from cogs.memory.coverage import covered_share, model_scripts
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.memory import Memory
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import Candidate, SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore

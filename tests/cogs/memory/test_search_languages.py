@@ -12,7 +12,7 @@ import pytest
 
 from bench.recall import GUILD_ID, Query, load_dataset, score
 from cogs.memory.embedding import EmbeddingService
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore, NewRow, WriteBatch

@@ -16,7 +16,7 @@ import pytest
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.memory import Memory
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord
 from cogs.memory.store import MemoryStore, WriteBatch
 from cogs.memory.vector_index import IndexRegistry

@@ -14,7 +14,7 @@ import pytest
 
 from cogs.memory.embedding import Embedder, EmbeddingService
 from cogs.memory.ingest import IngestQueue, RetryPolicy
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore

@@ -15,7 +15,7 @@ from cogs.memory.ingest import IngestQueue
 from cogs.memory.pg.indexes import DatabaseIndexes
 from cogs.memory.pg.search import PostgresSearchEngine
 from cogs.memory.pg.store import PostgresStore
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from tests.fixtures.core import RecordFactory, running_ingest
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.config import database_url
+from cogs.memory.runtime.config import database_url
 from cogs.memory.memory import Memory
 from cogs.memory.pg.store import PostgresStore
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.store import MemoryStore
 from tests.fixtures.core import RecordFactory
 from tests.fixtures.stores import fill

@@ -8,7 +8,7 @@ from cogs.memory.ingest import IngestQueue, RetryPolicy
 from cogs.memory.pg.indexes import DatabaseIndexes
 from cogs.memory.pg.search import PostgresSearchEngine
 from cogs.memory.pg.store import PostgresStore
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from tests.cogs.memory.test_vector_filler import FlakyEmbedder
 from tests.fixtures.core import RecordFactory

@@ -9,7 +9,7 @@ import pytest
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.pg.search import PostgresSearchEngine
 from cogs.memory.pg.store import PostgresStore
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from tests.fixtures.core import RecordFactory
 from tests.fixtures.stores import insert, query, unit

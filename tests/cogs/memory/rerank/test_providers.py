@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from cogs.memory.cog.replies import stats_embed
-from cogs.memory.profile import MemoryProfile, ProviderSettings, RerankerSettings
+from cogs.memory.runtime.profile import MemoryProfile, ProviderSettings, RerankerSettings
 from cogs.memory.rerank.providers import Provider
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_http import DOCS, FakeRerankServer, Handler, candidates

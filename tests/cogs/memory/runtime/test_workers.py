@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cogs.memory.workers import WorkerThread
+from cogs.memory.runtime.workers import WorkerThread
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from cogs.memory.profile import HardwareDetector, HardwareInfo, select_profile
+from cogs.memory.runtime.profile import HardwareDetector, HardwareInfo, select_profile
 
 GIB = 2**30
 LINUX_CPUINFO = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.profile import (
+from cogs.memory.runtime.profile import (
     CudaDevice,
     HardwareDetector,
     HardwareInfo,
@@ -162,7 +162,7 @@ def test_selection_picks_the_best_fitting_profile(hardware: HardwareInfo, expect
 
 
 def test_environment_override_wins(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="cogs.memory.profile"):
+    with caplog.at_level(logging.INFO, logger="cogs.memory.runtime.profile"):
         profile = select_profile(gpu(80.0), environ={"MEMORY_PROFILE": "cpu-small"})
     assert profile.name == "cpu-small" and "MEMORY_PROFILE=cpu-small overrides detection" in caplog.text
 
@@ -178,7 +178,7 @@ def test_unknown_override_is_an_error() -> None:
 
 
 def test_selection_logs_why_better_profiles_were_skipped(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="cogs.memory.profile"):
+    with caplog.at_level(logging.INFO, logger="cogs.memory.runtime.profile"):
         select_profile(SMALL_CPU, environ={})
     assert "cpu-bf16: needs a CPU with native bf16" in caplog.text
 
@@ -246,7 +246,7 @@ def test_vnni_without_bf16_is_not_a_bf16_cpu() -> None:
 def test_the_chosen_profile_is_logged_with_the_cpu_features(caplog: pytest.LogCaptureFixture) -> None:
     detector = HardwareDetector(cpuinfo=lambda: CPUINFO_AVX2, ram_gb=lambda: 16.0, cores=lambda: 2,
                                 cuda=lambda: (), mps=lambda: False)
-    with caplog.at_level("INFO", logger="cogs.memory.profile"):
+    with caplog.at_level("INFO", logger="cogs.memory.runtime.profile"):
         select_profile(detector.detect(), environ={})
     assert "cpu_features=avx2," in caplog.text
 
