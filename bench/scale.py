@@ -43,7 +43,7 @@ import numpy as np
 
 from bench.exact import K, exact_comparison, percentile_ms, random_worst_case
 from bench.vectors import CACHE_DIR, Perturber, RandomEmbedder, RealisticEmbedder, load_real_vectors, message_keys
-from cogs.memory import text
+from cogs.memory.language import keywords as text
 from cogs.memory.runtime.config import DTYPES
 from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest import IngestQueue

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cogs.memory import text
+from cogs.memory.language import keywords as text
 from cogs.memory.ingest import stored_content
 
 __all__ = ("CACHE_DIR", "Perturber", "RandomEmbedder", "RealVectors", "RealisticEmbedder", "load_real_vectors",

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import numpy as np
 
-from . import text
+from .language import keywords as text
 from .content import ATTACHMENT_PREFIX, edited_content, stored_content
 from .embedding import Embedder
 from .ingest_report import FlushReport, IngestError, RetryPolicy

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .index_files import why
-from .text import fts_document
+from .language.keywords import fts_document
 
 __all__ = ("FTS_CHECK_BUDGET_S", "QUICK_CHECK_BUDGET_S", "CheckResult", "StoreOpenError", "check_before_open",
            "check_fts", "disk_nearly_full", "explain_open_failure", "make_room_for", "quick_check", "rebuild_fts",

@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import text
+from .language import keywords as text
 from .content import clean_text, stored_content
 from .ingest_report import RetryPolicy, describe
 from .records import MessageRecord

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
-from .text import fts_document
+from .language.keywords import fts_document
 
 __all__ = ("FTS_TOKENIZER", "MIGRATIONS", "Migration", "apply_migrations")
 

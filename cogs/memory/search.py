@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import questions, text
-from .coverage import covered_share, model_scripts
+from .language import questions
+from .language import keywords as text
+from .language.coverage import covered_share, model_scripts
 from .embedding import Embedder
 from .filters import filter_clause
 from .records import Candidate, SearchFilters, checked_limit

@@ -11,7 +11,7 @@ import unicodedata
 
 import Stemmer
 
-from .. import text
+from ..language import keywords as text
 
 __all__ = ("document_words", "query_words", "tsquery", "words")
 

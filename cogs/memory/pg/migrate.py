@@ -21,7 +21,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from .. import text
+from ..language import keywords as text
 from . import fts
 from .schema import DIMENSION, apply_migrations
 from .store import DOCUMENT, _prepare_connection

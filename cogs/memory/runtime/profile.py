@@ -14,7 +14,7 @@ from typing import Any
 import psutil
 
 from .config import DEVICES, DTYPES, PROFILES_DIR
-from ..coverage import SCRIPTS
+from ..language.coverage import SCRIPTS
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from sentence_transformers import SentenceTransformer
 from cogs.memory.embedding import EmbeddingService, Prefixes, model_prefixes
 from cogs.memory.memory import Memory
 from cogs.memory.records import SearchFilters
-from cogs.memory.text import embedding_input
+from cogs.memory.language.keywords import embedding_input
 from tests.fixtures.core import RecordFactory, core_profile_for, fetchall
 
 def reference(path: Path, texts: list[str]) -> np.ndarray:

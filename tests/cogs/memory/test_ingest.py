@@ -10,7 +10,7 @@ import pytest
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import ATTACHMENT_PREFIX, IngestQueue, stored_content
 from cogs.memory.store import MemoryStore
-from cogs.memory.text import embedding_input
+from cogs.memory.language.keywords import embedding_input
 from cogs.memory.vector_index import IndexRegistry
 from tests.fixtures.core import RecordFactory, fetchall
 

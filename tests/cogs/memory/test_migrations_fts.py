@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.store import MemoryStore
-from cogs.memory.text import keyword_terms, match_expression
+from cogs.memory.language.keywords import keyword_terms, match_expression
 from tests.fixtures.core import database_before, fetchall
 
 FTS_MIGRATION = "0006_fts_all_scripts"

@@ -1,4 +1,4 @@
-"""Hybrid search weighs the vector side by how much of the query the embedding model reads (cogs/memory/coverage.py):
+"""Hybrid search weighs the vector side by how much of the query the embedding model reads (cogs/memory/language/coverage.py):
 a Chinese question with the English-only MiniLM ranks as keyword search does; with a multilingual model (a tiny
 random one saved as multilingual-e5-small) the vector side still counts."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.coverage import covered_share, model_scripts
+from cogs.memory.language.coverage import covered_share, model_scripts
 from cogs.memory.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.memory import Memory

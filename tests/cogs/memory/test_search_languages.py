@@ -16,7 +16,7 @@ from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore, NewRow, WriteBatch
-from cogs.memory.text import fts_document
+from cogs.memory.language.keywords import fts_document
 from cogs.memory.vector_index import IndexRegistry
 
 DATA = Path(__file__).resolve().parents[3] / "bench" / "data" / "bilingual"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cogs.memory.questions import answers, asks
+from cogs.memory.language.questions import answers, asks
 
 
 @pytest.mark.parametrize("content", [

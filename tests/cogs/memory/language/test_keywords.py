@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from cogs.memory.migrations import FTS_TOKENIZER
-from cogs.memory.text import (
+from cogs.memory.language.keywords import (
     Term,
     embedding_input,
     embedding_query,
