@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters

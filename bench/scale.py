@@ -45,13 +45,13 @@ from bench.exact import K, exact_comparison, percentile_ms, random_worst_case
 from bench.vectors import CACHE_DIR, Perturber, RandomEmbedder, RealisticEmbedder, load_real_vectors, message_keys
 from cogs.memory.language import keywords as text
 from cogs.memory.runtime.config import DTYPES
-from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingService
+from cogs.memory.vectors.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
 GUILD = 1

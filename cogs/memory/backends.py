@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from .history import SqliteHistory
 from .search import SearchEngine
 from .store import MemoryStore
-from .vector_index import IndexRegistry
+from .vectors.index import IndexRegistry
 
 if TYPE_CHECKING:
     import asyncio
 
-    from .embedding import Embedder
+    from .vectors.embedding import Embedder
     from .history import HistoryLedger
     from .runtime.profile import MemoryProfile
     from .store_protocol import Store

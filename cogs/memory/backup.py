@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .database_lock import DatabaseInUse, DatabaseLock
-from .index_files import why
+from .vectors.files import why
 from .migrations import MIGRATIONS
 
 __all__ = ("Backup", "BackupError", "Restore", "backup_database", "restore_database")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from .index_files import why
+from .vectors.files import why
 from .language.keywords import fts_document
 
 __all__ = ("FTS_CHECK_BUDGET_S", "QUICK_CHECK_BUDGET_S", "CheckResult", "StoreOpenError", "check_before_open",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .backends import history_for, indexes_for, open_store, search_engine_for
-from .embedding import EmbeddingModelError, EmbeddingService
+from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .history import Exclusion
 from .ingest import FlushReport, IngestQueue
 from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
@@ -22,7 +22,7 @@ from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
 from .store import MemoryStore, StoreOpenError
-from .vector_index import IndexRegistry, IndexSaveError
+from .vectors.index import IndexRegistry, IndexSaveError
 
 if TYPE_CHECKING:
     from .rerank.service import RerankerService

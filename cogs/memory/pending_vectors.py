@@ -11,7 +11,7 @@ from typing import Any
 import aiosqlite
 
 from .rows import VectorInput, WriteBatch
-from .vectors import VectorSource
+from .vectors.stored import VectorSource
 
 __all__ = ("PendingVectorsMixin", "apply", "vector_input")
 

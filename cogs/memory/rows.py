@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .records import MessageRecord
-from .vectors import VectorSource
+from .vectors.stored import VectorSource
 
 __all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "VectorInput", "WriteBatch", "from_timestamp",
            "to_timestamp")

@@ -16,12 +16,12 @@ import numpy as np
 from .language import questions
 from .language import keywords as text
 from .language.coverage import covered_share, model_scripts
-from .embedding import Embedder
+from .vectors.embedding import Embedder
 from .filters import filter_clause
 from .records import Candidate, SearchFilters, checked_limit
 from .rows import from_timestamp
 from .store import MemoryStore
-from .vector_index import IndexRegistry
+from .vectors.index import IndexRegistry
 
 if TYPE_CHECKING:
     from .runtime.profile import MemoryProfile

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .rows import ChannelMessage, RowRef, VectorInput, WriteBatch
-from .vectors import VectorSource
+from .vectors.stored import VectorSource
 
 __all__ = ("Store",)
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .embedding import Embedder
+from .vectors.embedding import Embedder
 from .ingest_report import RetryPolicy, describe
 from .rows import VectorInput, WriteBatch
 from .store_protocol import Store
-from .vector_index import IndexRegistry
-from .vectors import stored_vectors
+from .vectors.index import IndexRegistry
+from .vectors.stored import stored_vectors
 
 __all__ = ("PROBE_TEXT", "SLICE", "VectorFiller")
 

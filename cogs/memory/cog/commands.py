@@ -355,7 +355,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     async def profile_set(
         self, interaction: discord.Interaction, name: app_commands.Range[str, 1, PROFILE_NAME_MAX_CHARS]
     ) -> None:
-        from ..embedding import EmbeddingModelError
+        from ..vectors.embedding import EmbeddingModelError
         from ..runtime.profile import ProfileError
 
         memory = self.memory()

@@ -11,7 +11,7 @@ import asyncpg
 
 from ..pending_vectors import vector_input
 from ..rows import VectorInput, WriteBatch
-from ..vectors import VectorSource
+from ..vectors.stored import VectorSource
 
 __all__ = ("PostgresPendingMixin", "apply")
 

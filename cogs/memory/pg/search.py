@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..embedding import Embedder
+from ..vectors.embedding import Embedder
 from ..records import SearchFilters
 from .. import search
 from ..search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Row, Window, rows_wanted, window_of

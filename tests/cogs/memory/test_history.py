@@ -17,14 +17,14 @@ import pytest
 
 from cogs.memory import migrations
 from cogs.memory.backends import history_for
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.history import BackfillProgress, CatchUpProgress, Exclusion, HistoryLedger
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.pg import schema
 from cogs.memory.pg.indexes import DatabaseIndexes
 from cogs.memory.pg.store import PostgresStore
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory
 from tests.fixtures.postgres import fresh_database
 

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest import ATTACHMENT_PREFIX, IngestQueue, stored_content
 from cogs.memory.store import MemoryStore
 from cogs.memory.language.keywords import embedding_input
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, fetchall
 
 

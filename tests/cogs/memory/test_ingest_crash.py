@@ -8,10 +8,10 @@ import random
 import sys
 from pathlib import Path
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.test_ingest import consistent_ids
 from tests.fixtures.core import fetchall
 

@@ -17,7 +17,7 @@ import pytest
 
 from cogs.memory import memory as memory_module
 from cogs.memory.database_lock import DatabaseLock
-from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
+from cogs.memory.vectors.embedding import DEFAULT_MODEL, resolve_model_path
 from cogs.memory.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters

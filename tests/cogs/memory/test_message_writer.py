@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest import IngestError, IngestQueue, RetryPolicy
 from cogs.memory.records import MessageRecord
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.test_ingest import consistent_ids, contents
 from tests.fixtures.core import RecordFactory
 

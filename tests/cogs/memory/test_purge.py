@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory import purge, vector_index
+from cogs.memory import purge
+from cogs.memory.vectors import index as vector_index
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.purge import PurgeScheduler
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory, fetchall
 from tests.fixtures.stores import fill, query
 

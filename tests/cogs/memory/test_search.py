@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cogs.memory import search as search_module
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import (SearchEngine, characters_alone, fuse, fuse_sides, neighbours_in,
@@ -20,7 +20,7 @@ from cogs.memory.search import (SearchEngine, characters_alone, fuse, fuse_sides
 from cogs.memory.filters import filter_clause
 from cogs.memory.migrations import FTS_TOKENIZER
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from cogs.memory.runtime.profile import MemoryProfile
 from tests.fixtures.core import T0, RecordFactory, fetchall
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.language.coverage import covered_share, model_scripts
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import Candidate, SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, core_profile_for
 
 MESSAGES = ["上周我报了一个陶艺课，每周六上午", "陶艺课一共八节，学费是1200块", "Daniel在Ridgeway Cycles上班，天天修自行车",

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from bench.recall import GUILD_ID, Query, load_dataset, score
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore, NewRow, WriteBatch
 from cogs.memory.language.keywords import fts_document
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 
 DATA = Path(__file__).resolve().parents[3] / "bench" / "data" / "bilingual"
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.settings import GuildPolicy, GuildSettings
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.test_ingest import consistent_ids, contents, expected_vector, stored_vector
 from tests.fixtures.core import T0, RecordFactory
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory.embedding import Embedder, EmbeddingService
+from cogs.memory.vectors.embedding import Embedder, EmbeddingService
 from cogs.memory.ingest import IngestQueue, RetryPolicy
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.test_ingest import consistent_ids, expected_vector, stored_vector
 from tests.cogs.memory.test_tombstones import GatedEmbedder
 from tests.fixtures.core import RecordFactory, fetchall

@@ -3,7 +3,7 @@ searchable while the model fails, waits in pending_vectors, and gets its vector 
 
 from __future__ import annotations
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue, RetryPolicy
 from cogs.memory.pg.indexes import DatabaseIndexes
 from cogs.memory.pg.search import PostgresSearchEngine

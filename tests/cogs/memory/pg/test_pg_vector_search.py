@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.pg.search import PostgresSearchEngine
 from cogs.memory.pg.store import PostgresStore
 from cogs.memory.runtime.profile import MemoryProfile

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 
-from cogs.memory.embedding import EmbeddingService, Prefixes, model_prefixes
+from cogs.memory.vectors.embedding import EmbeddingService, Prefixes, model_prefixes
 from cogs.memory.memory import Memory
 from cogs.memory.records import SearchFilters
 from cogs.memory.language.keywords import embedding_input

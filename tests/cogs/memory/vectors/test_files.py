@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory.index_files import IndexFileError
-from cogs.memory.vector_index import VectorIndex
+from cogs.memory.vectors.files import IndexFileError
+from cogs.memory.vectors.index import VectorIndex
 
 DIM = 8
 

@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory import hnsw, index_files, vector_index
+from cogs.memory.vectors import hnsw
+from cogs.memory.vectors import files as index_files
+from cogs.memory.vectors import index as vector_index
 from cogs.memory.store import MemoryStore, NewRow, WriteBatch
-from cogs.memory.vector_index import IndexFileError, IndexRegistry, VectorIndex
+from cogs.memory.vectors.index import IndexFileError, IndexRegistry, VectorIndex
 from tests.fixtures.core import RecordFactory
 
 DIM = 16

@@ -7,7 +7,7 @@ vectors to 2e-7 (2026-11-23, both in one run). The export is seconds of Python h
 writes it (export_child.py), once per model, into a folder of ``root`` named after the model; the graph is checked
 against the eager model at every load, and where anything fails queries stay on the trace.
 
-``python -m cogs.memory.query_onnx SOURCE TARGET`` is that child.
+``python -m cogs.memory.vectors.query_onnx SOURCE TARGET`` is that child.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from typing import Any
 
 import torch
 
-from .runtime.export_child import RecordPrinter, run_export
+from ..runtime.export_child import RecordPrinter, run_export
 from .query_trace import MAX_ABS_DIFF, PROBES, eager_embedding
 
 __all__ = ("GRAPH_FILE", "QueryOnnx", "export_folder")
 
 log = logging.getLogger(__name__)
 
-CHILD = "cogs.memory.query_onnx"
+CHILD = "cogs.memory.vectors.query_onnx"
 # Bumped whenever the graph changes shape or meaning: older exports are then written again.
 EXPORT_FORMAT = 1
 GRAPH_FILE = "transformer.onnx"

@@ -1,4 +1,4 @@
-"""The query embedder on ONNX Runtime (cogs/memory/query_onnx.py): exported once by a child process, whole or not at
+"""The query embedder on ONNX Runtime (cogs/memory/vectors/query_onnx.py): exported once by a child process, whole or not at
 all, checked against the model at load, and left for the TorchScript trace whenever the export cannot be used.
 The real packaged all-MiniLM-L6-v2."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory import query_onnx
-from cogs.memory.embedding import EmbeddingService, resolve_model_path
-from cogs.memory.query_onnx import GRAPH_FILE, QueryOnnx, export_folder
-from cogs.memory.query_trace import PROBES, QueryTrace, eager_embedding
+from cogs.memory.vectors import query_onnx
+from cogs.memory.vectors.embedding import EmbeddingService, resolve_model_path
+from cogs.memory.vectors.query_onnx import GRAPH_FILE, QueryOnnx, export_folder
+from cogs.memory.vectors.query_trace import PROBES, QueryTrace, eager_embedding
 
 SOURCE = resolve_model_path("all-MiniLM-L6-v2")
 

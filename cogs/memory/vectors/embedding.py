@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .runtime.config import DTYPES
-from .vectors import with_input_form
-from .runtime.workers import MODEL_LOADING, WorkerThread
+from ..runtime.config import DTYPES
+from .stored import with_input_form
+from ..runtime.workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
     from .query_onnx import QueryOnnx

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .language import keywords as text
+from ..language import keywords as text
 
 if TYPE_CHECKING:
     from .embedding import Embedder

@@ -1,4 +1,4 @@
-"""Stored vectors (cogs/memory/vectors.py): a message embedded alone and after its predecessor, averaged, through the
+"""Stored vectors (cogs/memory/vectors/stored.py): a message embedded alone and after its predecessor, averaged, through the
 one seam ingest, the vector filler and re-embedding share; a new input form re-embeds stored messages in the
 background. Both stores (SQLite + FAISS, PostgreSQL + pgvector), the real MiniLM."""
 
@@ -12,8 +12,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cogs.memory import vectors
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors import stored as vectors
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.records import SearchFilters

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from cogs.memory.query_trace import QueryTrace
-from cogs.memory.embedding import (
+from cogs.memory.vectors.query_trace import QueryTrace
+from cogs.memory.vectors.embedding import (
     DEFAULT_MODEL,
     QUERY_THREADS,
     EmbeddingModelError,
