@@ -46,7 +46,7 @@ from bench.vectors import CACHE_DIR, Perturber, RandomEmbedder, RealisticEmbedde
 from cogs.memory.language import keywords as text
 from cogs.memory.runtime.config import DTYPES
 from cogs.memory.vectors.embedding import DEFAULT_MODEL, EmbeddingService
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.search import SearchEngine

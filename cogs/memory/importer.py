@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .exporter import Export, ExportError, read_export
-from .ingest import FlushReport, IngestError, stored_content
+from .ingest.queue import FlushReport, IngestError, stored_content
 from .integrity import disk_nearly_full
 from .memory import Memory
 from .records import MessageRecord

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .ingest import IngestQueue
+    from .ingest.queue import IngestQueue
     from .store import MemoryStore
 
 __all__ = ("GuildPolicy", "GuildSettings")

@@ -19,7 +19,7 @@ from cogs.memory import migrations
 from cogs.memory.backends import history_for
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.history import BackfillProgress, CatchUpProgress, Exclusion, HistoryLedger
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.pg import schema
 from cogs.memory.pg.indexes import DatabaseIndexes
 from cogs.memory.pg.store import PostgresStore

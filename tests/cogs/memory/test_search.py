@@ -13,7 +13,7 @@ import pytest
 
 from cogs.memory import search as search_module
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import (SearchEngine, characters_alone, fuse, fuse_sides, neighbours_in,
                                  spread_to_neighbours)

@@ -10,7 +10,7 @@ import pytest
 
 from cogs.memory.language.coverage import covered_share, model_scripts
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import Candidate, SearchFilters

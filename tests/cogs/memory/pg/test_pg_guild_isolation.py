@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.pg.indexes import DatabaseIndexes
 from cogs.memory.pg.search import PostgresSearchEngine
 from cogs.memory.pg.store import PostgresStore

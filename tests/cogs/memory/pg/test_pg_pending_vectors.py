@@ -4,13 +4,13 @@ searchable while the model fails, waits in pending_vectors, and gets its vector 
 from __future__ import annotations
 
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue, RetryPolicy
+from cogs.memory.ingest.queue import IngestQueue, RetryPolicy
 from cogs.memory.pg.indexes import DatabaseIndexes
 from cogs.memory.pg.search import PostgresSearchEngine
 from cogs.memory.pg.store import PostgresStore
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
-from tests.cogs.memory.test_vector_filler import FlakyEmbedder
+from tests.cogs.memory.ingest.test_filler import FlakyEmbedder
 from tests.fixtures.core import RecordFactory
 
 QUICK_RETRY = RetryPolicy(write_attempts=2, first_delay_s=0.01, max_delay_s=0.05)

@@ -14,7 +14,7 @@ import pytest
 
 from cogs.memory.vectors import stored as vectors
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.records import SearchFilters
 from cogs.memory.store_protocol import Store

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .vectors.embedding import Embedder
-from .ingest_report import RetryPolicy, describe
-from .rows import VectorInput, WriteBatch
-from .store_protocol import Store
-from .vectors.index import IndexRegistry
-from .vectors.stored import stored_vectors
+from ..vectors.embedding import Embedder
+from .report import RetryPolicy, describe
+from ..rows import VectorInput, WriteBatch
+from ..store_protocol import Store
+from ..vectors.index import IndexRegistry
+from ..vectors.stored import stored_vectors
 
 __all__ = ("PROBE_TEXT", "SLICE", "VectorFiller")
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.ingest import IngestError, IngestQueue, RetryPolicy
+from cogs.memory.ingest.queue import IngestError, IngestQueue, RetryPolicy
 from cogs.memory.records import MessageRecord
 from cogs.memory.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
-from tests.cogs.memory.test_ingest import consistent_ids, contents
+from tests.cogs.memory.ingest.test_queue import consistent_ids, contents
 from tests.fixtures.core import RecordFactory
 
 QUICK_RETRY = RetryPolicy(write_attempts=2, first_delay_s=0.01, max_delay_s=0.05)
@@ -121,7 +121,7 @@ async def test_a_message_whose_data_cannot_be_stored_is_rejected_alone(
     await ingest.add(make_record(1, "one"))
     await ingest.add(dataclasses.replace(make_record(2, "x"), content=None))  # "content": null in an export
     await ingest.add(make_record(3, "three"))
-    with caplog.at_level(logging.ERROR, logger="cogs.memory.message_writer"), pytest.raises(IngestError) as raised:
+    with caplog.at_level(logging.ERROR, logger="cogs.memory.ingest.writer"), pytest.raises(IngestError) as raised:
         await ingest.flush()
     assert (raised.value.report.rejected, raised.value.report.stored) == ((2,), 2)
     assert "Message 2 cannot be stored and is dropped: AttributeError" in caplog.text
@@ -134,7 +134,7 @@ async def test_a_row_sqlite_refuses_is_rejected_alone_and_the_rest_stored(
 ) -> None:
     for message_id in range(1, 6):
         await ingest.add(make_record(message_id, "refused" if message_id == 4 else f"message {message_id}"))
-    with caplog.at_level(logging.ERROR, logger="cogs.memory.message_writer"), pytest.raises(IngestError) as raised:
+    with caplog.at_level(logging.ERROR, logger="cogs.memory.ingest.writer"), pytest.raises(IngestError) as raised:
         await ingest.flush()
     assert raised.value.report.rejected == (4,)
     assert "Message 4 cannot be stored and is dropped: IntegrityError: refused by a trigger" in caplog.text

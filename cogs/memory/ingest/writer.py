@@ -10,12 +10,12 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .language import keywords as text
+from ..language import keywords as text
 from .content import clean_text, stored_content
-from .ingest_report import RetryPolicy, describe
-from .records import MessageRecord
-from .rows import NewRow, WriteBatch, to_timestamp
-from .store_protocol import Store
+from .report import RetryPolicy, describe
+from ..records import MessageRecord
+from ..rows import NewRow, WriteBatch, to_timestamp
+from ..store_protocol import Store
 
 __all__ = ("BACKLOG_BATCH_SIZE", "MessageWriter", "Tally", "about_data")
 

@@ -12,18 +12,18 @@ from datetime import datetime
 
 import numpy as np
 
-from .language import keywords as text
+from ..language import keywords as text
 from .content import ATTACHMENT_PREFIX, edited_content, stored_content
-from .vectors.embedding import Embedder
-from .ingest_report import FlushReport, IngestError, RetryPolicy
-from .message_writer import MessageWriter
-from .records import MessageRecord
-from .rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
-from .store_protocol import Store
+from ..vectors.embedding import Embedder
+from .report import FlushReport, IngestError, RetryPolicy
+from .writer import MessageWriter
+from ..records import MessageRecord
+from ..rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
+from ..store_protocol import Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
-from .vector_filler import VectorFiller
-from .vectors.index import IndexRegistry
-from .vectors.stored import VectorSource, stored_vectors
+from .filler import VectorFiller
+from ..vectors.index import IndexRegistry
+from ..vectors.stored import VectorSource, stored_vectors
 
 __all__ = ("ATTACHMENT_PREFIX", "FlushReport", "IngestError", "IngestQueue", "RetryPolicy", "stored_content")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from .records import MessageRecord
+from ..records import MessageRecord
 
 __all__ = ("TOMBSTONE_DAYS", "PendingEdits", "Tombstones")
 

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord
 from cogs.memory.store import MemoryStore, WriteBatch
 from cogs.memory.vectors.index import IndexRegistry
-from tests.cogs.memory.test_ingest import consistent_ids, contents
+from tests.cogs.memory.ingest.test_queue import consistent_ids, contents
 from tests.fixtures.core import RecordFactory, fetchall
 
 DAY_S = 86_400

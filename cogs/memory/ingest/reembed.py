@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from .vectors.embedding import EmbeddingService
-from .rows import WriteBatch
-from .store_protocol import Store
-from .vectors.stored import VectorSource, stored_vectors
+from ..vectors.embedding import EmbeddingService
+from ..rows import WriteBatch
+from ..store_protocol import Store
+from ..vectors.stored import VectorSource, stored_vectors
 
 __all__ = ("reembed_all",)
 

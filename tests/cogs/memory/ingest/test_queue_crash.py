@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
-from tests.cogs.memory.test_ingest import consistent_ids
+from tests.cogs.memory.ingest.test_queue import consistent_ids
 from tests.fixtures.core import fetchall
 
 REPOSITORY = Path(__file__).resolve().parents[3]

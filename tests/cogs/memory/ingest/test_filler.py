@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from cogs.memory.vectors.embedding import Embedder, EmbeddingService
-from cogs.memory.ingest import IngestQueue, RetryPolicy
+from cogs.memory.ingest.queue import IngestQueue, RetryPolicy
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine
 from cogs.memory.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
-from tests.cogs.memory.test_ingest import consistent_ids, expected_vector, stored_vector
-from tests.cogs.memory.test_tombstones import GatedEmbedder
+from tests.cogs.memory.ingest.test_queue import consistent_ids, expected_vector, stored_vector
+from tests.cogs.memory.ingest.test_tombstones import GatedEmbedder
 from tests.fixtures.core import RecordFactory, fetchall
 
 # Retries a few milliseconds apart, so a test waits for a recovering model, not for production pauses.
@@ -150,7 +150,7 @@ async def test_a_message_the_model_cannot_embed_is_set_aside_alone(
     queue = started(store, indexes, PoisonedEmbedder(embedder))
     for message_id in range(1, 6):
         await queue.add(make_record(message_id, "this one is POISON" if message_id == 3 else f"message {message_id}"))
-    with caplog.at_level(logging.WARNING, logger="cogs.memory.vector_filler"):
+    with caplog.at_level(logging.WARNING, logger="cogs.memory.ingest.filler"):
         report = await queue.flush()
     await queue.close()
     assert report.vectors_rejected == (3,)
