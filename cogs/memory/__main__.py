@@ -251,7 +251,7 @@ def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    from .importer import import_exports
+    from .chat_export.importer import import_exports
     from .memory import Memory, MemoryOpenError
     from .runtime.profile import ProfileError
 

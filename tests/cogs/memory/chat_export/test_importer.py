@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogs.memory.importer import import_exports
+from cogs.memory.chat_export.importer import import_exports
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 

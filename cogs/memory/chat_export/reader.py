@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .records import MessageRecord
+from ..records import MessageRecord
 
 __all__ = ("Export", "ExportError", "ExportedChannel", "RejectedMessage", "read_export")
 

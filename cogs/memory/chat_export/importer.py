@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from .exporter import Export, ExportError, read_export
-from .ingest.queue import FlushReport, IngestError, stored_content
-from .integrity import disk_nearly_full
-from .memory import Memory
-from .records import MessageRecord
+from .reader import Export, ExportError, read_export
+from ..ingest.queue import FlushReport, IngestError, stored_content
+from ..integrity import disk_nearly_full
+from ..memory import Memory
+from ..records import MessageRecord
 
 __all__ = ("FileReport", "import_exports")
 

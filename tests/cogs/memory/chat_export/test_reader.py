@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cogs.memory.exporter import ExportError, RejectedMessage, read_export
+from cogs.memory.chat_export.reader import ExportError, RejectedMessage, read_export
 
 
 def export(messages, *, channel_type="GuildTextChat", category_id="900"):
