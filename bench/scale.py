@@ -50,7 +50,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.search import SearchEngine
-from cogs.memory.store import MemoryStore
+from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
@@ -236,9 +236,9 @@ async def stored_vectors(store: MemoryStore, model_name: str) -> tuple[np.ndarra
 async def run_size_postgres(size: int, args: argparse.Namespace, model: EmbeddingService,
                             questions: list[str]) -> dict[str, Any]:
     """Ingest rate and search latency of the same messages and queries on the PostgreSQL store."""
-    from cogs.memory.pg.indexes import DatabaseIndexes
-    from cogs.memory.pg.search import PostgresSearchEngine
-    from cogs.memory.pg.store import PostgresStore
+    from cogs.memory.store.postgres.indexes import DatabaseIndexes
+    from cogs.memory.store.postgres.search import PostgresSearchEngine
+    from cogs.memory.store.postgres.store import PostgresStore
 
     from .pg import scratch_database
 

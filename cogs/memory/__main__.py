@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .backup import BackupError, backup_database, restore_database
+from .store.sqlite.backup import BackupError, backup_database, restore_database
 from .runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
-from .database_lock import DatabaseLock
-from .integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
+from .store.sqlite.lock import DatabaseLock
+from .store.sqlite.integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class TableProgress:
 
 async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Copy the SQLite memory into PostgreSQL, then print both sides' counts; 1 when any table differs."""
-    from .pg.migrate import MigrationError, copy_memory
+    from .store.postgres.migrate import MigrationError, copy_memory
     from .runtime.profile import ProfileError
 
     try:

@@ -12,16 +12,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .backends import history_for, indexes_for, open_store, search_engine_for
+from .store.backend import history_for, indexes_for, open_store, search_engine_for
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
-from .history import Exclusion
+from .store.sqlite.history import Exclusion
 from .ingest.queue import FlushReport, IngestQueue
 from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
-from .purge import PurgeScheduler
+from .store.sqlite.purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .ingest.reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
-from .store import MemoryStore, StoreOpenError
+from .store.sqlite.store import MemoryStore, StoreOpenError
 from .vectors.index import IndexRegistry, IndexSaveError
 
 if TYPE_CHECKING:

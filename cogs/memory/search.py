@@ -17,10 +17,10 @@ from .language import questions
 from .language import keywords as text
 from .language.coverage import covered_share, model_scripts
 from .vectors.embedding import Embedder
-from .filters import filter_clause
+from .store.sqlite.filters import filter_clause
 from .records import Candidate, SearchFilters, checked_limit
-from .rows import from_timestamp
-from .store import MemoryStore
+from .store.rows import from_timestamp
+from .store.sqlite.store import MemoryStore
 from .vectors.index import IndexRegistry
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .ingest.queue import IngestQueue
-    from .store import MemoryStore
+    from .store.sqlite.store import MemoryStore
 
 __all__ = ("GuildPolicy", "GuildSettings")
 

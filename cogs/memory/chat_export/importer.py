@@ -15,7 +15,7 @@ from typing import TextIO
 
 from .reader import Export, ExportError, read_export
 from ..ingest.queue import FlushReport, IngestError, stored_content
-from ..integrity import disk_nearly_full
+from ..store.sqlite.integrity import disk_nearly_full
 from ..memory import Memory
 from ..records import MessageRecord
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..vectors.embedding import Embedder
 from .report import RetryPolicy, describe
-from ..rows import VectorInput, WriteBatch
-from ..store_protocol import Store
+from ..store.rows import VectorInput, WriteBatch
+from ..store.protocol import Store
 from ..vectors.index import IndexRegistry
 from ..vectors.stored import stored_vectors
 

@@ -18,8 +18,8 @@ from ..vectors.embedding import Embedder
 from .report import FlushReport, IngestError, RetryPolicy
 from .writer import MessageWriter
 from ..records import MessageRecord
-from ..rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
-from ..store_protocol import Store
+from ..store.rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
+from ..store.protocol import Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .filler import VectorFiller
 from ..vectors.index import IndexRegistry

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from ..vectors.embedding import EmbeddingService
-from ..rows import WriteBatch
-from ..store_protocol import Store
+from ..store.rows import WriteBatch
+from ..store.protocol import Store
 from ..vectors.stored import VectorSource, stored_vectors
 
 __all__ = ("reembed_all",)

@@ -14,8 +14,8 @@ from ..language import keywords as text
 from .content import clean_text, stored_content
 from .report import RetryPolicy, describe
 from ..records import MessageRecord
-from ..rows import NewRow, WriteBatch, to_timestamp
-from ..store_protocol import Store
+from ..store.rows import NewRow, WriteBatch, to_timestamp
+from ..store.protocol import Store
 
 __all__ = ("BACKLOG_BATCH_SIZE", "MessageWriter", "Tally", "about_data")
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .hnsw import HnswGraph, ef_for
 from .files import IndexFileError, IndexMeta, IndexSaveError, read_index_file, why, write_index_file
-from ..store import MemoryStore, id_checksum
+from ..store.sqlite.store import MemoryStore, id_checksum
 
 __all__ = ("IndexFileError", "IndexMeta", "IndexRegistry", "IndexSaveError", "VectorIndex")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.__main__ import parse_args, run
-from cogs.memory.integrity import RESTORE_ADVICE
+from cogs.memory.store.sqlite.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import ProfileError, load_profile
 

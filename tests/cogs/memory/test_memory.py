@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from cogs.memory import memory as memory_module
-from cogs.memory.database_lock import DatabaseLock
+from cogs.memory.store.sqlite.lock import DatabaseLock
 from cogs.memory.vectors.embedding import DEFAULT_MODEL, resolve_model_path
-from cogs.memory.integrity import RESTORE_ADVICE
+from cogs.memory.store.sqlite.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
 from cogs.memory.runtime.profile import MemoryProfile
-from cogs.memory.store import MemoryStore
+from cogs.memory.store.sqlite.store import MemoryStore
 from tests.fixtures.core import RecordFactory, core_profile_for
 from tests.fixtures.stores import fill
 

@@ -17,9 +17,9 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import (SearchEngine, characters_alone, fuse, fuse_sides, neighbours_in,
                                  spread_to_neighbours)
-from cogs.memory.filters import filter_clause
-from cogs.memory.migrations import FTS_TOKENIZER
-from cogs.memory.store import MemoryStore
+from cogs.memory.store.sqlite.filters import filter_clause
+from cogs.memory.store.sqlite.migrations import FTS_TOKENIZER
+from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from cogs.memory.runtime.profile import MemoryProfile
 from tests.fixtures.core import T0, RecordFactory, fetchall

@@ -15,7 +15,7 @@ from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import Candidate, SearchFilters
 from cogs.memory.search import SearchEngine
-from cogs.memory.store import MemoryStore
+from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, core_profile_for
 

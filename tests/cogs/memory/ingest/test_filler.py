@@ -17,7 +17,7 @@ from cogs.memory.ingest.queue import IngestQueue, RetryPolicy
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.search import SearchEngine
-from cogs.memory.store import MemoryStore
+from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, expected_vector, stored_vector
 from tests.cogs.memory.ingest.test_tombstones import GatedEmbedder

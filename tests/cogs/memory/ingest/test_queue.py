@@ -9,7 +9,7 @@ import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import ATTACHMENT_PREFIX, IngestQueue, stored_content
-from cogs.memory.store import MemoryStore
+from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.language.keywords import embedding_input
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, fetchall

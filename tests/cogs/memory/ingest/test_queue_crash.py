@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.store import MemoryStore
+from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids
 from tests.fixtures.core import fetchall

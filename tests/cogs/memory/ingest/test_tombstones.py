@@ -18,7 +18,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord
-from cogs.memory.store import MemoryStore, WriteBatch
+from cogs.memory.store.sqlite.store import MemoryStore, WriteBatch
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, contents
 from tests.fixtures.core import RecordFactory, fetchall

@@ -15,7 +15,7 @@ import pytest
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestError, IngestQueue, RetryPolicy
 from cogs.memory.records import MessageRecord
-from cogs.memory.store import MemoryStore
+from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, contents
 from tests.fixtures.core import RecordFactory

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cogs.memory.migrations import FTS_TOKENIZER
+from cogs.memory.store.sqlite.migrations import FTS_TOKENIZER
 from cogs.memory.language.keywords import (
     Term,
     embedding_input,

@@ -11,7 +11,7 @@ import pytest
 from cogs.memory.vectors import hnsw
 from cogs.memory.vectors import files as index_files
 from cogs.memory.vectors import index as vector_index
-from cogs.memory.store import MemoryStore, NewRow, WriteBatch
+from cogs.memory.store.sqlite.store import MemoryStore, NewRow, WriteBatch
 from cogs.memory.vectors.index import IndexFileError, IndexRegistry, VectorIndex
 from tests.fixtures.core import RecordFactory
 

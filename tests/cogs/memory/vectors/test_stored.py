@@ -17,7 +17,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.records import SearchFilters
-from cogs.memory.store_protocol import Store
+from cogs.memory.store.protocol import Store
 from cogs.memory.language.keywords import embedding_input
 from tests.fixtures.core import RecordFactory, core_profile_for
 from tests.fixtures.stores import query, stored_vector
