@@ -49,7 +49,7 @@ from cogs.memory.vectors.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
-from cogs.memory.search import SearchEngine
+from cogs.memory.search.first_stage import SearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 

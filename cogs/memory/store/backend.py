@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .sqlite.history import SqliteHistory
-from ..search import SearchEngine
+from ..search.first_stage import SearchEngine
 from .sqlite.store import MemoryStore
 from ..vectors.index import IndexRegistry
 

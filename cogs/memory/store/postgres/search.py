@@ -13,8 +13,8 @@ import numpy as np
 
 from ...vectors.embedding import Embedder
 from ...records import SearchFilters
-from ... import search
-from ...search import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Row, Window, rows_wanted, window_of
+from ...search import first_stage as search
+from ...search.first_stage import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Row, Window, rows_wanted, window_of
 from . import fts
 from .filters import filter_clause
 from .store import PostgresStore

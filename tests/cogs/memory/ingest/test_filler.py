@@ -16,7 +16,7 @@ from cogs.memory.vectors.embedding import Embedder, EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue, RetryPolicy
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
-from cogs.memory.search import SearchEngine
+from cogs.memory.search.first_stage import SearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, expected_vector, stored_vector

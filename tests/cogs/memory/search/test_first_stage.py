@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from cogs.memory import search as search_module
+from cogs.memory.search import first_stage as search_module
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.records import SearchFilters
-from cogs.memory.search import (SearchEngine, characters_alone, fuse, fuse_sides, neighbours_in,
+from cogs.memory.search.first_stage import (SearchEngine, characters_alone, fuse, fuse_sides, neighbours_in,
                                  spread_to_neighbours)
 from cogs.memory.store.sqlite.filters import filter_clause
 from cogs.memory.store.sqlite.migrations import FTS_TOKENIZER

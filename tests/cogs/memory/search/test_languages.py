@@ -14,7 +14,7 @@ from bench.recall import GUILD_ID, Query, load_dataset, score
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
-from cogs.memory.search import SearchEngine
+from cogs.memory.search.first_stage import SearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore, NewRow, WriteBatch
 from cogs.memory.language.keywords import fts_document
 from cogs.memory.vectors.index import IndexRegistry

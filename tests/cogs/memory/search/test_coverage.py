@@ -14,7 +14,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import Candidate, SearchFilters
-from cogs.memory.search import SearchEngine
+from cogs.memory.search.first_stage import SearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, core_profile_for

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .language import questions
-from .language import keywords as text
-from .language.coverage import covered_share, model_scripts
-from .vectors.embedding import Embedder
-from .store.sqlite.filters import filter_clause
-from .records import Candidate, SearchFilters, checked_limit
-from .store.rows import from_timestamp
-from .store.sqlite.store import MemoryStore
-from .vectors.index import IndexRegistry
+from ..language import questions
+from ..language import keywords as text
+from ..language.coverage import covered_share, model_scripts
+from ..vectors.embedding import Embedder
+from ..store.sqlite.filters import filter_clause
+from ..records import Candidate, SearchFilters, checked_limit
+from ..store.rows import from_timestamp
+from ..store.sqlite.store import MemoryStore
+from ..vectors.index import IndexRegistry
 
 if TYPE_CHECKING:
-    from .runtime.profile import MemoryProfile
+    from ..runtime.profile import MemoryProfile
 
 __all__ = ("FirstStage", "Fused", "Mode", "SearchEngine", "fuse", "fuse_sides", "neighbours_in", "spread_to_neighbours")
 
