@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from .backends import LocalBackend
+from .scorers import LocalBackend
 from .http import HttpScorer
 from ..runtime.profile import ProviderSettings
 

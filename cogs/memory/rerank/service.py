@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from .backends import build_local_scorer
+from .scorers import build_local_scorer
 from .cache import ScoreCache
 from .http import HttpRerankError, HttpScorer
 from .local import DEFAULT_INSTRUCTION, load_tokenizer

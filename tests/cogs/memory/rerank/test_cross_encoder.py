@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-from cogs.memory.rerank.backends import CROSS_ENCODER, YES_NO_LM, model_family
+from cogs.memory.rerank.scorers import CROSS_ENCODER, YES_NO_LM, model_family
 from cogs.memory.rerank.cross_encoder import CrossEncoderScorer
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
