@@ -10,7 +10,7 @@ __all__ = ("DATABASE_URL_ENV", "DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "INDE
            "PROFILE_CHOICE_PATH", "ROOT", "database_url")
 
 # The bot's folder, wherever the process runs from.
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROFILES_DIR = ROOT / "profiles"
 DATA_DIR = ROOT / "data"
 DB_PATH = DATA_DIR / "memory.sqlite3"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 RECORD_PREFIX = "\x1erecord "
 # The last lines of the child's other output, shown when it fails.
 TAIL_LINES = 20

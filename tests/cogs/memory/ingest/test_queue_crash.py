@@ -15,7 +15,7 @@ from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids
 from tests.fixtures.core import fetchall
 
-REPOSITORY = Path(__file__).resolve().parents[3]
+REPOSITORY = Path(__file__).resolve().parents[4]
 # Two runs on one database: the second starts from whatever the first left when it was killed.
 FIRST_IDS = (1, 100_001)
 

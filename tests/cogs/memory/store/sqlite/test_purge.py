@@ -34,7 +34,7 @@ NONCE_MINUTE = 40.5  # among the older half of the filler
 FILLER = 100
 CHUNK = 10  # messages per flush: each flush is at least one transaction, so the FTS5 index has several segments
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[5]
 
 
 def filler_text(seed: int) -> str:
