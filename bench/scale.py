@@ -4,7 +4,7 @@
                           [--model NAME_OR_DIR] [--device cpu|cuda] [--dtype float32|bfloat16|float16]
 
 Each size runs in a fresh process (so ``peak_rss_mb`` is that size's own peak) through the real ingest path
-and the real SearchEngine. Up to ``--model-max`` messages are embedded with the real model (``"vectors":
+and the real SqliteSearchEngine. Up to ``--model-max`` messages are embedded with the real model (``"vectors":
 "model"``, and ``embed_only_msgs_per_s`` is the model alone on exactly the texts ingest embedded); above it,
 ``--vectors realistic`` (the default) stands in each message's real MiniLM vector, perturbed (bench/vectors.py),
 and ``--vectors random`` random unit vectors. Message texts are sampled with replacement from a LoCoMo-format
@@ -49,7 +49,7 @@ from cogs.memory.vectors.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
-from cogs.memory.search.first_stage import SearchEngine
+from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 
@@ -144,7 +144,7 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         index = indexes.get(GUILD)
         result.update(index_kind=index.kind, bytes_per_vector=round(indexes.path_for(GUILD).stat().st_size / size, 1),
                       memory_bytes_per_vector=round(index.memory_bytes() / size, 1))
-        result.update(await time_searches(SearchEngine(store, model, indexes, PROFILE), model, questions))
+        result.update(await time_searches(SqliteSearchEngine(store, model, indexes, PROFILE), model, questions))
         # Queries shaped like the stored vectors: the real questions' embeddings, perturbed like the messages.
         queries = await model.embed_queries([text.embedding_query(question) for question in questions])
         if perturber is not None:

@@ -15,6 +15,7 @@ import psutil
 
 from .config import DEVICES, DTYPES, PROFILES_DIR
 from ..language.coverage import SCRIPTS
+from ..search.ranking import RankingTuning
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class MemoryProfile:
     ingest_queue_size: int = 10_000
     reranker: RerankerSettings = field(default_factory=RerankerSettings)
     requirements: ProfileRequirements = field(default_factory=ProfileRequirements)
+    ranking: RankingTuning = field(default_factory=RankingTuning)  # [ranking]: the first stage's weights and budgets
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +137,13 @@ _CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "pro
                                          "backend": BACKENDS, "http_api": HTTP_APIS,
                                          "embedding_scripts": SCRIPTS}
 _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_size", "ingest_queue_size",
-                       "batch_size", "max_length", "top_k", "min_cores"})
+                       "batch_size", "max_length", "top_k", "min_cores", "reply_window", "context_sources",
+                       "keyword_max_postings", "keyword_max_terms", "vector_overfetch"})
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",
-                           "min_ram_gb", "min_gpu_memory_gb", "timeout_ms"})
+                           "min_ram_gb", "min_gpu_memory_gb", "timeout_ms", "context_weight", "next_context_weight",
+                           "answer_context_weight", "body_weight", "author_weight"})
+# Shares: a number from 0 to 1.
+_SHARES = frozenset({"min_score", "vector_weight", "min_covered_share"})
 # Fields that hold an array of tables ([[reranker.providers]]), and what each table becomes.
 _TABLE_ARRAYS: dict[str, type] = {"providers": ProviderSettings}
 _SINGLE_PROVIDER_FIELDS = ("provider", "http_url", "http_api")
@@ -173,7 +179,7 @@ def _check_value(source: str, qualified: str, value: Any, annotation: str) -> An
         raise fail("an integer >= 1")
     if key in _NON_NEGATIVE and value < 0:
         raise fail("a number >= 0")
-    if key == "min_score" and not 0.0 <= value <= 1.0:
+    if key in _SHARES and not 0.0 <= value <= 1.0:
         raise fail("a number in [0, 1]")
     return value
 
@@ -206,7 +212,7 @@ def _build(cls: type, source: str, prefix: str, data: Mapping[str, Any], nested:
 def parse_profile(data: Mapping[str, Any], source: str = "<profile>") -> MemoryProfile:
     """Validate a TOML-shaped mapping into a MemoryProfile; errors name `source`, the field and what is allowed."""
     profile = _build(MemoryProfile, source, "", data,
-                     {"reranker": RerankerSettings, "requirements": ProfileRequirements})
+                     {"reranker": RerankerSettings, "requirements": ProfileRequirements, "ranking": RankingTuning})
     settings = profile.reranker
     if settings.providers and (both := [k for k in _SINGLE_PROVIDER_FIELDS if k in data.get("reranker", {})]):
         raise ProfileError(f"{source}: field 'reranker.{both[0]}' and [[reranker.providers]] both name providers; "

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .sqlite.history import SqliteHistory
-from ..search.first_stage import SearchEngine
+from .sqlite.search import SqliteSearchEngine
 from .sqlite.store import MemoryStore
 from ..vectors.index import IndexRegistry
 
@@ -43,7 +43,7 @@ def indexes_for(store: Store, index_dir: Path, model: str, dimension: int) -> An
 
 def search_engine_for(store: Store, embedder: Embedder, indexes: Any, profile: MemoryProfile) -> Any:
     if isinstance(store, MemoryStore):
-        return SearchEngine(store, embedder, indexes, profile)
+        return SqliteSearchEngine(store, embedder, indexes, profile)
     from .postgres.search import PostgresSearchEngine
     from .postgres.store import PostgresStore
 

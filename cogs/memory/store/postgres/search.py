@@ -1,7 +1,8 @@
-"""PostgresSearchEngine: the SearchEngine's first stage over PostgreSQL — pgvector for vectors, tsvector for words.
+"""PostgresSearchEngine: the first stage over PostgreSQL — pgvector for vectors, tsvector for words.
 
-The same steps as search.py (its FirstStage runs them): each side's candidates under the same filters, fused by
-standardised scores, widened to channel neighbours. Only where the candidates come from differs.
+The same steps as store/sqlite/search.py (search/first_stage.py's FirstStage runs them): each side's candidates under
+the same filters, fused by standardised scores, widened to channel neighbours. Only where the candidates come from
+differs.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...vectors.embedding import Embedder
 from ...records import SearchFilters
-from ...search import first_stage as search
-from ...search.first_stage import KEYWORD_MAX_TERMS, SELECT_NEIGHBOUR_IDS, FirstStage, Hits, Row, Window, rows_wanted, window_of
+from ...search.first_stage import (CandidateRow, FirstStage, Hits, Window, characters_alone, rows_wanted, window_of,
+                                   within_budget)
+from ...vectors.embedding import Embedder
+from ..neighbours import select_neighbour_ids
 from . import fts
 from .filters import filter_clause
 from .store import PostgresStore
@@ -44,7 +46,7 @@ SELECT_VECTOR = VECTOR_SCORES + "ORDER BY e.vector <#> $1 LIMIT $3"
 # fewer than k. Ordered by the score instead, the planner cannot use it: every row that passes is compared.
 SELECT_VECTOR_EXACT = VECTOR_SCORES + "ORDER BY score DESC, e.message_rowid LIMIT $3"
 # The guild's messages a word matches, counted only up to a cap: the count stops there, so a very common word costs
-# no more than a rare one (the SQLite side's posting budget, search.KEYWORD_MAX_POSTINGS).
+# no more than a rare one (the SQLite side's posting budget, RankingTuning.keyword_max_postings).
 COUNT_MATCHES = """
 SELECT (
     SELECT count(*) FROM (
@@ -61,7 +63,7 @@ FROM messages AS m, to_tsquery('simple', $1) AS q, to_tsquery('simple', $3) AS r
 WHERE m.document @@ q AND {where}
 ORDER BY rank DESC, m.id LIMIT $2
 """
-SELECT_NEIGHBOURS = SELECT_NEIGHBOUR_IDS + "FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])"
+NEIGHBOURS_FROM = "FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
 FROM messages AS m WHERE m.id = ANY($1::bigint[]) AND {where}
@@ -69,7 +71,7 @@ FROM messages AS m WHERE m.id = ANY($1::bigint[]) AND {where}
 
 
 class PostgresSearchEngine(FirstStage):
-    """Hybrid first-stage search over a PostgresStore; same ``search`` as SearchEngine's."""
+    """Hybrid first-stage search over a PostgresStore; same ``search`` as SqliteSearchEngine's."""
 
     def __init__(self, store: PostgresStore, embedder: Embedder, profile: MemoryProfile) -> None:
         super().__init__(embedder, profile)
@@ -88,8 +90,8 @@ class PostgresSearchEngine(FirstStage):
         return [(row[0], float(row[1])) for row in rows]
 
     async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        counts = await self._counted(fts.query_words(query)[:KEYWORD_MAX_TERMS], filters.guild_id)
-        matching = search.within_budget(counts)
+        counts = await self._counted(fts.query_words(query)[:self.tuning.keyword_max_terms], filters.guild_id)
+        matching = within_budget(counts, self.tuning.keyword_max_postings)
         if not matching:
             return []
         where, params = filter_clause(filters, first=4)
@@ -98,10 +100,10 @@ class PostgresSearchEngine(FirstStage):
         return [(row[0], float(row[1])) for row in rows]
 
     async def _counted(self, words: list[str], guild_id: int) -> dict[str, int]:
-        """The query's words and the characters it searches alone (search.characters_alone), each with its count of
-        matching messages in the guild."""
+        """The query's words and the characters it searches alone (first_stage.characters_alone), each with its count
+        of matching messages in the guild."""
         counts = await self._count_matches(words, guild_id)
-        counts.update(await self._count_matches(search.characters_alone(counts), guild_id))
+        counts.update(await self._count_matches(characters_alone(counts), guild_id))
         return counts
 
     async def _count_matches(self, words: list[str], guild_id: int) -> dict[str, int]:
@@ -109,12 +111,14 @@ class PostgresSearchEngine(FirstStage):
         if not words:
             return {}
         rows = await self._store.fetch(COUNT_MATCHES, guild_id, [fts.tsquery([word]) for word in words],
-                                       search.KEYWORD_MAX_POSTINGS + 1)
+                                       self.tuning.keyword_max_postings + 1)
         return {word: row[0] for word, row in zip(words, rows)}
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Window, dict[int, Row]]:
-        window = window_of(await self._store.fetch(SELECT_NEIGHBOURS, filters.guild_id, sources))
+                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
+        reply_window = self.tuning.reply_window
+        select_neighbours = select_neighbour_ids(reply_window) + NEIGHBOURS_FROM
+        window = window_of(await self._store.fetch(select_neighbours, filters.guild_id, sources), reply_window)
         where, params = filter_clause(filters, first=2)
         rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), rows_wanted(candidates, window), *params)
-        return window, {row[0]: tuple(row)[1:] for row in rows}
+        return window, {row[0]: CandidateRow(*tuple(row)[1:]) for row in rows}

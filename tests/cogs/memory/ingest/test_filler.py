@@ -16,7 +16,7 @@ from cogs.memory.vectors.embedding import Embedder, EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue, RetryPolicy
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
-from cogs.memory.search.first_stage import SearchEngine
+from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, expected_vector, stored_vector
@@ -96,7 +96,7 @@ async def test_a_stored_message_is_keyword_searchable_before_its_vector_exists(
     queue = started(store, indexes, gated)
     await queue.add(make_record(1, "the zeppelin lands at noon"))
     await queue.flush(vectors=False)
-    engine = SearchEngine(store, embedder, indexes, core_profile)
+    engine = SqliteSearchEngine(store, embedder, indexes, core_profile)
     found = await engine.search("zeppelin", SearchFilters(guild_id=1), 5)
     assert ([result["message_id"] for result in found], await ids_with_vectors(store)) == ([1], [])
     gated.gate.set()

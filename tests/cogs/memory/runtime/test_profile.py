@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cogs.memory.search.ranking import RankingTuning
 from cogs.memory.runtime.profile import (
     CudaDevice,
     HardwareDetector,
@@ -86,6 +87,22 @@ def test_unknown_field_lists_the_allowed_ones(tmp_path: Path) -> None:
 def test_out_of_range_value_is_rejected(tmp_path: Path) -> None:
     path = write_profile(tmp_path, "[reranker]\nmin_score = 1.5\n")
     with pytest.raises(ProfileError, match=r"'reranker.min_score' = 1.5 is invalid; allowed: a number in \[0, 1\]"):
+        load_profile(path)
+
+
+def test_a_ranking_table_sets_the_first_stages_tuning_and_leaves_the_rest_at_their_defaults(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, "[ranking]\nvector_weight = 0.35\nreply_window = 4\n")
+    assert load_profile(path).ranking == RankingTuning(vector_weight=0.35, reply_window=4)
+    assert load_profile("cpu-small").ranking == RankingTuning()
+
+
+@pytest.mark.parametrize(("line", "allowed"), [("vector_weight = 1.5", r"a number in \[0, 1\]"),
+                                                ("reply_window = 0", "an integer >= 1"),
+                                                ("context_weight = -0.1", "a number >= 0"),
+                                                ('keyword_max_terms = "32"', "an integer")])
+def test_a_ranking_value_out_of_range_is_refused(tmp_path: Path, line: str, allowed: str) -> None:
+    path = write_profile(tmp_path, f"[ranking]\n{line}\n")
+    with pytest.raises(ProfileError, match=rf"field 'ranking\.{line.split()[0]}' = .* is invalid; allowed: {allowed}"):
         load_profile(path)
 
 

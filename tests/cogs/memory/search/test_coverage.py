@@ -14,7 +14,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import Candidate, SearchFilters
-from cogs.memory.search.first_stage import SearchEngine
+from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, core_profile_for
@@ -61,7 +61,7 @@ async def test_with_an_english_model_a_chinese_question_ranks_as_keyword_search_
 ) -> None:
     await add_all(ingest.add, make_record)
     await ingest.flush()
-    engine = SearchEngine(store, embedder, indexes, core_profile)
+    engine = SqliteSearchEngine(store, embedder, indexes, core_profile)
     hybrid = await engine.search(QUESTION, FILTERS, 6, mode="hybrid")
     keyword = await engine.search(QUESTION, FILTERS, 6, mode="keyword")
     head, tail = hybrid[:len(keyword)], hybrid[len(keyword):]

@@ -4,25 +4,23 @@ ask for ``sqlite_engine`` or ``store`` are about the SQLite side's own machinery
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from cogs.memory.search import first_stage as search_module
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.records import SearchFilters
-from cogs.memory.search.first_stage import (SearchEngine, characters_alone, fuse, fuse_sides, neighbours_in,
-                                 spread_to_neighbours)
-from cogs.memory.store.sqlite.filters import filter_clause
-from cogs.memory.store.sqlite.migrations import FTS_TOKENIZER
+from cogs.memory.search.first_stage import (CandidateRow, ChannelWindow, characters_alone, fuse, fuse_sides,
+                                            neighbours_in, spread_to_neighbours)
+from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore
 from cogs.memory.vectors.index import IndexRegistry
 from cogs.memory.runtime.profile import MemoryProfile
-from tests.fixtures.core import T0, RecordFactory, fetchall
+from tests.fixtures.core import T0, RecordFactory
 
 GUILD = 1
 OTHER_GUILD = 2
@@ -61,10 +59,10 @@ async def engine(search_engine: Any, memory_ingest: IngestQueue, make_record: Re
 
 @pytest.fixture
 async def sqlite_engine(store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
-                        make_record: RecordFactory, core_profile: MemoryProfile) -> SearchEngine:
+                        make_record: RecordFactory, core_profile: MemoryProfile) -> SqliteSearchEngine:
     """The conversation on SQLite alone, for what only its engine does (FAISS fallbacks, FTS5 posting budgets)."""
     await remember_conversation(ingest, make_record)
-    return SearchEngine(store, embedder, indexes, core_profile)
+    return SqliteSearchEngine(store, embedder, indexes, core_profile)
 
 
 def ids(results: list[dict]) -> list[int]:
@@ -223,21 +221,21 @@ async def test_a_name_match_scores_each_of_that_authors_messages_alike(
     assert ids(bikes)[0] == 4 and len({round(hit["score"], 9) for hit in bikes[1:]}) == 1, bikes
 
 
-async def test_an_over_common_term_does_not_widen_the_match(engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_over_common_term_does_not_widen_the_match(engine: Any) -> None:
     # "marathon" (1 message) fits the budget, "pizza" (3 documents) does not: only the marathon message matches.
-    monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
+    engine.tuning = RankingTuning(keyword_max_postings=2)
     results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
     assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [4]
 
 
 async def test_an_over_common_term_still_ranks_what_the_rare_ones_match(
-        engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+        engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
     # Longer than message 4, so on "marathon" alone it would rank below it; "pizza" lifts it.
     await memory_ingest.add(make_record(20, "the marathon route passes right by that pizza place on the corner near "
                                             "the old train station", guild_id=GUILD, channel_id=RANDOM,
                                         author_id=BOB, author_name="bob"))
     await memory_ingest.flush()
-    monkeypatch.setattr(search_module, "KEYWORD_MAX_POSTINGS", 2)
+    engine.tuning = RankingTuning(keyword_max_postings=2)
     results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
     assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [20, 4]
 
@@ -306,25 +304,26 @@ def test_a_question_lends_to_the_next_message_and_to_the_one_asked_past_it() -> 
 
 def test_neighbours_name_what_may_answer_by_whom_a_question_asks() -> None:
     # Rows 1..5 in a channel: jo, sam, kat, jo, sam (a row is message_id, guild, channel, author_id, ...).
-    rows = {rowid: (rowid, GUILD, GENERAL, author, "", "", 0.0) for rowid, author in
+    rows = {rowid: CandidateRow(rowid, GUILD, GENERAL, author, "", "", 0.0) for rowid, author in
             [(1, "jo"), (2, "sam"), (3, "kat"), (4, "jo"), (5, "sam")]}
-    neighbours = neighbours_in({1: (None, (2, 3, 4, 5), ()), 2: (1, (3, 4, 5), ())}, rows)
+    window = {1: ChannelWindow(None, (2, 3, 4, 5), ()), 2: ChannelWindow(1, (3, 4, 5), ())}
+    neighbours = neighbours_in(window, rows)
     # 1 opens the channel: only its next message. Its next (2, sam) follows jo: kat's 3, then jo's 4.
     assert neighbours[1] == (None, 2, (2,), (3, 4))
     assert neighbours[2] == (1, 3, (3, 4), (4, 5))
     # A message the filters hide (not among rows) is passed over.
     del rows[4]
-    assert neighbours_in({2: (1, (3, 4, 5), ())}, rows)[2] == (1, 3, (3,), (5,))
+    assert neighbours_in({2: ChannelWindow(1, (3, 4, 5), ())}, rows)[2] == (1, 3, (3,), (5,))
 
 
 def test_the_replies_to_a_message_may_answer_it_however_far_below() -> None:
     # 1 asks; 2 is next; 9 and 12 reply to 1 through Discord's reply, far below, and so does 2 (once in the answers).
-    rows = {rowid: (rowid, GUILD, GENERAL, author, "", "", 0.0) for rowid, author in
+    rows = {rowid: CandidateRow(rowid, GUILD, GENERAL, author, "", "", 0.0) for rowid, author in
             [(1, "jo"), (2, "sam"), (3, "kat"), (9, "ravi"), (12, "sam")]}
-    assert neighbours_in({1: (None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 9, 12), (3,))
+    assert neighbours_in({1: ChannelWindow(None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 9, 12), (3,))
     # A reply the filters hide is passed over.
     del rows[9]
-    assert neighbours_in({1: (None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 12), (3,))
+    assert neighbours_in({1: ChannelWindow(None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 12), (3,))
 
 
 def test_a_han_bigram_no_message_holds_is_searched_by_its_characters() -> None:
@@ -431,45 +430,13 @@ def test_a_lone_hit_outranks_the_neighbours_it_lends_to() -> None:
 
 
 async def test_a_narrow_filter_falls_back_to_a_restricted_vector_search(
-        sqlite_engine: SearchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+        sqlite_engine: SqliteSearchEngine) -> None:
     # Two unrestricted hits hold nothing from #secret, so the index is searched again over #secret's rows only.
-    monkeypatch.setattr(search_module, "VECTOR_OVERFETCH", 1)
+    sqlite_engine.tuning = RankingTuning(vector_overfetch=1)
     sqlite_engine.vector_candidates = 2
     filters = SearchFilters(guild_id=GUILD, channel_ids=frozenset({SECRET}))
     results = await sqlite_engine.search("pizza tonight", filters, 1, mode="vector")
     assert ids(results) == [6]
-
-
-def test_the_row_count_bm25_reads_is_read_from_fts5s_own_record() -> None:
-    connection = sqlite3.connect(":memory:", isolation_level=None)
-    connection.execute(f'CREATE VIRTUAL TABLE messages_fts USING fts5(body, author, tokenize = "{FTS_TOKENIZER}")')
-    assert search_module._rows_indexed(connection) == 0
-    written = 0
-    for more in (1, 126, 1, 16_256):  # 1, 127 and 128 rows hold one and two bytes; 16,384 needs three
-        connection.executemany("INSERT INTO messages_fts (rowid, body, author) VALUES (?, 'hello world', 'ann')",
-                               [(written + i + 1,) for i in range(more)])
-        written += more
-        assert search_module._rows_indexed(connection) == written
-    connection.execute("DELETE FROM messages_fts WHERE rowid <= 200")
-    assert search_module._rows_indexed(connection) == written - 200
-
-
-@pytest.mark.parametrize("sql", [search_module.SELECT_CANDIDATES, search_module.SELECT_PASSING])
-async def test_rows_are_looked_up_by_row_id_not_by_reading_the_guild(store: MemoryStore, sql: str) -> None:
-    # A guild_id index scan here reads every message of the guild for each search.
-    where, params = filter_clause(SearchFilters(guild_id=GUILD, after=T0))
-    plan = [row[3] for row in await fetchall(store, f"EXPLAIN QUERY PLAN {sql.format(where=where)}",
-                                             ["[1, 2]", *params])]
-    assert any("INTEGER PRIMARY KEY" in step for step in plan)
-    assert not any("messages_guild" in step for step in plan)
-
-
-async def test_the_replies_of_a_message_are_looked_up_in_the_reply_index(store: MemoryStore) -> None:
-    # Any other index reads a whole channel or guild for each source of each search.
-    plan = [row[3] for row in await fetchall(store, f"EXPLAIN QUERY PLAN {search_module.SELECT_NEIGHBOURS}",
-                                             ["[1, 2]"])]
-    replies = [step for step in plan if step.startswith("SEARCH r ")]
-    assert len(replies) == search_module.REPLY_WINDOW and all("messages_reply_to" in step for step in replies), plan
 
 
 async def test_a_deleted_message_is_never_found(engine: Any, memory_ingest: IngestQueue) -> None:

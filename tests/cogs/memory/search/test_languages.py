@@ -1,5 +1,5 @@
 """Keyword search in Chinese, Japanese and Korean on the bilingual fixture (bench/data/bilingual): the same
-questions as in English find their evidence about as well. A real SQLite file and the real SearchEngine."""
+questions as in English find their evidence about as well. A real SQLite file and the real SqliteSearchEngine."""
 
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ from bench.recall import GUILD_ID, Query, load_dataset, score
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
-from cogs.memory.search.first_stage import SearchEngine
+from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import MemoryStore, NewRow, WriteBatch
 from cogs.memory.language.keywords import fts_document
 from cogs.memory.vectors.index import IndexRegistry
 
-DATA = Path(__file__).resolve().parents[3] / "bench" / "data" / "bilingual"
+DATA = Path(__file__).resolve().parents[4] / "bench" / "data" / "bilingual"
 
 
 @pytest.fixture
 async def fixture_search(store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry,
-                         core_profile: MemoryProfile) -> tuple[SearchEngine, list[Query]]:
+                         core_profile: MemoryProfile) -> tuple[SqliteSearchEngine, list[Query]]:
     """Every message of the fixture stored with its keyword row as ingest writes it (no vector is searched here)."""
     records, queries = load_dataset(DATA / "messages.jsonl", DATA / "queries.jsonl")
     batch = WriteBatch(embedder.model_name, guild_ids={GUILD_ID})
@@ -32,15 +32,15 @@ async def fixture_search(store: MemoryStore, embedder: EmbeddingService, indexes
     batch.inserts = [NewRow(rowid, record, record.content, fts_document(record.content), unused)
                      for rowid, record in zip(store.allocate_rowids(len(records)), records, strict=True)]
     await store.write(batch)
-    return SearchEngine(store, embedder, indexes, core_profile), queries
+    return SqliteSearchEngine(store, embedder, indexes, core_profile), queries
 
 
-async def keyword_ranking(engine: SearchEngine, query: Query) -> list[int]:
+async def keyword_ranking(engine: SqliteSearchEngine, query: Query) -> list[int]:
     filters = SearchFilters(guild_id=GUILD_ID, channel_ids=frozenset({query.channel_id}))
     return [hit["message_id"] for hit in await engine.search(query.question, filters, 50, mode="keyword")]
 
 
-async def mean_recall(engine: SearchEngine, queries: list[Query], k: int) -> float:
+async def mean_recall(engine: SqliteSearchEngine, queries: list[Query], k: int) -> float:
     """The keyword side's recall@k, averaged over ``queries``."""
     return statistics.fmean([score(await keyword_ranking(engine, query), query.relevant)[f"recall@{k}"]
                              for query in queries])
@@ -61,7 +61,7 @@ def in_channel(queries: list[Query], channel: str) -> list[Query]:
     "Lily数了多少个番茄？",
 ])
 async def test_a_mixed_script_chinese_question_ranks_its_evidence_first(
-    fixture_search: tuple[SearchEngine, list[Query]], question: str
+    fixture_search: tuple[SqliteSearchEngine, list[Query]], question: str
 ) -> None:
     engine, queries = fixture_search
     query = next(query for query in queries if query.question == question)
@@ -69,7 +69,7 @@ async def test_a_mixed_script_chinese_question_ranks_its_evidence_first(
 
 
 async def test_chinese_keyword_recall_is_within_0_05_of_english(
-    fixture_search: tuple[SearchEngine, list[Query]]
+    fixture_search: tuple[SqliteSearchEngine, list[Query]]
 ) -> None:
     engine, queries = fixture_search
     english = await mean_recall(engine, [query for query in queries if query.lang == "en"], 10)
@@ -79,7 +79,7 @@ async def test_chinese_keyword_recall_is_within_0_05_of_english(
 
 @pytest.mark.parametrize("lang", ["ja", "ko"])
 async def test_japanese_and_korean_keyword_recall_at_50_is_close_to_english(
-    fixture_search: tuple[SearchEngine, list[Query]], lang: str
+    fixture_search: tuple[SqliteSearchEngine, list[Query]], lang: str
 ) -> None:
     engine, queries = fixture_search
     # Only conversation 3 is also in Japanese and Korean: compare with its English questions.
