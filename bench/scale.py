@@ -50,7 +50,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
@@ -128,7 +128,7 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
     embedder, perturber = await stand_in(kind, model, args.data, args.vector_cache)
     result: dict[str, Any] = {"messages": size, "vectors": kind}
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
-        store = await MemoryStore.open(Path(workdir) / "scale.sqlite3")
+        store = await SqliteStore.open(Path(workdir) / "scale.sqlite3")
         indexes = TimedRegistry(store, Path(workdir) / "indexes", model.model_name, model.dimension)
         result.update(await ingest_all(store, embedder, indexes, make_records(size, messages, seed=size), model, args,
                                        Path(workdir)))
@@ -227,7 +227,7 @@ async def time_searches(engine: Any, model: EmbeddingService | None, questions: 
                      "query_embed_p95_ms": percentile_ms(embedding, 95)}
 
 
-async def stored_vectors(store: MemoryStore, model_name: str) -> tuple[np.ndarray, np.ndarray]:
+async def stored_vectors(store: SqliteStore, model_name: str) -> tuple[np.ndarray, np.ndarray]:
     """Every vector SQLite holds for the guild, and its row id."""
     parts = [page async for page in store.iter_embeddings(GUILD, model_name)]
     return np.concatenate([ids for ids, _ in parts]), np.concatenate([vectors for _, vectors in parts])
@@ -259,7 +259,7 @@ async def run_size_postgres(size: int, args: argparse.Namespace, model: Embeddin
 
 
 async def warm_up(directory: Path, model: EmbeddingService, records: list[MessageRecord]) -> list[str]:
-    store = await MemoryStore.open(directory / "warm-up.sqlite3")
+    store = await SqliteStore.open(directory / "warm-up.sqlite3")
     recorder = RecordingEmbedder(model)
     ingest = IngestQueue(store, recorder, IndexRegistry(store, directory, model.model_name, model.dimension))
     ingest.start()

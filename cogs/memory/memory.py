@@ -21,7 +21,7 @@ from .store.sqlite.purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .ingest.reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
-from .store.sqlite.store import MemoryStore, StoreOpenError
+from .store.sqlite.store import SqliteStore, StoreOpenError
 from .vectors.index import IndexRegistry, IndexSaveError
 
 if TYPE_CHECKING:
@@ -50,9 +50,9 @@ def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
 
 
 class Memory:
-    """Facade over MemoryStore, EmbeddingService, IndexRegistry, IngestQueue, SearchEngine and the reranker."""
+    """Facade over SqliteStore, EmbeddingService, IndexRegistry, IngestQueue, SearchEngine and the reranker."""
 
-    def __init__(self, profile: MemoryProfile, store: MemoryStore, embedder: EmbeddingService,
+    def __init__(self, profile: MemoryProfile, store: SqliteStore, embedder: EmbeddingService,
                  indexes: IndexRegistry, ingest: IngestQueue, reranker: RerankerService | None,
                  onnx_dir: Path | None = None) -> None:
         self.profile = profile
@@ -293,7 +293,7 @@ class Memory:
         return cast(list[Candidate], await reranker.arerank_results(query, list(candidates), top_k=limit))
 
     async def stats(self, guild_id: int) -> dict[str, Any]:
-        if not isinstance(self.store, MemoryStore):  # PostgreSQL: the vectors and their index are in the database
+        if not isinstance(self.store, SqliteStore):  # PostgreSQL: the vectors and their index are in the database
             return {
                 "messages": await self.store.count_messages(guild_id),
                 "vectors": await self.store.count_vectors(guild_id, self.embedder.model_name),
@@ -369,7 +369,7 @@ async def _prune_tombstones(ingest: IngestQueue) -> None:
         log.warning("Could not prune old tombstones now (%s); a later delete does", exc)
 
 
-async def _mark_unembedded(store: MemoryStore, model: str) -> None:
+async def _mark_unembedded(store: SqliteStore, model: str) -> None:
     """Mark the stored messages with no vector under ``model`` as waiting for one, so the vector filler embeds them
     in the background: after a restart with another embedding model or input form (vectors.INPUT_FORM)."""
     try:

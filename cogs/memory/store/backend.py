@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .sqlite.history import SqliteHistory
 from .sqlite.search import SqliteSearchEngine
-from .sqlite.store import MemoryStore
+from .sqlite.store import SqliteStore
 from ..vectors.index import IndexRegistry
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ __all__ = ("history_for", "indexes_for", "open_store", "search_engine_for")
 
 async def open_store(db_path: Path, database_url: str | None) -> Store:
     if database_url is None:
-        return await MemoryStore.open(db_path)
+        return await SqliteStore.open(db_path)
     from .postgres.store import PostgresStore  # asyncpg only where PostgreSQL is used
 
     return await PostgresStore.open(database_url)
@@ -34,7 +34,7 @@ async def open_store(db_path: Path, database_url: str | None) -> Store:
 
 def indexes_for(store: Store, index_dir: Path, model: str, dimension: int) -> Any:
     """FAISS files per guild beside SQLite; nothing to keep with PostgreSQL, whose HNSW index lives in the database."""
-    if isinstance(store, MemoryStore):
+    if isinstance(store, SqliteStore):
         return IndexRegistry(store, index_dir, model, dimension)
     from .postgres.indexes import DatabaseIndexes
 
@@ -42,7 +42,7 @@ def indexes_for(store: Store, index_dir: Path, model: str, dimension: int) -> An
 
 
 def search_engine_for(store: Store, embedder: Embedder, indexes: Any, profile: MemoryProfile) -> Any:
-    if isinstance(store, MemoryStore):
+    if isinstance(store, SqliteStore):
         return SqliteSearchEngine(store, embedder, indexes, profile)
     from .postgres.search import PostgresSearchEngine
     from .postgres.store import PostgresStore
@@ -53,7 +53,7 @@ def search_engine_for(store: Store, embedder: Embedder, indexes: Any, profile: M
 
 def history_for(store: Store, write_lock: asyncio.Lock) -> HistoryLedger:
     """Where catch-up and backfill keep their progress: beside the messages, in the same database."""
-    if isinstance(store, MemoryStore):
+    if isinstance(store, SqliteStore):
         return SqliteHistory(store, write_lock)
     from .postgres.history import PostgresHistory
     from .postgres.store import PostgresStore

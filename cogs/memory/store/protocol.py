@@ -1,6 +1,6 @@
 """What ingest, search, forget and guild policy need of a store: one interface, a SQLite and a PostgreSQL side.
 
-``MemoryStore`` (SQLite, store.py) and ``PostgresStore`` (pg/store.py) both satisfy ``Store``; a test checks it.
+``SqliteStore`` (SQLite, store.py) and ``PostgresStore`` (pg/store.py) both satisfy ``Store``; a test checks it.
 """
 
 from __future__ import annotations

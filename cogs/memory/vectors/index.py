@@ -17,7 +17,7 @@ import numpy as np
 
 from .hnsw import HnswGraph, ef_for
 from .files import IndexFileError, IndexMeta, IndexSaveError, read_index_file, why, write_index_file
-from ..store.sqlite.store import MemoryStore, id_checksum
+from ..store.sqlite.store import SqliteStore, id_checksum
 
 __all__ = ("IndexFileError", "IndexMeta", "IndexRegistry", "IndexSaveError", "VectorIndex")
 
@@ -239,7 +239,7 @@ class IndexRegistry:
     (the ingest writer holds its lock), so a saved generation always matches the saved vectors.
     """
 
-    def __init__(self, store: MemoryStore, directory: Path, model: str, dimension: int) -> None:
+    def __init__(self, store: SqliteStore, directory: Path, model: str, dimension: int) -> None:
         self._store = store
         self.directory = directory
         self.model = model

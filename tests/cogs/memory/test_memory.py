@@ -22,7 +22,7 @@ from cogs.memory.store.sqlite.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
 from cogs.memory.runtime.profile import MemoryProfile
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from tests.fixtures.core import RecordFactory, core_profile_for
 from tests.fixtures.stores import fill
 
@@ -121,7 +121,7 @@ async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_
     await fill(memory, make_record)
     stats = await memory.stats(1)
     assert (stats["messages"], stats["vectors"]) == (3, 3)
-    if isinstance(memory.store, MemoryStore):  # a FAISS index in this process
+    if isinstance(memory.store, SqliteStore):  # a FAISS index in this process
         assert stats["index_size_bytes"] >= 3 * 384 * 4
     else:  # the vectors and their index live in the database
         assert stats["index_kind"] == "pgvector-hnsw"

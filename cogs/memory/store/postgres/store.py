@@ -1,4 +1,4 @@
-"""PostgresStore: the PostgreSQL + pgvector store — the same rows as MemoryStore, shared by several processes.
+"""PostgresStore: the PostgreSQL + pgvector store — the same rows as SqliteStore, shared by several processes.
 
 Every write is idempotent where two processes may race: a message is inserted once (``ON CONFLICT (message_id)``)
 and never after its tombstone; a vector is written only for the row that won. Forgetting is a plain DELETE: the
@@ -175,7 +175,7 @@ class PostgresStore(PostgresPendingMixin):
     def allocate_rowids(self, count: int) -> range:
         """Row ids for new messages, from this process's block; the spare block takes over when it runs out.
 
-        Synchronous like MemoryStore's (ingest calls it between awaits); ``write`` reserves the next spare. The
+        Synchronous like SqliteStore's (ingest calls it between awaits); ``write`` reserves the next spare. The
         ids a switch leaves unused are skipped: row ids only need to be unique and never reused.
         """
         if count > len(self._rowids):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..rows import to_timestamp
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .store import SqliteStore
 
 __all__ = ("BackfillProgress", "CatchUpProgress", "Exclusion", "HistoryLedger", "SqliteHistory", "StoredMessage")
 
@@ -222,7 +222,7 @@ class SqliteHistory:
     """The ``HistoryLedger`` in the SQLite file: reads through the store's reader connections (never behind an
     ingest write); saves through its writer, between ingest writes (``write_lock``)."""
 
-    def __init__(self, store: MemoryStore, write_lock: asyncio.Lock) -> None:
+    def __init__(self, store: SqliteStore, write_lock: asyncio.Lock) -> None:
         self._store = store
         self._write_lock = write_lock
 

@@ -92,7 +92,7 @@ async def apply(conn: aiosqlite.Connection, batch: WriteBatch) -> None:
 
 
 class PendingVectorsMixin:
-    """``MemoryStore``'s reads of ``pending_vectors``, on its connection; its ``write`` marks and clears rows."""
+    """``SqliteStore``'s reads of ``pending_vectors``, on its connection; its ``write`` marks and clears rows."""
 
     _conn: aiosqlite.Connection
 

@@ -24,7 +24,7 @@ from ...vectors.embedding import Embedder
 from ...vectors.index import IndexRegistry
 from ..neighbours import select_neighbour_ids
 from .filters import filter_clause
-from .store import MemoryStore
+from .store import SqliteStore
 
 if TYPE_CHECKING:
     from ...runtime.profile import MemoryProfile
@@ -65,13 +65,13 @@ def select_neighbours(reply_window: int) -> str:
 
 
 class SqliteSearchEngine(FirstStage):
-    """Hybrid first-stage search over one MemoryStore and its per-guild vector indexes.
+    """Hybrid first-stage search over one SqliteStore and its per-guild vector indexes.
 
     SQLite runs on the store's reader threads (each step's queries in one hop), FAISS on the index registry's
     thread and the query embedding on the model's thread; the event loop only awaits them.
     """
 
-    def __init__(self, store: MemoryStore, embedder: Embedder, indexes: IndexRegistry,
+    def __init__(self, store: SqliteStore, embedder: Embedder, indexes: IndexRegistry,
                  profile: MemoryProfile) -> None:
         super().__init__(embedder, profile)
         self._store = store

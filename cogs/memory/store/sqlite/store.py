@@ -1,4 +1,4 @@
-"""MemoryStore: the SQLite source of truth — messages, their FTS5 rows and embeddings, guild settings, opt-outs."""
+"""SqliteStore: the SQLite source of truth — messages, their FTS5 rows and embeddings, guild settings, opt-outs."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from ..rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, channel_
 from .write import write_batch
 
 # The row records are the store's vocabulary: its callers import them from here.
-__all__ = ("ChannelMessage", "EditRow", "MemoryStore", "NewRow", "RowRef", "StoreOpenError", "WriteBatch",
+__all__ = ("ChannelMessage", "EditRow", "SqliteStore", "NewRow", "RowRef", "StoreOpenError", "WriteBatch",
            "id_checksum", "to_timestamp")
 
 T = TypeVar("T")
@@ -110,7 +110,7 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]
         yield values[start : start + size]
 
 
-class MemoryStore(PendingVectorsMixin):
+class SqliteStore(PendingVectorsMixin):
     """One long-lived aiosqlite connection; every write goes through one transaction per call.
 
     Searches read through ``read`` on a pool of read-only connections, so they never wait for a write.
@@ -126,7 +126,7 @@ class MemoryStore(PendingVectorsMixin):
         self._settings_lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> MemoryStore:
+    async def open(cls, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> SqliteStore:
         """Open (or create) the database: checked, migrated, its keyword index rebuilt if damaged.
 
         Raises StoreOpenError, whose message says what is wrong (a damaged database, a full disk, a folder in the

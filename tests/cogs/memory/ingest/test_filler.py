@@ -17,7 +17,7 @@ from cogs.memory.ingest.queue import IngestQueue, RetryPolicy
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, expected_vector, stored_vector
 from tests.cogs.memory.ingest.test_tombstones import GatedEmbedder
@@ -60,20 +60,20 @@ class PoisonedEmbedder:
         return await self._inner.embed(texts)
 
 
-def started(store: MemoryStore, indexes: IndexRegistry, model: Embedder) -> IngestQueue:
+def started(store: SqliteStore, indexes: IndexRegistry, model: Embedder) -> IngestQueue:
     """A running ingest queue over ``model``, in small batches, retrying quickly."""
     queue = IngestQueue(store, model, indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY)
     queue.start()
     return queue
 
 
-async def ids_with_vectors(store: MemoryStore) -> list[int]:
+async def ids_with_vectors(store: SqliteStore) -> list[int]:
     rows = await fetchall(store, "SELECT m.message_id FROM embeddings AS e JOIN messages AS m "
                                  "ON m.id = e.message_rowid ORDER BY m.message_id")
     return [row[0] for row in rows]
 
 
-async def ids_matching(store: MemoryStore, word: str) -> list[int]:
+async def ids_matching(store: SqliteStore, word: str) -> list[int]:
     rows = await fetchall(store, "SELECT m.message_id FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid"
                                  " WHERE messages_fts MATCH ? ORDER BY m.message_id", (word,))
     return [row[0] for row in rows]
@@ -89,7 +89,7 @@ async def flush_until_embedded(queue: IngestQueue) -> None:
 
 
 async def test_a_stored_message_is_keyword_searchable_before_its_vector_exists(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, core_profile: MemoryProfile,
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, core_profile: MemoryProfile,
     make_record: RecordFactory
 ) -> None:
     gated = GatedEmbedder(embedder)
@@ -104,7 +104,7 @@ async def test_a_stored_message_is_keyword_searchable_before_its_vector_exists(
 
 
 async def test_the_vector_follows_once_the_model_has_embedded_it(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     gated = GatedEmbedder(embedder)
     queue = started(store, indexes, gated)
@@ -118,7 +118,7 @@ async def test_the_vector_follows_once_the_model_has_embedded_it(
 
 
 async def test_a_model_that_fails_then_recovers_loses_nothing(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     flaky = FlakyEmbedder(embedder, failures=3)
     queue = started(store, indexes, flaky)
@@ -133,7 +133,7 @@ async def test_a_model_that_fails_then_recovers_loses_nothing(
 
 
 async def test_while_the_model_fails_a_flush_says_how_many_wait_for_vectors(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     queue = started(store, indexes, FlakyEmbedder(embedder, failures=10**9))
     for message_id in range(1, 4):
@@ -144,7 +144,7 @@ async def test_while_the_model_fails_a_flush_says_how_many_wait_for_vectors(
 
 
 async def test_a_message_the_model_cannot_embed_is_set_aside_alone(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory,
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory,
     caplog: pytest.LogCaptureFixture
 ) -> None:
     queue = started(store, indexes, PoisonedEmbedder(embedder))
@@ -160,7 +160,7 @@ async def test_a_message_the_model_cannot_embed_is_set_aside_alone(
 
 
 async def test_a_message_set_aside_stays_keyword_searchable(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     queue = started(store, indexes, PoisonedEmbedder(embedder))
     await queue.add(make_record(1, "this one is POISON"))
@@ -170,7 +170,7 @@ async def test_a_message_set_aside_stays_keyword_searchable(
 
 
 async def test_a_message_set_aside_is_not_tried_again(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     poisoned = PoisonedEmbedder(embedder)
     queue = started(store, indexes, poisoned)
@@ -186,7 +186,7 @@ async def test_a_message_set_aside_is_not_tried_again(
 async def test_a_restart_embeds_the_messages_left_waiting(
     db_path: Path, index_dir: Path, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
     queue = started(store, indexes, FlakyEmbedder(embedder, failures=10**9))
     for message_id in range(1, 4):
@@ -195,7 +195,7 @@ async def test_a_restart_embeds_the_messages_left_waiting(
     await indexes.close()
     await store.close()
 
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
     await indexes.load_all()
     queue = started(store, indexes, embedder)
@@ -209,7 +209,7 @@ async def test_a_restart_embeds_the_messages_left_waiting(
 
 
 async def test_an_edit_while_the_vector_is_computed_keeps_the_edited_text(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     gated = GatedEmbedder(embedder)
     queue = started(store, indexes, gated)
@@ -228,7 +228,7 @@ async def test_an_edit_while_the_vector_is_computed_keeps_the_edited_text(
 
 
 async def test_a_late_message_gives_its_successor_a_new_vector(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "first"))
     await ingest.add(make_record(3, "third"))
@@ -240,7 +240,7 @@ async def test_a_late_message_gives_its_successor_a_new_vector(
 
 
 async def test_an_edit_the_model_cannot_embed_drops_the_old_vector_and_waits(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     flaky = FlakyEmbedder(embedder, failures=0)
     queue = started(store, indexes, flaky)

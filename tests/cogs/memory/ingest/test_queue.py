@@ -9,13 +9,13 @@ import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import ATTACHMENT_PREFIX, IngestQueue, stored_content
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.language.keywords import embedding_input
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, fetchall
 
 
-async def consistent_ids(store: MemoryStore, indexes: IndexRegistry, guild_id: int = 1) -> list[int]:
+async def consistent_ids(store: SqliteStore, indexes: IndexRegistry, guild_id: int = 1) -> list[int]:
     """The guild's message row ids, after checking FTS, embeddings and FAISS hold exactly the same ids."""
     messages = await fetchall(store, "SELECT id FROM messages WHERE guild_id = ? ORDER BY id", (guild_id,))
     fts = await fetchall(
@@ -34,7 +34,7 @@ async def consistent_ids(store: MemoryStore, indexes: IndexRegistry, guild_id: i
     return ids
 
 
-async def stored_vector(store: MemoryStore, message_id: int) -> np.ndarray:
+async def stored_vector(store: SqliteStore, message_id: int) -> np.ndarray:
     rows = await fetchall(
         store, "SELECT vector FROM embeddings JOIN messages ON id = message_rowid WHERE message_id = ?", (message_id,))
     return np.frombuffer(rows[0][0], dtype="<f4")
@@ -47,13 +47,13 @@ def expected_vector(embedder: EmbeddingService, author: str, content: str, previ
     return embedder.embed_sync(texts).mean(axis=0)
 
 
-async def contents(store: MemoryStore) -> list[str]:
+async def contents(store: SqliteStore) -> list[str]:
     rows = await fetchall(store, "SELECT content FROM messages ORDER BY created_at, message_id")
     return [row[0] for row in rows]
 
 
 async def test_added_messages_reach_sqlite_fts_and_faiss(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     for message_id in range(1, 21):
         await ingest.add(make_record(message_id, f"message number {message_id}"))
@@ -62,7 +62,7 @@ async def test_added_messages_reach_sqlite_fts_and_faiss(
 
 
 async def test_vector_includes_the_previous_message_of_the_channel(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "who wants to go hiking on saturday?", author_name="bob"))
     await ingest.add(make_record(2, "something else entirely", channel_id=11))
@@ -73,7 +73,7 @@ async def test_vector_includes_the_previous_message_of_the_channel(
 
 
 async def test_previous_message_is_read_from_sqlite_across_batches(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "the deploy failed again", author_name="bob"))
     await ingest.flush()
@@ -84,7 +84,7 @@ async def test_previous_message_is_read_from_sqlite_across_batches(
 
 
 async def test_first_message_of_a_channel_has_no_previous(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "hello world"))
     await ingest.flush()
@@ -93,7 +93,7 @@ async def test_first_message_of_a_channel_has_no_previous(
 
 
 async def test_out_of_order_message_uses_its_real_predecessor(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "first"))
     await ingest.add(make_record(3, "third"))
@@ -106,7 +106,7 @@ async def test_out_of_order_message_uses_its_real_predecessor(
 
 @pytest.mark.parametrize("content", ["", "   ", "\n\t  \n"])
 async def test_empty_or_blank_messages_are_not_stored(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory, content: str
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory, content: str
 ) -> None:
     await ingest.add(make_record(1, content))
     await ingest.flush()
@@ -114,7 +114,7 @@ async def test_empty_or_blank_messages_are_not_stored(
 
 
 async def test_attachment_only_message_is_stored_as_its_stand_in(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "", attachments=("holiday_photo.jpg",)))
     await ingest.flush()
@@ -122,7 +122,7 @@ async def test_attachment_only_message_is_stored_as_its_stand_in(
 
 
 async def test_attachment_stand_in_is_keyword_searchable(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "look at this", attachments=("budget_2024.xlsx",)))
     await ingest.flush()
@@ -131,7 +131,7 @@ async def test_attachment_stand_in_is_keyword_searchable(
 
 
 async def test_four_thousand_character_message_is_stored_whole(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     long_text = ("word " * 800)[:4000]
     await ingest.add(make_record(1, long_text))
@@ -152,7 +152,7 @@ async def test_four_thousand_character_message_is_stored_whole(
     ids=["nul", "lone-surrogate", "rtl", "zalgo", "emoji"],
 )
 async def test_odd_unicode_is_stored_and_indexed(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory,
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory,
     content: str, stored: str
 ) -> None:
     await ingest.add(make_record(1, content))
@@ -166,7 +166,7 @@ def test_stored_content_drops_blank_stand_ins() -> None:
 
 
 async def test_adding_a_stored_message_again_is_ignored(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "once"))
     await ingest.flush()
@@ -180,7 +180,7 @@ async def test_adding_a_stored_message_again_is_ignored(
 
 
 async def test_edit_replaces_content_fts_and_vector(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService,
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService,
     make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "my cat is called tom"))
@@ -195,7 +195,7 @@ async def test_edit_replaces_content_fts_and_vector(
 
 
 async def test_edit_re_embeds_the_successor_with_the_new_text(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "my password is hunter2", author_name="bob"))
     await ingest.add(make_record(2, "thanks"))
@@ -206,7 +206,7 @@ async def test_edit_re_embeds_the_successor_with_the_new_text(
 
 
 async def test_edit_keeps_attachment_stand_ins(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "draft", attachments=("plan.pdf",)))
     await ingest.flush()
@@ -215,7 +215,7 @@ async def test_edit_keeps_attachment_stand_ins(
 
 
 async def test_edit_to_nothing_forgets_the_message(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "oops"))
     await ingest.flush()
@@ -228,7 +228,7 @@ async def test_edit_of_an_unknown_message_returns_false(ingest: IngestQueue) -> 
 
 
 async def test_edit_arriving_while_the_add_is_queued_is_not_lost(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "typo teh"))
     assert await ingest.edit(1, "typo the", None)
@@ -241,7 +241,7 @@ async def test_edit_arriving_while_the_add_is_queued_is_not_lost(
 
 
 async def test_delete_removes_the_message_everywhere(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     for message_id in (1, 2, 3):
         await ingest.add(make_record(message_id, f"message {message_id}"))
@@ -252,7 +252,7 @@ async def test_delete_removes_the_message_everywhere(
 
 
 async def test_delete_re_embeds_the_successor_without_the_deleted_text(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "good morning", author_name="carol"))
     await ingest.add(make_record(2, "my address is 12 Elm St", author_name="bob"))
@@ -264,7 +264,7 @@ async def test_delete_re_embeds_the_successor_without_the_deleted_text(
 
 
 async def test_bulk_delete_links_the_survivor_to_the_nearest_kept_message(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService,
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService,
     make_record: RecordFactory
 ) -> None:
     for message_id, text in enumerate(["keep me", "spam one", "spam two", "after the spam"], start=1):
@@ -277,7 +277,7 @@ async def test_bulk_delete_links_the_survivor_to_the_nearest_kept_message(
 
 
 async def test_delete_arriving_while_the_add_is_queued_does_not_resurrect_it(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "posted by mistake"))
     assert await ingest.delete([1]) == 1
@@ -286,7 +286,7 @@ async def test_delete_arriving_while_the_add_is_queued_does_not_resurrect_it(
 
 
 async def test_delete_channel_removes_the_channel_and_its_threads_only(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "in the channel"))
     await ingest.add(make_record(2, "in its thread", channel_id=50, parent_channel_id=10))
@@ -298,7 +298,7 @@ async def test_delete_channel_removes_the_channel_and_its_threads_only(
 
 
 async def test_delete_guild_leaves_other_guilds_alone(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "guild one"))
     await ingest.add(make_record(2, "guild two", guild_id=2))
@@ -311,7 +311,7 @@ async def test_delete_guild_leaves_other_guilds_alone(
 
 
 async def test_delete_author_in_one_guild(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "mine here"))
     await ingest.add(make_record(2, "someone else", author_id=200))
@@ -323,7 +323,7 @@ async def test_delete_author_in_one_guild(
 
 
 async def test_delete_author_everywhere_re_embeds_successors(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService,
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService,
     make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "forget me please", author_id=300, author_name="dave"))
@@ -357,7 +357,7 @@ class BatchRecorder:
 
 
 async def test_a_backlog_is_embedded_in_wider_batches(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     recorder = BatchRecorder(embedder)
     queue = IngestQueue(store, recorder, indexes, batch_size=4, queue_size=64)
@@ -369,7 +369,7 @@ async def test_a_backlog_is_embedded_in_wider_batches(
 
 
 async def test_a_single_live_message_is_not_held_for_a_full_batch(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     recorder = BatchRecorder(embedder)
     queue = IngestQueue(store, recorder, indexes, batch_size=16, queue_size=64)
@@ -380,7 +380,7 @@ async def test_a_single_live_message_is_not_held_for_a_full_batch(
 
 
 async def test_a_failed_embedding_loses_nothing(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     queue = IngestQueue(store, BatchRecorder(embedder, fail_first=True), indexes, batch_size=4, queue_size=64)
     queue.start()
@@ -393,7 +393,7 @@ async def test_a_failed_embedding_loses_nothing(
 
 
 async def test_a_late_message_in_a_batch_does_not_hide_the_stored_predecessor(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "one"))
     await ingest.add(make_record(3, "three", author_name="bob"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids
 from tests.fixtures.core import fetchall
@@ -55,7 +55,7 @@ async def test_every_acknowledged_message_survives_kill_9(
     acknowledged: set[int] = set()
     for first_id in FIRST_IDS:
         acknowledged |= await run_until_killed(db_path, index_dir, first_id, rng, tmp_path / "child.log")
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
     await indexes.load_all()
     queue = IngestQueue(store, embedder, indexes)

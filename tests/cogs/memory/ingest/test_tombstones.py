@@ -18,7 +18,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord
-from cogs.memory.store.sqlite.store import MemoryStore, WriteBatch
+from cogs.memory.store.sqlite.store import SqliteStore, WriteBatch
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, contents
 from tests.fixtures.core import RecordFactory, fetchall
@@ -31,7 +31,7 @@ def created_now(record: MessageRecord) -> MessageRecord:
     return dataclasses.replace(record, created_at=datetime.now(UTC) + timedelta(minutes=1))
 
 
-async def tombstones(store: MemoryStore) -> list[int]:
+async def tombstones(store: SqliteStore) -> list[int]:
     return [row[0] for row in await fetchall(store, "SELECT message_id FROM message_tombstones")]
 
 
@@ -39,7 +39,7 @@ async def tombstones(store: MemoryStore) -> list[int]:
 
 
 async def test_a_delete_before_the_add_drops_the_add(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     assert await ingest.delete([1]) == 0
     await ingest.add(make_record(1, "deleted by automod at once"))
@@ -48,7 +48,7 @@ async def test_a_delete_before_the_add_drops_the_add(
 
 
 async def test_a_delete_before_the_add_leaves_only_the_id_behind(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete([1])
     await ingest.add(make_record(1, "deleted by automod at once"))
@@ -72,7 +72,7 @@ class GatedEmbedder:
 
 
 async def test_an_add_arriving_while_the_delete_waits_for_a_batch_in_flight_is_dropped(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     gated = GatedEmbedder(embedder)
     queue = IngestQueue(store, gated, indexes, batch_size=8, queue_size=64)
@@ -89,7 +89,7 @@ async def test_an_add_arriving_while_the_delete_waits_for_a_batch_in_flight_is_d
 
 
 async def test_a_message_in_a_batch_in_flight_when_deleted_is_not_stored(
-    store: MemoryStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     gated = GatedEmbedder(embedder)
     queue = IngestQueue(store, gated, indexes, batch_size=8, queue_size=64)
@@ -105,7 +105,7 @@ async def test_a_message_in_a_batch_in_flight_when_deleted_is_not_stored(
 
 
 async def test_a_bulk_delete_drops_every_add_still_to_come(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "stored before the purge"))
     await ingest.flush()
@@ -118,7 +118,7 @@ async def test_a_bulk_delete_drops_every_add_still_to_come(
 
 
 async def test_a_deleted_then_re_added_stored_message_is_not_stored_again(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "said, then deleted on Discord"))
     await ingest.flush()
@@ -132,7 +132,7 @@ async def test_a_deleted_then_re_added_stored_message_is_not_stored_again(
 
 
 async def test_a_late_add_into_a_deleted_channel_is_dropped(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_channel(1, 10)
     await ingest.add(make_record(1, "in the deleted channel"))
@@ -142,7 +142,7 @@ async def test_a_late_add_into_a_deleted_channel_is_dropped(
 
 
 async def test_a_late_add_into_a_thread_of_a_deleted_channel_is_dropped(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_channel(1, 10)
     await ingest.add(make_record(1, "in its thread", channel_id=50, parent_channel_id=10))
@@ -151,7 +151,7 @@ async def test_a_late_add_into_a_thread_of_a_deleted_channel_is_dropped(
 
 
 async def test_a_channel_forgotten_by_command_remembers_what_is_said_after(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_channel(1, 10)
     await ingest.add(created_now(make_record(1, "a fresh start")))
@@ -160,7 +160,7 @@ async def test_a_channel_forgotten_by_command_remembers_what_is_said_after(
 
 
 async def test_a_late_add_into_a_left_guild_is_dropped(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_guild(1)
     await ingest.add(make_record(1, "said before the bot left"))
@@ -170,7 +170,7 @@ async def test_a_late_add_into_a_left_guild_is_dropped(
 
 
 async def test_a_rejoined_guild_is_remembered_again(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_guild(1)
     await ingest.add(created_now(make_record(1, "said after the bot came back")))
@@ -179,7 +179,7 @@ async def test_a_rejoined_guild_is_remembered_again(
 
 
 async def test_a_late_add_by_a_forgotten_author_is_dropped(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_author(1, 100)
     await ingest.add(make_record(1, "said before opting out"))
@@ -189,7 +189,7 @@ async def test_a_late_add_by_a_forgotten_author_is_dropped(
 
 
 async def test_a_late_add_by_an_author_forgotten_everywhere_is_dropped(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_author(None, 100)
     await ingest.add(make_record(1, "said in another guild", guild_id=2))
@@ -198,7 +198,7 @@ async def test_a_late_add_by_an_author_forgotten_everywhere_is_dropped(
 
 
 async def test_an_author_who_opts_back_in_is_remembered_again(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_author(1, 100)
     await ingest.add(created_now(make_record(1, "said after opting back in")))
@@ -210,7 +210,7 @@ async def test_an_author_who_opts_back_in_is_remembered_again(
 
 
 async def test_an_edit_before_the_add_stores_the_edited_text(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     assert await ingest.edit(1, "my number is [removed]", datetime(2024, 6, 1, tzinfo=UTC)) is False
     await ingest.add(make_record(1, "my number is 555-0100"))
@@ -220,7 +220,7 @@ async def test_an_edit_before_the_add_stores_the_edited_text(
 
 
 async def test_the_newest_of_several_early_edits_is_stored(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.edit(1, "second edit", datetime(2024, 6, 2, tzinfo=UTC))
     await ingest.edit(1, "first edit, arriving late", datetime(2024, 6, 1, tzinfo=UTC))
@@ -230,7 +230,7 @@ async def test_the_newest_of_several_early_edits_is_stored(
 
 
 async def test_an_early_edit_older_than_the_added_text_is_not_applied(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.edit(1, "first edit", datetime(2024, 6, 1, tzinfo=UTC))
     fetched = dataclasses.replace(make_record(1, "second edit"), edited_at=datetime(2024, 6, 2, tzinfo=UTC))
@@ -240,7 +240,7 @@ async def test_an_early_edit_older_than_the_added_text_is_not_applied(
 
 
 async def test_an_early_edit_keeps_the_attachment_stand_ins(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.edit(1, "final", None)
     await ingest.add(make_record(1, "draft", attachments=("plan.pdf",)))
@@ -249,7 +249,7 @@ async def test_an_early_edit_keeps_the_attachment_stand_ins(
 
 
 async def test_an_edit_of_a_deleted_message_stores_nothing(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete([1])
     assert await ingest.edit(1, "edited after the delete", None) is False
@@ -315,10 +315,10 @@ async def test_a_forgotten_channels_message_does_not_come_back_after_a_restart(
 
 @pytest.fixture
 async def second_queue(
-    db_path: Path, tmp_path: Path, embedder: EmbeddingService, store: MemoryStore
+    db_path: Path, tmp_path: Path, embedder: EmbeddingService, store: SqliteStore
 ) -> AsyncIterator[IngestQueue]:
     """Another process's queue: its own connection to the same database file, its own indexes."""
-    other = await MemoryStore.open(db_path)
+    other = await SqliteStore.open(db_path)
     registry = IndexRegistry(other, tmp_path / "other-indexes", embedder.model_name, embedder.dimension)
     await registry.load_all()
     queue = IngestQueue(other, embedder, registry, batch_size=8, queue_size=64)
@@ -330,7 +330,7 @@ async def second_queue(
 
 
 async def test_a_tombstone_written_by_another_process_drops_the_add(
-    ingest: IngestQueue, second_queue: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, second_queue: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await second_queue.delete([1])
     await ingest.add(make_record(1, "deleted, as the other process saw"))
@@ -338,11 +338,11 @@ async def test_a_tombstone_written_by_another_process_drops_the_add(
     assert await contents(store) == []
 
 
-async def bury_at(store: MemoryStore, message_id: int, deleted_at: float) -> None:
+async def bury_at(store: SqliteStore, message_id: int, deleted_at: float) -> None:
     await store.write(WriteBatch("any-model", tombstones=[message_id], deleted_at=deleted_at))
 
 
-async def test_tombstones_older_than_thirty_days_are_pruned(ingest: IngestQueue, store: MemoryStore) -> None:
+async def test_tombstones_older_than_thirty_days_are_pruned(ingest: IngestQueue, store: SqliteStore) -> None:
     await bury_at(store, 1, time.time() - 31 * DAY_S)
     await bury_at(store, 2, time.time() - 29 * DAY_S)
     assert await ingest.prune_tombstones() == 1
@@ -350,7 +350,7 @@ async def test_tombstones_older_than_thirty_days_are_pruned(ingest: IngestQueue,
 
 
 async def test_a_message_whose_tombstone_was_pruned_can_be_stored(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await bury_at(store, 1, time.time() - 31 * DAY_S)
     await ingest.prune_tombstones()
@@ -360,7 +360,7 @@ async def test_a_message_whose_tombstone_was_pruned_can_be_stored(
 
 
 async def test_opening_memory_prunes_old_tombstones(
-    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store: MemoryStore, embedder: EmbeddingService
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store: SqliteStore, embedder: EmbeddingService
 ) -> None:
     await bury_at(store, 1, time.time() - 31 * DAY_S)
     memory = await Memory.open(core_profile, db_path, index_dir)

@@ -15,7 +15,7 @@ import pytest
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestError, IngestQueue, RetryPolicy
 from cogs.memory.records import MessageRecord
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, contents
 from tests.fixtures.core import RecordFactory
@@ -25,9 +25,9 @@ QUICK_RETRY = RetryPolicy(write_attempts=2, first_delay_s=0.01, max_delay_s=0.05
 
 @pytest.fixture
 async def quick_queue(db_path: Path, index_dir: Path, embedder: EmbeddingService
-                      ) -> AsyncIterator[tuple[IngestQueue, MemoryStore, IndexRegistry]]:
+                      ) -> AsyncIterator[tuple[IngestQueue, SqliteStore, IndexRegistry]]:
     """An ingest queue whose writes give up on a locked database after 50 ms, retried 10 ms apart."""
-    store = await MemoryStore.open(db_path, busy_timeout_ms=50)
+    store = await SqliteStore.open(db_path, busy_timeout_ms=50)
     indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
     queue = IngestQueue(store, embedder, indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY)
     queue.start()
@@ -65,7 +65,7 @@ async def held(queue: IngestQueue, *records: MessageRecord) -> None:
 
 
 async def test_a_locked_database_makes_flush_say_what_was_not_stored(
-    quick_queue: tuple[IngestQueue, MemoryStore, IndexRegistry], locked: sqlite3.Connection,
+    quick_queue: tuple[IngestQueue, SqliteStore, IndexRegistry], locked: sqlite3.Connection,
     make_record: RecordFactory
 ) -> None:
     queue, _, _ = quick_queue
@@ -79,7 +79,7 @@ async def test_a_locked_database_makes_flush_say_what_was_not_stored(
 
 
 async def test_messages_held_by_a_locked_database_are_stored_once_it_is_released(
-    quick_queue: tuple[IngestQueue, MemoryStore, IndexRegistry], locked: sqlite3.Connection,
+    quick_queue: tuple[IngestQueue, SqliteStore, IndexRegistry], locked: sqlite3.Connection,
     make_record: RecordFactory
 ) -> None:
     queue, store, indexes = quick_queue
@@ -91,7 +91,7 @@ async def test_messages_held_by_a_locked_database_are_stored_once_it_is_released
 
 
 async def test_a_message_added_after_a_failed_write_is_stored_with_the_held_ones(
-    quick_queue: tuple[IngestQueue, MemoryStore, IndexRegistry], locked: sqlite3.Connection,
+    quick_queue: tuple[IngestQueue, SqliteStore, IndexRegistry], locked: sqlite3.Connection,
     make_record: RecordFactory
 ) -> None:
     queue, store, _ = quick_queue
@@ -103,7 +103,7 @@ async def test_a_message_added_after_a_failed_write_is_stored_with_the_held_ones
 
 
 async def test_a_held_message_deleted_meanwhile_is_not_stored(
-    quick_queue: tuple[IngestQueue, MemoryStore, IndexRegistry], locked: sqlite3.Connection,
+    quick_queue: tuple[IngestQueue, SqliteStore, IndexRegistry], locked: sqlite3.Connection,
     make_record: RecordFactory
 ) -> None:
     queue, store, _ = quick_queue
@@ -116,7 +116,7 @@ async def test_a_held_message_deleted_meanwhile_is_not_stored(
 
 
 async def test_a_message_whose_data_cannot_be_stored_is_rejected_alone(
-    ingest: IngestQueue, store: MemoryStore, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     await ingest.add(make_record(1, "one"))
     await ingest.add(dataclasses.replace(make_record(2, "x"), content=None))  # "content": null in an export
@@ -129,7 +129,7 @@ async def test_a_message_whose_data_cannot_be_stored_is_rejected_alone(
 
 
 async def test_a_row_sqlite_refuses_is_rejected_alone_and_the_rest_stored(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, refusing: None, make_record: RecordFactory,
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, refusing: None, make_record: RecordFactory,
     caplog: pytest.LogCaptureFixture
 ) -> None:
     for message_id in range(1, 6):

@@ -15,7 +15,7 @@ from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import Candidate, SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, core_profile_for
 
@@ -56,7 +56,7 @@ def ranking(hits: list[Candidate]) -> list[tuple[int, list[str]]]:
 
 
 async def test_with_an_english_model_a_chinese_question_ranks_as_keyword_search_does(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry,
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, indexes: IndexRegistry,
     core_profile: MemoryProfile, make_record: RecordFactory
 ) -> None:
     await add_all(ingest.add, make_record)

@@ -17,7 +17,7 @@ from cogs.memory.search.first_stage import (CandidateRow, ChannelWindow, charact
                                             neighbours_in, spread_to_neighbours)
 from cogs.memory.search.ranking import RankingTuning
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from cogs.memory.runtime.profile import MemoryProfile
 from tests.fixtures.core import T0, RecordFactory
@@ -58,7 +58,7 @@ async def engine(search_engine: Any, memory_ingest: IngestQueue, make_record: Re
 
 
 @pytest.fixture
-async def sqlite_engine(store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
+async def sqlite_engine(store: SqliteStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
                         make_record: RecordFactory, core_profile: MemoryProfile) -> SqliteSearchEngine:
     """The conversation on SQLite alone, for what only its engine does (FAISS fallbacks, FTS5 posting budgets)."""
     await remember_conversation(ingest, make_record)

@@ -15,7 +15,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
-from cogs.memory.store.sqlite.store import MemoryStore, NewRow, WriteBatch
+from cogs.memory.store.sqlite.store import SqliteStore, NewRow, WriteBatch
 from cogs.memory.language.keywords import fts_document
 from cogs.memory.vectors.index import IndexRegistry
 
@@ -23,7 +23,7 @@ DATA = Path(__file__).resolve().parents[4] / "bench" / "data" / "bilingual"
 
 
 @pytest.fixture
-async def fixture_search(store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry,
+async def fixture_search(store: SqliteStore, embedder: EmbeddingService, indexes: IndexRegistry,
                          core_profile: MemoryProfile) -> tuple[SqliteSearchEngine, list[Query]]:
     """Every message of the fixture stored with its keyword row as ingest writes it (no vector is searched here)."""
     records, queries = load_dataset(DATA / "messages.jsonl", DATA / "queries.jsonl")

@@ -11,7 +11,7 @@ import pytest
 from cogs.memory.vectors import hnsw
 from cogs.memory.vectors import files as index_files
 from cogs.memory.vectors import index as vector_index
-from cogs.memory.store.sqlite.store import MemoryStore, NewRow, WriteBatch
+from cogs.memory.store.sqlite.store import SqliteStore, NewRow, WriteBatch
 from cogs.memory.vectors.index import IndexFileError, IndexRegistry, VectorIndex
 from tests.fixtures.core import RecordFactory
 
@@ -235,7 +235,7 @@ def test_loading_a_missing_file_raises(tmp_path: Path) -> None:
 # -- IndexRegistry: verification against SQLite ----------------------------------------------------------------
 
 
-async def stored(store: MemoryStore, make_record: RecordFactory, count: int, guild_id: int = 1) -> np.ndarray:
+async def stored(store: SqliteStore, make_record: RecordFactory, count: int, guild_id: int = 1) -> np.ndarray:
     rowids = list(store.allocate_rowids(count))
     vectors = units(count, seed=guild_id)
     batch = WriteBatch(MODEL, guild_ids={guild_id})
@@ -245,7 +245,7 @@ async def stored(store: MemoryStore, make_record: RecordFactory, count: int, gui
     return np.array(rowids)
 
 
-async def saved_registry(store: MemoryStore, directory: Path, make_record: RecordFactory) -> IndexRegistry:
+async def saved_registry(store: SqliteStore, directory: Path, make_record: RecordFactory) -> IndexRegistry:
     registry = IndexRegistry(store, directory, MODEL, DIM)
     ids = await stored(store, make_record, 30)
     vectors = np.concatenate([page async for _, page in store.iter_embeddings(1, MODEL)])
@@ -255,7 +255,7 @@ async def saved_registry(store: MemoryStore, directory: Path, make_record: Recor
 
 
 async def test_a_matching_index_is_loaded_without_rebuild(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     with caplog.at_level(logging.WARNING):
@@ -265,7 +265,7 @@ async def test_a_matching_index_is_loaded_without_rebuild(
 
 
 async def test_a_deleted_index_file_is_rebuilt_from_sqlite(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     registry.path_for(1).unlink()
@@ -277,7 +277,7 @@ async def test_a_deleted_index_file_is_rebuilt_from_sqlite(
 
 
 async def test_a_corrupted_index_file_is_rebuilt_from_sqlite(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     registry.path_for(1).write_bytes(b"\x00garbage" * 100)
@@ -288,7 +288,7 @@ async def test_a_corrupted_index_file_is_rebuilt_from_sqlite(
 
 
 async def test_a_stale_index_is_rebuilt_from_sqlite(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     await stored(store, make_record, 5)  # written after the save, as if the process died before saving again
@@ -299,7 +299,7 @@ async def test_a_stale_index_is_rebuilt_from_sqlite(
 
 
 async def test_same_ids_with_newer_vectors_count_as_stale(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     batch = WriteBatch(MODEL, guild_ids={1})
@@ -312,7 +312,7 @@ async def test_same_ids_with_newer_vectors_count_as_stale(
 
 
 async def test_an_index_for_another_model_is_rebuilt(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     index, _ = VectorIndex.load(registry.path_for(1))
@@ -323,7 +323,7 @@ async def test_an_index_for_another_model_is_rebuilt(
     assert "built for other-model" in caplog.text
 
 
-async def test_guilds_never_share_an_index(store: MemoryStore, tmp_path: Path, make_record: RecordFactory) -> None:
+async def test_guilds_never_share_an_index(store: SqliteStore, tmp_path: Path, make_record: RecordFactory) -> None:
     registry = IndexRegistry(store, tmp_path, MODEL, DIM)
     await registry.add(1, np.array([1, 2]), units(2, seed=1))
     await registry.add(2, np.array([3]), units(1, seed=2))
@@ -332,7 +332,7 @@ async def test_guilds_never_share_an_index(store: MemoryStore, tmp_path: Path, m
     assert set(ids[0].tolist()) == {1, 2, -1}
 
 
-async def test_dropping_a_guild_deletes_its_file(store: MemoryStore, tmp_path: Path, make_record: RecordFactory) -> None:
+async def test_dropping_a_guild_deletes_its_file(store: SqliteStore, tmp_path: Path, make_record: RecordFactory) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     await registry.load_all()
     await registry.drop(1)
@@ -343,7 +343,7 @@ async def test_dropping_a_guild_deletes_its_file(store: MemoryStore, tmp_path: P
 
 @pytest.mark.parametrize(("written_after_save", "stale"), [(0, False), (5, True)])
 async def test_a_saved_graph_is_loaded_as_saved_unless_it_is_stale(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture,
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch, written_after_save: int, stale: bool,
 ) -> None:
     monkeypatch.setattr(vector_index, "FLAT_MAX", 10)
@@ -357,7 +357,7 @@ async def test_a_saved_graph_is_loaded_as_saved_unless_it_is_stale(
 
 
 async def test_an_index_saved_in_the_previous_format_is_rebuilt(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture,
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
@@ -375,7 +375,7 @@ async def test_an_index_saved_in_the_previous_format_is_rebuilt(
 
 
 async def test_an_index_path_that_is_a_folder_is_rebuilt_in_memory(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     registry.path_for(1).unlink()
@@ -388,7 +388,7 @@ async def test_an_index_path_that_is_a_folder_is_rebuilt_in_memory(
 
 
 async def test_an_index_folder_that_is_a_file_is_rebuilt_in_memory(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     await stored(store, make_record, 30)
     (tmp_path / "indexes").write_text("not a folder")
@@ -402,7 +402,7 @@ async def test_an_index_folder_that_is_a_file_is_rebuilt_in_memory(
 
 
 async def test_an_index_that_could_not_be_saved_is_saved_once_the_path_is_free(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory
 ) -> None:
     registry = await saved_registry(store, tmp_path, make_record)
     registry.path_for(1).unlink()
@@ -414,7 +414,7 @@ async def test_an_index_that_could_not_be_saved_is_saved_once_the_path_is_free(
 
 
 async def test_closing_with_an_unsavable_index_logs_and_still_closes(
-    store: MemoryStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, tmp_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = IndexRegistry(store, tmp_path, MODEL, DIM)
     await registry.add(1, np.array([1, 2]), units(2))

@@ -17,7 +17,7 @@ from cogs.memory.store.sqlite.history import Exclusion, SqliteHistory
 from cogs.memory.store.postgres import migrate as pg_migrate
 from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.store.rows import WriteBatch
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from tests.fixtures.core import RecordFactory
 from tests.fixtures.stores import MODEL, insert, unit
 
@@ -31,7 +31,7 @@ async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
     """Three messages in two guilds with MODEL vectors, one more with another model's, settings, opt-out, tombstone,
     a history exclusion."""
     path = tmp_path / "memory.sqlite3"
-    store = await MemoryStore.open(path)
+    store = await SqliteStore.open(path)
     try:
         await insert(store, make_record(1, "the quick brown fox"), make_record(2, "jumps over"),
                      make_record(3, "the lazy dog", guild_id=2, author_name="bob"))

@@ -12,7 +12,7 @@ from cogs.memory.runtime.config import database_url
 from cogs.memory.memory import Memory
 from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.runtime.profile import MemoryProfile
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from tests.fixtures.core import RecordFactory
 from tests.fixtures.stores import fill
 
@@ -50,6 +50,6 @@ async def test_without_a_database_url_memory_stays_on_sqlite(core_profile: Memor
                                                              index_dir: Path, embedder: object) -> None:
     memory = await Memory.open(core_profile, db_path, index_dir)
     try:
-        assert isinstance(memory.store, MemoryStore) and db_path.exists()
+        assert isinstance(memory.store, SqliteStore) and db_path.exists()
     finally:
         await memory.close()

@@ -18,7 +18,7 @@ from cogs.memory.store.sqlite.backup import BackupError, backup_database, restor
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
-from cogs.memory.store.sqlite.store import MemoryStore, NewRow, WriteBatch
+from cogs.memory.store.sqlite.store import SqliteStore, NewRow, WriteBatch
 from tests.fixtures.core import RecordFactory
 
 # Commits one message per transaction, as fast as it can, until its stdin closes; says "writing" after the first.
@@ -39,7 +39,7 @@ while not done.is_set():
 
 
 async def stored(db_path: Path, make_record: RecordFactory, ids: range) -> None:
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     batch = WriteBatch("test-model", guild_ids={1})
     batch.inserts = [NewRow(rowid, make_record(message_id, f"note {message_id}"), f"note {message_id}",
                             f"note {message_id}", np.ones(8, dtype=np.float32))
@@ -98,7 +98,7 @@ async def test_a_restore_is_refused_while_memory_has_the_database_open(
 ) -> None:
     await stored(db_path, make_record, range(1, 4))
     backup = backup_database(db_path, tmp_path / "backup.sqlite3").path
-    store = await MemoryStore.open(db_path)  # the bot, running
+    store = await SqliteStore.open(db_path)  # the bot, running
     try:
         with pytest.raises(BackupError) as error:
             restore_database(backup, db_path, tmp_path / "indexes")

@@ -23,7 +23,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store.postgres import schema
 from cogs.memory.store.postgres.indexes import DatabaseIndexes
 from cogs.memory.store.postgres.store import PostgresStore
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory
 from tests.fixtures.postgres import fresh_database
@@ -44,7 +44,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path, embedder: Embe
 
     async def open_store() -> Any:
         if request.param == "sqlite":
-            store: Any = await MemoryStore.open(tmp_path / "memory.sqlite3")
+            store: Any = await SqliteStore.open(tmp_path / "memory.sqlite3")
         else:
             store = await PostgresStore.open(url)
         opened.append(store)
@@ -229,7 +229,7 @@ async def migrated_from(request: pytest.FixtureRequest, tmp_path: Path,
         if request.param == "sqlite":
             await _sqlite_before_history(tmp_path / "memory.sqlite3", json.dumps(settings), monkeypatch)
             monkeypatch.undo()
-            store: Any = await MemoryStore.open(tmp_path / "memory.sqlite3")
+            store: Any = await SqliteStore.open(tmp_path / "memory.sqlite3")
         else:
             url = await fresh_database(request.getfixturevalue("postgres_server_url"))
             await _postgresql_before_history(url, json.dumps(settings), monkeypatch)

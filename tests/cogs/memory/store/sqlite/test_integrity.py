@@ -12,13 +12,13 @@ import pytest
 
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.store.sqlite.integrity import RESTORE_ADVICE, quick_check
-from cogs.memory.store.sqlite.store import MemoryStore, NewRow, StoreOpenError, WriteBatch
+from cogs.memory.store.sqlite.store import SqliteStore, NewRow, StoreOpenError, WriteBatch
 from tests.fixtures.core import RecordFactory, fetchall
 
 
 async def stored_store(db_path: Path, make_record: RecordFactory, count: int) -> None:
     """A closed database holding ``count`` messages about picnics."""
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     rowids = list(store.allocate_rowids(count))
     batch = WriteBatch("test-model", guild_ids={1})
     batch.inserts = [NewRow(rowid, make_record(rowid, f"picnic number {rowid}"), f"picnic number {rowid}",
@@ -39,7 +39,7 @@ async def test_a_damaged_keyword_index_is_rebuilt_from_the_messages(
     await stored_store(db_path, make_record, 300)
     damage(db_path, "UPDATE messages_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
     with caplog.at_level(logging.INFO):
-        store = await MemoryStore.open(db_path)
+        store = await SqliteStore.open(db_path)
     hits = await fetchall(store, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'picnic'")
     await store.close()
     assert hits == [(300,)]
@@ -54,7 +54,7 @@ async def test_keyword_rows_missing_from_the_index_are_rebuilt(
 ) -> None:
     await stored_store(db_path, make_record, 20)
     damage(db_path, "DELETE FROM messages_fts_content WHERE id = 7")
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     hits = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH '7'")
     await store.close()
     assert hits == [(7,)]
@@ -72,7 +72,7 @@ async def test_a_damaged_page_refuses_the_database_and_says_what_to_do(
         file.seek((root - 1) * page_size + 12)
         file.write(b"\xff" * 64)
     with pytest.raises(StoreOpenError) as error:
-        await MemoryStore.open(db_path)
+        await SqliteStore.open(db_path)
     assert str(error.value).startswith(f"the memory database {db_path} is damaged (On tree page {root} ")
     assert str(error.value).endswith("problem(s) found). " + RESTORE_ADVICE.format(path=db_path))
 
@@ -80,7 +80,7 @@ async def test_a_damaged_page_refuses_the_database_and_says_what_to_do(
 async def test_a_file_that_is_no_database_is_refused_with_what_to_do(db_path: Path) -> None:
     db_path.write_bytes(b"these are not the bytes of a database" * 200)
     with pytest.raises(StoreOpenError) as error:
-        await MemoryStore.open(db_path)
+        await SqliteStore.open(db_path)
     assert str(error.value) == (f"the memory database {db_path} is damaged (file is not a database). "
                                 + RESTORE_ADVICE.format(path=db_path))
 
@@ -88,14 +88,14 @@ async def test_a_file_that_is_no_database_is_refused_with_what_to_do(db_path: Pa
 async def test_a_database_path_that_is_a_folder_is_refused(db_path: Path) -> None:
     db_path.mkdir()
     with pytest.raises(StoreOpenError) as error:
-        await MemoryStore.open(db_path)
+        await SqliteStore.open(db_path)
     assert str(error.value) == f"{db_path} is a folder, not a database file; move it away or pass another --db"
 
 
 async def test_a_database_folder_that_is_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "data").write_text("a file where the data folder goes")
     with pytest.raises(StoreOpenError) as error:
-        await MemoryStore.open(tmp_path / "data" / "memory.sqlite3")
+        await SqliteStore.open(tmp_path / "data" / "memory.sqlite3")
     assert str(error.value) == (f"cannot make the folder of {tmp_path / 'data' / 'memory.sqlite3'}: "
                                 f"a file is in the way of a folder ({tmp_path / 'data'})")
 
@@ -115,10 +115,10 @@ async def test_a_second_process_does_not_hold_up_the_first_with_the_keyword_chec
     db_path: Path, make_record: RecordFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     await stored_store(db_path, make_record, 300)
-    running = await MemoryStore.open(db_path)  # the bot; the check holds the write lock, which it would wait for
+    running = await SqliteStore.open(db_path)  # the bot; the check holds the write lock, which it would wait for
     damage(db_path, "UPDATE messages_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
     with caplog.at_level(logging.INFO):
-        second = await MemoryStore.open(db_path)
+        second = await SqliteStore.open(db_path)
     await second.close()
     await running.close()
     assert "rebuilding it from the messages table" not in caplog.text
@@ -144,7 +144,7 @@ async def test_check_from_a_terminal_leaves_the_keyword_index_to_a_stopped_memor
     db_path: Path, make_record: RecordFactory
 ) -> None:
     await stored_store(db_path, make_record, 3)
-    running = await MemoryStore.open(db_path)
+    running = await SqliteStore.open(db_path)
     try:
         result = await check(db_path)
     finally:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.language.keywords import keyword_terms, match_expression
 from tests.fixtures.core import database_before, fetchall
 
@@ -34,13 +34,13 @@ async def old_database(db_path: Path) -> Path:
     return db_path
 
 
-async def found(store: MemoryStore, query: str) -> list[int]:
+async def found(store: SqliteStore, query: str) -> list[int]:
     expression = match_expression(keyword_terms(query))
     return [row[0] for row in await fetchall(store, MATCH, (expression,))]
 
 
 async def test_stored_korean_and_thai_messages_are_found_by_a_word_inside_them(old_database: Path) -> None:
-    store = await MemoryStore.open(old_database)
+    store = await SqliteStore.open(old_database)
     try:
         korean, thai = await found(store, "서울"), await found(store, "ตลาด")
     finally:
@@ -49,7 +49,7 @@ async def test_stored_korean_and_thai_messages_are_found_by_a_word_inside_them(o
 
 
 async def test_every_stored_message_keeps_one_keyword_row(old_database: Path) -> None:
-    store = await MemoryStore.open(old_database)
+    store = await SqliteStore.open(old_database)
     try:
         rows = await fetchall(store, "SELECT rowid FROM messages_fts ORDER BY rowid")
         english = await found(store, "lake cabin")

@@ -21,7 +21,7 @@ from cogs.memory.vectors import index as vector_index
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.store.sqlite.purge import PurgeScheduler
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory, fetchall
 from tests.fixtures.stores import fill, query
@@ -201,10 +201,10 @@ from pathlib import Path
 from datetime import UTC, datetime
 import numpy as np
 from cogs.memory.records import MessageRecord
-from cogs.memory.store.sqlite.store import MemoryStore, NewRow, WriteBatch
+from cogs.memory.store.sqlite.store import SqliteStore, NewRow, WriteBatch
 
 async def main(path, nonce):
-    store = await MemoryStore.open(Path(path))
+    store = await SqliteStore.open(Path(path))
     for batch_start in range(0, 200, 20):
         rows = []
         for i, rowid in zip(range(batch_start, batch_start + 20), store.allocate_rowids(20)):
@@ -225,7 +225,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 async def test_a_purge_pending_at_a_crash_runs_when_the_store_opens(db_path: Path, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", CRASH_AFTER_FORGET, str(db_path), NONCE], cwd=ROOT, check=True)
     left_by_crash = files_holding(tmp_path, NONCE.encode())
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     pending = await store.purge_pending()
     await store.close()
     assert (left_by_crash != [], pending, files_holding(tmp_path, NONCE.encode())) == (True, False, [])
@@ -251,19 +251,19 @@ async def test_forgetting_an_author_leaves_no_row_of_theirs(any_memory: Memory, 
     assert (rows[0][0], vectors[0][0]) == (0, 1)
 
 
-async def test_the_writer_zeroes_deleted_content(store: MemoryStore) -> None:
+async def test_the_writer_zeroes_deleted_content(store: SqliteStore) -> None:
     # The writer's own setting: the read-only connections have theirs.
     assert (await store._conn.execute_fetchall("PRAGMA secure_delete"))[0][0] == 1
 
 
 @pytest.mark.skipif(not purge.FTS_SECURE_DELETE, reason="FTS5 secure-delete needs SQLite 3.42 or later")
-async def test_fts5_secure_delete_is_on_where_sqlite_has_it(store: MemoryStore) -> None:
+async def test_fts5_secure_delete_is_on_where_sqlite_has_it(store: SqliteStore) -> None:
     rows = await fetchall(store, "SELECT v FROM messages_fts_config WHERE k = 'secure-delete'")
     assert rows == [(1,)]
 
 
 async def test_dropping_a_guild_removes_every_file_of_its_index(
-    store: MemoryStore, indexes: IndexRegistry, index_dir: Path
+    store: SqliteStore, indexes: IndexRegistry, index_dir: Path
 ) -> None:
     index_dir.mkdir(parents=True, exist_ok=True)
     for name in ("7.old-model.faiss", "7.current.faiss.tmp", "70.old-model.faiss"):
@@ -273,7 +273,7 @@ async def test_dropping_a_guild_removes_every_file_of_its_index(
 
 
 async def test_stale_index_files_are_removed_and_current_ones_kept(
-    store: MemoryStore, indexes: IndexRegistry, index_dir: Path
+    store: SqliteStore, indexes: IndexRegistry, index_dir: Path
 ) -> None:
     index_dir.mkdir(parents=True, exist_ok=True)
     current = indexes.path_for(7).name

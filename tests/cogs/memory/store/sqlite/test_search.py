@@ -12,7 +12,7 @@ from cogs.memory.search.ranking import RankingTuning
 from cogs.memory.store.sqlite.filters import filter_clause
 from cogs.memory.store.sqlite.migrations import FTS_TOKENIZER
 from cogs.memory.store.sqlite.search import SELECT_CANDIDATES, SELECT_PASSING, rows_indexed, select_neighbours
-from cogs.memory.store.sqlite.store import MemoryStore
+from cogs.memory.store.sqlite.store import SqliteStore
 from tests.fixtures.core import T0, fetchall
 
 REPLY_WINDOW = RankingTuning().reply_window
@@ -33,7 +33,7 @@ def test_the_row_count_bm25_reads_is_read_from_fts5s_own_record() -> None:
 
 
 @pytest.mark.parametrize("sql", [SELECT_CANDIDATES, SELECT_PASSING])
-async def test_rows_are_looked_up_by_row_id_not_by_reading_the_guild(store: MemoryStore, sql: str) -> None:
+async def test_rows_are_looked_up_by_row_id_not_by_reading_the_guild(store: SqliteStore, sql: str) -> None:
     # A guild_id index scan here reads every message of the guild for each search.
     where, params = filter_clause(SearchFilters(guild_id=1, after=T0))
     plan = [row[3] for row in await fetchall(store, f"EXPLAIN QUERY PLAN {sql.format(where=where)}",
@@ -42,7 +42,7 @@ async def test_rows_are_looked_up_by_row_id_not_by_reading_the_guild(store: Memo
     assert not any("messages_guild" in step for step in plan)
 
 
-async def test_the_replies_of_a_message_are_looked_up_in_the_reply_index(store: MemoryStore) -> None:
+async def test_the_replies_of_a_message_are_looked_up_in_the_reply_index(store: SqliteStore) -> None:
     # Any other index reads a whole channel or guild for each source of each search.
     plan = [row[3] for row in await fetchall(store, f"EXPLAIN QUERY PLAN {select_neighbours(REPLY_WINDOW)}",
                                              ["[1, 2]"])]

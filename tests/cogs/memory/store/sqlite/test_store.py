@@ -16,14 +16,14 @@ from cogs.memory.store.sqlite import migrations
 from cogs.memory.store.postgres import schema as pg_schema
 from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.records import SearchFilters
-from cogs.memory.store.sqlite.store import EditRow, MemoryStore, WriteBatch, id_checksum, to_timestamp
+from cogs.memory.store.sqlite.store import EditRow, SqliteStore, WriteBatch, id_checksum, to_timestamp
 from cogs.memory.store.protocol import Store
 from tests.fixtures.core import T0, RecordFactory, fetchall
 from tests.fixtures.stores import MODEL, count_rows, insert, is_sqlite, keyword_rowids, query, stored_vector, unit
 
 
 def test_both_stores_satisfy_the_store_protocol() -> None:
-    assert issubclass(MemoryStore, Store) and issubclass(PostgresStore, Store)
+    assert issubclass(SqliteStore, Store) and issubclass(PostgresStore, Store)
 
 
 async def test_migrations_are_recorded_in_order(memory_store: Store) -> None:
@@ -33,15 +33,15 @@ async def test_migrations_are_recorded_in_order(memory_store: Store) -> None:
 
 
 async def test_reopening_applies_no_migration_twice(db_path: Path) -> None:
-    first = await MemoryStore.open(db_path)
+    first = await SqliteStore.open(db_path)
     await first.close()
-    second = await MemoryStore.open(db_path)
+    second = await SqliteStore.open(db_path)
     rows = await fetchall(second, "SELECT COUNT(*) FROM schema_migrations")
     await second.close()
     assert rows[0][0] == len(migrations.MIGRATIONS)
 
 
-async def test_wal_and_foreign_keys_are_on(store: MemoryStore) -> None:
+async def test_wal_and_foreign_keys_are_on(store: SqliteStore) -> None:
     assert (await fetchall(store, "PRAGMA journal_mode"))[0][0] == "wal"
     assert (await store._conn.execute_fetchall("PRAGMA foreign_keys"))[0][0] == 1  # the writer's own setting
 
@@ -55,14 +55,14 @@ async def test_a_written_message_reads_back_with_its_words_and_vector(memory_sto
     np.testing.assert_allclose(await stored_vector(memory_store, rowid), unit(1), rtol=1e-6)
 
 
-async def test_iter_embeddings_pages_a_guilds_vectors(store: MemoryStore, make_record: RecordFactory) -> None:
+async def test_iter_embeddings_pages_a_guilds_vectors(store: SqliteStore, make_record: RecordFactory) -> None:
     [rowid] = await insert(store, make_record(1, "the quick brown fox"))
     ids, vectors = [page async for page in store.iter_embeddings(1, MODEL)][0]
     assert ids.tolist() == [rowid]
     np.testing.assert_array_equal(vectors[0], unit(1))
 
 
-async def test_failed_write_leaves_nothing_behind(store: MemoryStore, make_record: RecordFactory) -> None:
+async def test_failed_write_leaves_nothing_behind(store: SqliteStore, make_record: RecordFactory) -> None:
     await insert(store, make_record(1, "first"))
     with pytest.raises(sqlite3.IntegrityError):
         await insert(store, make_record(2, "second"), make_record(1, "duplicate snowflake"))
@@ -73,10 +73,10 @@ async def test_failed_write_leaves_nothing_behind(store: MemoryStore, make_recor
 
 
 async def test_row_ids_are_not_reused_after_delete_and_reopen(db_path: Path, make_record: RecordFactory) -> None:
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     [rowid] = await insert(store, make_record(1, "x"))
     await store.close()
-    store = await MemoryStore.open(db_path)
+    store = await SqliteStore.open(db_path)
     [next_rowid] = store.allocate_rowids(1)
     await store.close()
     assert next_rowid == rowid + 1
@@ -113,7 +113,7 @@ async def test_replacing_vectors_drops_other_models_vectors(memory_store: Store,
 
 
 async def test_fingerprint_matches_checksum_of_ids_and_counts_generations(
-    store: MemoryStore, make_record: RecordFactory
+    store: SqliteStore, make_record: RecordFactory
 ) -> None:
     rowids = await insert(store, make_record(1, "a"), make_record(2, "b"))
     await insert(store, make_record(3, "c", guild_id=2))
@@ -162,7 +162,7 @@ async def test_a_guild_sees_only_its_own_messages(memory_store: Store, make_reco
     assert sorted(await memory_store.guild_ids()) == [1, 2]
 
 
-async def test_rowids_matching_applies_every_filter(store: MemoryStore, make_record: RecordFactory) -> None:
+async def test_rowids_matching_applies_every_filter(store: SqliteStore, make_record: RecordFactory) -> None:
     rowids = await insert(
         store,
         make_record(1, "kept", minute=10),
@@ -217,7 +217,7 @@ async def test_naive_datetimes_are_refused(memory_store: Store, make_record: Rec
         await insert(memory_store, naive)
 
 
-async def test_reads_see_each_committed_write(store: MemoryStore, make_record: RecordFactory) -> None:
+async def test_reads_see_each_committed_write(store: SqliteStore, make_record: RecordFactory) -> None:
     def count(connection: sqlite3.Connection) -> int:
         return connection.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
 
@@ -226,7 +226,7 @@ async def test_reads_see_each_committed_write(store: MemoryStore, make_record: R
     assert await store.read(count) == 1
 
 
-async def test_reads_do_not_wait_for_an_open_write(store: MemoryStore, db_path: Path) -> None:
+async def test_reads_do_not_wait_for_an_open_write(store: SqliteStore, db_path: Path) -> None:
     # Another connection holds the write lock mid-transaction; a search must still answer, from the last commit.
     writer = sqlite3.connect(db_path, isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
@@ -239,6 +239,6 @@ async def test_reads_do_not_wait_for_an_open_write(store: MemoryStore, db_path: 
     assert rows == []
 
 
-async def test_reads_cannot_write(store: MemoryStore) -> None:
+async def test_reads_cannot_write(store: SqliteStore) -> None:
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         await store.read(lambda connection: connection.execute("DELETE FROM messages"))

@@ -1,4 +1,4 @@
-"""MemoryStore and thread privacy on a real SQLite file: the stored flag, the migration that adds it, the filter."""
+"""SqliteStore and thread privacy on a real SQLite file: the stored flag, the migration that adds it, the filter."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from cogs.memory.records import SearchFilters
 from cogs.memory.store.sqlite.filters import filter_clause
-from cogs.memory.store.sqlite.store import MemoryStore, to_timestamp
+from cogs.memory.store.sqlite.store import SqliteStore, to_timestamp
 from tests.fixtures.core import T0, RecordFactory, database_before, fetchall
 from tests.fixtures.stores import insert
 
@@ -19,13 +19,13 @@ PUBLIC_THREAD, PRIVATE_THREAD, STAFF_THREAD = 50, 51, 52
 PRIVATE_MIGRATION = "0003_private_threads"
 
 
-async def stored_flags(store: MemoryStore) -> dict[int, int]:
+async def stored_flags(store: SqliteStore) -> dict[int, int]:
     rows = await fetchall(store, "SELECT message_id, private_thread FROM messages")
     return dict(rows)
 
 
 @pytest.fixture
-async def threads(store: MemoryStore, make_record: RecordFactory) -> MemoryStore:
+async def threads(store: SqliteStore, make_record: RecordFactory) -> SqliteStore:
     """#general (readable) with a public and a private thread, #staff (not readable) with a public one."""
 
     def in_thread(message_id: int, thread: int, parent: int, private: bool = False):
@@ -39,41 +39,41 @@ async def threads(store: MemoryStore, make_record: RecordFactory) -> MemoryStore
     return store
 
 
-async def matching(store: MemoryStore, **filters: object) -> list[int]:
+async def matching(store: SqliteStore, **filters: object) -> list[int]:
     rowids = (await store.rowids_matching(SearchFilters(guild_id=1, **filters))).tolist()
     rows = await fetchall(store, "SELECT message_id FROM messages WHERE id IN (SELECT value FROM json_each(?))",
                           (json.dumps(rowids),))
     return sorted(row[0] for row in rows)
 
 
-async def test_insert_stores_the_private_thread_flag(threads: MemoryStore) -> None:
+async def test_insert_stores_the_private_thread_flag(threads: SqliteStore) -> None:
     assert await stored_flags(threads) == {1: 0, 2: 0, 3: 1, 4: 0, 5: 0, 6: 0}
 
 
-async def test_a_public_thread_is_read_through_its_parent(threads: MemoryStore) -> None:
+async def test_a_public_thread_is_read_through_its_parent(threads: SqliteStore) -> None:
     assert await matching(threads, allowed_channel_ids=frozenset({GENERAL}),
                           public_thread_parent_ids=frozenset({GENERAL})) == [1, 2]
 
 
-async def test_a_private_thread_passes_only_by_its_own_id(threads: MemoryStore) -> None:
+async def test_a_private_thread_passes_only_by_its_own_id(threads: SqliteStore) -> None:
     assert await matching(threads, allowed_channel_ids=frozenset({GENERAL, PRIVATE_THREAD}),
                           public_thread_parent_ids=frozenset({GENERAL})) == [1, 2, 3]
 
 
-async def test_without_readable_parents_threads_pass_only_by_their_own_id(threads: MemoryStore) -> None:
+async def test_without_readable_parents_threads_pass_only_by_their_own_id(threads: SqliteStore) -> None:
     assert await matching(threads, allowed_channel_ids=frozenset({GENERAL, STAFF_THREAD})) == [1, 4]
 
 
-async def test_readable_parents_do_not_widen_the_other_filters(threads: MemoryStore) -> None:
+async def test_readable_parents_do_not_widen_the_other_filters(threads: SqliteStore) -> None:
     assert await matching(threads, allowed_channel_ids=frozenset({GENERAL}), channel_ids=frozenset({PUBLIC_THREAD}),
                           public_thread_parent_ids=frozenset({GENERAL}), exclude_message_ids=frozenset({1})) == [2]
 
 
-async def test_readable_parents_without_allowed_channels_change_nothing(threads: MemoryStore) -> None:
+async def test_readable_parents_without_allowed_channels_change_nothing(threads: SqliteStore) -> None:
     assert await matching(threads, public_thread_parent_ids=frozenset({GENERAL})) == [1, 2, 3, 4, 5]
 
 
-async def test_the_thread_rule_is_parameterised(threads: MemoryStore) -> None:
+async def test_the_thread_rule_is_parameterised(threads: SqliteStore) -> None:
     filters = SearchFilters(guild_id=1, allowed_channel_ids=frozenset({GENERAL}),
                             public_thread_parent_ids=frozenset({GENERAL, STAFF}), after=T0)
     where, params = filter_clause(filters)
@@ -82,7 +82,7 @@ async def test_the_thread_rule_is_parameterised(threads: MemoryStore) -> None:
 
 
 @pytest.mark.parametrize("after", [None, T0])
-async def test_reading_public_threads_does_not_scan_the_guild(threads: MemoryStore, after) -> None:
+async def test_reading_public_threads_does_not_scan_the_guild(threads: SqliteStore, after) -> None:
     # Read through a guild_id index instead, the permission filter would visit every message of the guild.
     where, params = filter_clause(SearchFilters(guild_id=1, allowed_channel_ids=frozenset({GENERAL}),
                                                 public_thread_parent_ids=frozenset({GENERAL}), after=after))
@@ -110,7 +110,7 @@ async def old_database(db_path: Path) -> Path:
 
 
 async def test_the_migration_marks_stored_thread_messages_private(old_database: Path) -> None:
-    store = await MemoryStore.open(old_database)
+    store = await SqliteStore.open(old_database)
     try:
         applied = await fetchall(store, "SELECT name FROM schema_migrations WHERE name = ?", (PRIVATE_MIGRATION,))
         flags = await stored_flags(store)
