@@ -371,7 +371,7 @@ async def _prune_tombstones(ingest: IngestQueue) -> None:
 
 async def _mark_unembedded(store: SqliteStore, model: str) -> None:
     """Mark the stored messages with no vector under ``model`` as waiting for one, so the vector filler embeds them
-    in the background: after a restart with another embedding model or input form (vectors.INPUT_FORM)."""
+    in the background: after a restart with another embedding model or input form (embedding.INPUT_FORM)."""
     try:
         marked = await store.mark_unembedded(model)
     except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full

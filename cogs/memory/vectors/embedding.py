@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ..runtime.config import DTYPES
-from .stored import with_input_form
 from ..runtime.workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
     from .query_onnx import QueryOnnx
     from .query_trace import QueryTrace
-__all__ = ("DEFAULT_MODEL", "KNOWN_PREFIXES", "Embedder", "EmbeddingModelError", "EmbeddingService", "Prefixes",
-           "model_prefixes", "resolve_model_path")
+__all__ = ("DEFAULT_MODEL", "INPUT_FORM", "KNOWN_PREFIXES", "Embedder", "EmbeddingModelError", "EmbeddingService",
+           "Prefixes", "model_prefixes", "resolve_model_path", "with_input_form")
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +98,18 @@ def model_prefixes(model: str, query: str | None = None, passage: str | None = N
     return Prefixes(known.query if query is None else query, known.passage if passage is None else passage)
 
 
+# What a stored vector is computed from (stored.stored_vectors). It is part of the key vectors are stored under
+# (EmbeddingService's model_name), so a change here leaves every stored vector under an old key, and memory embeds
+# them all again in the background as it opens (as after a switch of model through a restart). Change it whenever
+# ``stored_vectors`` computes something else.
+INPUT_FORM = "mean of alone and after previous"
+
+
+def with_input_form(name: str) -> str:
+    """The key vectors of model ``name`` are stored under: the name and what each vector is made of."""
+    return f"{name} [{INPUT_FORM}]"
+
+
 def _storage_name(model: str, prefixes: Prefixes) -> str:
     """The key a model's vectors are stored under: its name, and the passage prefix when that is not the usual one.
 
@@ -144,7 +155,7 @@ class EmbeddingService:
             raise ValueError("device 'auto' must be resolved first (profile.resolve_device)")
         self.model = model
         self.prefixes = model_prefixes(model, query_prefix, passage_prefix)
-        # What stats show; the key vectors are stored under adds what they are made of (vectors.INPUT_FORM).
+        # What stats show; the key vectors are stored under adds what they are made of (INPUT_FORM).
         self.display_name = _storage_name(model, self.prefixes)
         self.model_name = with_input_form(self.display_name)
         self.device = device

@@ -6,20 +6,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import faiss
 import numpy as np
 
-from .hnsw import HnswGraph, ef_for
 from .files import IndexFileError, IndexMeta, IndexSaveError, read_index_file, why, write_index_file
-from ..store.sqlite.store import SqliteStore, id_checksum
+from .hnsw import HnswGraph, ef_for
 
-__all__ = ("IndexFileError", "IndexMeta", "IndexRegistry", "IndexSaveError", "VectorIndex")
+__all__ = ("CHECKSUM_K", "CHECKSUM_P", "EmbeddingSource", "IndexFileError", "IndexMeta", "IndexRegistry",
+           "IndexSaveError", "VectorIndex", "id_checksum")
 
 T = TypeVar("T")
 
@@ -34,6 +34,27 @@ FLAT_MAX = 20_000
 DEAD_REBUILD_FRACTION = 0.5
 # A restriction to at most this many ids is searched exactly over just those vectors.
 EXACT_SUBSET_MAX = 40_000
+
+
+# An id set's checksum: the sum of each id times K modulo P (order-free, cheap in SQL and in numpy alike). The store computes the same in SQL over the vectors it
+# holds (the SQLite store's SELECT_FINGERPRINT), so a saved index is checked against it without reading a vector.
+CHECKSUM_K = 2654435761
+CHECKSUM_P = 4294967291
+
+
+def id_checksum(ids: np.ndarray) -> int:
+    """The checksum the store's fingerprint computes in SQL, for an index's own ids."""
+    return int(((ids.astype(np.int64) * CHECKSUM_K) % CHECKSUM_P).sum())
+
+
+class EmbeddingSource(Protocol):
+    """What the index registry reads of a store: its guilds, and each guild's vectors with their fingerprint."""
+
+    async def guild_ids(self) -> list[int]: ...
+    async def index_fingerprint(self, guild_id: int, model: str) -> tuple[int, int, int]: ...
+    async def index_generation(self, guild_id: int, model: str) -> int: ...
+    def iter_embeddings(self, guild_id: int, model: str,
+                        page: int = 50_000) -> AsyncIterator[tuple[np.ndarray, np.ndarray]]: ...
 
 
 def _unit_rows(vectors: np.ndarray, dimension: int) -> np.ndarray:
@@ -239,7 +260,7 @@ class IndexRegistry:
     (the ingest writer holds its lock), so a saved generation always matches the saved vectors.
     """
 
-    def __init__(self, store: SqliteStore, directory: Path, model: str, dimension: int) -> None:
+    def __init__(self, store: EmbeddingSource, directory: Path, model: str, dimension: int) -> None:
         self._store = store
         self.directory = directory
         self.model = model

@@ -24,18 +24,10 @@ from ..language import keywords as text
 if TYPE_CHECKING:
     from .embedding import Embedder
 
-__all__ = ("INPUT_FORM", "VectorSource", "stored_vectors", "with_input_form")
+__all__ = ("VectorSource", "stored_vectors")
 
-# What a stored vector is computed from. It is part of the key vectors are stored under (EmbeddingService's
-# model_name), so a change here leaves every stored vector under an old key, and memory embeds them all again in the
-# background as it opens (as after a switch of model through a restart). Change it whenever ``stored_vectors``
-# computes something else.
-INPUT_FORM = "mean of alone and after previous"
-
-
-def with_input_form(name: str) -> str:
-    """The key vectors of model ``name`` are stored under: the name and what each vector is made of."""
-    return f"{name} [{INPUT_FORM}]"
+# Whenever ``stored_vectors`` computes something else, change embedding.INPUT_FORM: it is part of the key vectors
+# are stored under, so every stored vector is then embedded again in the background.
 
 
 @dataclass(frozen=True, slots=True)

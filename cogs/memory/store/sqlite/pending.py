@@ -38,7 +38,7 @@ RESOLVE_EMBEDDED = """
 DELETE FROM pending_vectors WHERE message_rowid IN (SELECT message_rowid FROM embeddings WHERE model = ?)
 """
 # Every message with no vector under a model (the current one): after a restart with another model or input form
-# (vectors.INPUT_FORM), they all wait for the filler. A message the model rejected stays rejected.
+# (embedding.INPUT_FORM), they all wait for the filler. A message the model rejected stays rejected.
 _UNEMBEDDED = """
 FROM messages AS m WHERE NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.model = ? AND e.message_rowid = m.id)
 """

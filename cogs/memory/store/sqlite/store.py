@@ -23,24 +23,16 @@ from .pending import PendingVectorsMixin
 from .readers import ReaderPool
 from ...records import SearchFilters
 from ..rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, channel_pages, to_timestamp
+from ...vectors.index import CHECKSUM_K, CHECKSUM_P
 from .write import write_batch
 
 # The row records are the store's vocabulary: its callers import them from here.
 __all__ = ("ChannelMessage", "EditRow", "SqliteStore", "NewRow", "RowRef", "StoreOpenError", "WriteBatch",
-           "id_checksum", "to_timestamp")
+           "to_timestamp")
 
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-
-# Multiplier for the id-set checksum: a sum of (id * K) mod P is order-free, cheap in SQL and in numpy alike.
-_CHECKSUM_K = 2654435761
-_CHECKSUM_P = 4294967291
-
-
-def id_checksum(ids: np.ndarray) -> int:
-    """The checksum ``SELECT_FINGERPRINT`` computes in SQL, for an index's own ids."""
-    return int(((ids.astype(np.int64) * _CHECKSUM_K) % _CHECKSUM_P).sum())
 
 
 PRAGMAS = (
@@ -55,7 +47,7 @@ BUSY_TIMEOUT_MS = 5000
 SELECT_MAX_ROWID = "SELECT COALESCE(MAX(id), 0) FROM messages"
 SELECT_GENERATION = "SELECT generation FROM index_generations WHERE guild_id = ? AND model = ?"
 SELECT_FINGERPRINT = f"""
-SELECT COUNT(*), COALESCE(SUM((e.message_rowid * {_CHECKSUM_K}) % {_CHECKSUM_P}), 0)
+SELECT COUNT(*), COALESCE(SUM((e.message_rowid * {CHECKSUM_K}) % {CHECKSUM_P}), 0)
 FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid
 WHERE m.guild_id = ? AND e.model = ?
 """

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cogs.memory.vectors import stored as vectors
+from cogs.memory.vectors import embedding
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
@@ -77,7 +77,7 @@ async def test_vector_search_scores_a_message_by_the_mean_of_its_two_cosines(
 
 def test_the_key_of_stored_vectors_names_the_input_form(monkeypatch: pytest.MonkeyPatch) -> None:
     before = EmbeddingService("all-MiniLM-L6-v2").model_name
-    monkeypatch.setattr(vectors, "INPUT_FORM", "message after previous")
+    monkeypatch.setattr(embedding, "INPUT_FORM", "message after previous")
     assert (before, EmbeddingService("all-MiniLM-L6-v2").model_name) == (
         "all-MiniLM-L6-v2 [mean of alone and after previous]", "all-MiniLM-L6-v2 [message after previous]")
 
@@ -87,7 +87,7 @@ async def test_vectors_of_another_input_form_are_embedded_again_in_the_backgroun
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:
-        patch.setattr(vectors, "INPUT_FORM", "message after previous")  # what an older version stored
+        patch.setattr(embedding, "INPUT_FORM", "message after previous")  # what an older version stored
         memory = await Memory.open(core_profile_for(), db_path, index_dir, store_url)
         try:
             for message_id, (author, content) in enumerate([("mei", QUESTION), ("dan", ANSWER)], start=1):

@@ -16,7 +16,8 @@ from cogs.memory.store.sqlite import migrations
 from cogs.memory.store.postgres import schema as pg_schema
 from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.records import SearchFilters
-from cogs.memory.store.sqlite.store import EditRow, SqliteStore, WriteBatch, id_checksum, to_timestamp
+from cogs.memory.store.sqlite.store import EditRow, SqliteStore, WriteBatch, to_timestamp
+from cogs.memory.vectors.index import id_checksum
 from cogs.memory.store.protocol import Store
 from tests.fixtures.core import T0, RecordFactory, fetchall
 from tests.fixtures.stores import MODEL, count_rows, insert, is_sqlite, keyword_rowids, query, stored_vector, unit
