@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .store.backend import history_for, indexes_for, open_store, search_engine_for
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
-from .store.sqlite.history import Exclusion
+from .store.history import Exclusion
 from .ingest.queue import FlushReport, IngestQueue
 from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .store.sqlite.purge import PurgeScheduler

@@ -13,7 +13,7 @@ import discord
 from . import replies
 from .options import UserInputError
 from .reconcile import PAGE_SIZE, Reconciler, parent_id, read_page, store_read
-from ..store.sqlite.history import BackfillProgress
+from ..store.history import BackfillProgress
 from ..ingest.report import FlushReport, IngestError
 
 if TYPE_CHECKING:

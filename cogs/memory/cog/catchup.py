@@ -16,7 +16,7 @@ import discord
 from discord.ext import commands
 
 from .reconcile import PAGE_SIZE, PageResult, Reconciler, parent_id, read_page, store_read
-from ..store.sqlite.history import CatchUpProgress
+from ..store.history import CatchUpProgress
 from ..ingest.report import IngestError
 
 if TYPE_CHECKING:

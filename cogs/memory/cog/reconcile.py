@@ -14,7 +14,7 @@ import discord
 
 from .capture import is_chat_message, record_from_message
 from ..ingest.content import edited_content
-from ..store.sqlite.history import Exclusion, StoredMessage
+from ..store.history import Exclusion, StoredMessage
 from ..ingest.report import IngestError
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from ..vectors.embedding import Embedder
-    from .sqlite.history import HistoryLedger
+    from .history import HistoryLedger
     from ..runtime.profile import MemoryProfile
     from .protocol import Store
 

@@ -13,7 +13,7 @@ from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
 __all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "VectorInput", "WriteBatch", "from_timestamp",
-           "to_timestamp")
+           "to_timestamp", "vector_input")
 
 
 def to_timestamp(moment: datetime) -> float:
@@ -130,3 +130,10 @@ class WriteBatch:
     rejected: list[tuple[int, str]] = field(default_factory=list)
     # Rows whose vectors (every model's) no longer describe them and go now; they are in ``pending`` too.
     dropped_vectors: list[int] = field(default_factory=list)
+
+
+def vector_input(row: Sequence[Any]) -> VectorInput:
+    """(rowid, message_id, guild_id, author, content, previous author, previous content) as a VectorInput."""
+    rowid, message_id, guild_id, author_name, content, previous_author, previous_content = row
+    previous = (previous_author, previous_content) if previous_author is not None else None
+    return VectorInput(rowid, message_id, guild_id, VectorSource(author_name, content, previous))

@@ -7,7 +7,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..sqlite.history import (BACKFILL_COLUMNS, BACKFILL_UPDATE, CATCHUP_COLUMNS, CATCHUP_UPDATE, EXCLUSION_COLUMNS,
+from ..history import (BACKFILL_COLUMNS, BACKFILL_UPDATE, CATCHUP_COLUMNS, CATCHUP_UPDATE, EXCLUSION_COLUMNS,
                        PROGRESS_TABLES, BackfillProgress, CatchUpProgress, Exclusion, StoredMessage)
 from ..rows import to_timestamp
 

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from ..sqlite.pending import vector_input
-from ..rows import VectorInput, WriteBatch
+from ..rows import VectorInput, WriteBatch, vector_input
 from ...vectors.stored import VectorSource
 
 __all__ = ("PostgresPendingMixin", "apply")

@@ -7,7 +7,7 @@ import time
 
 import asyncpg
 
-from ..sqlite.migrations import SELECT_APPLIED, Migration
+from ..migration import SELECT_APPLIED, Migration
 
 __all__ = ("DIMENSION", "MIGRATIONS", "Migration", "ROWID_BLOCK", "apply_migrations")
 

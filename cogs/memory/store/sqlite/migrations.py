@@ -4,27 +4,20 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 
 import aiosqlite
 
 from ...language.keywords import fts_document
+from ..migration import SELECT_APPLIED, Migration
 
 __all__ = ("FTS_TOKENIZER", "MIGRATIONS", "Migration", "apply_migrations")
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Migration:
-    name: str
-    statements: tuple[str, ...]
-
-
 CREATE_SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)
 """
-SELECT_APPLIED = "SELECT name FROM schema_migrations"
 INSERT_APPLIED = "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)"
 # Migrations that rebuild keyword rows call the Python document shaping (text.fts_document) from SQL.
 FTS_DOCUMENT_FUNCTION = "memory_fts_document"

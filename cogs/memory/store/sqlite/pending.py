@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import aiosqlite
 
-from ..rows import VectorInput, WriteBatch
+from ..rows import VectorInput, WriteBatch, vector_input
 from ...vectors.stored import VectorSource
 
-__all__ = ("PendingVectorsMixin", "apply", "vector_input")
+__all__ = ("PendingVectorsMixin", "apply")
 
 # A message whose text or predecessor changed needs a vector again, even one rejected before.
 MARK_PENDING = """
@@ -67,13 +66,6 @@ ORDER BY c.id
 SELECT_PAGE = _SELECT_INPUTS.format(which="v.message_rowid > ?")
 SELECT_LISTED = _SELECT_INPUTS.format(which="v.message_rowid IN (SELECT value FROM json_each(?))")
 COUNT_PENDING = "SELECT COUNT(*) - COUNT(rejected_at), COUNT(rejected_at) FROM pending_vectors"
-
-
-def vector_input(row: Sequence[Any]) -> VectorInput:
-    """(rowid, message_id, guild_id, author, content, previous author, previous content) as a VectorInput."""
-    rowid, message_id, guild_id, author_name, content, previous_author, previous_content = row
-    previous = (previous_author, previous_content) if previous_author is not None else None
-    return VectorInput(rowid, message_id, guild_id, VectorSource(author_name, content, previous))
 
 
 async def apply(conn: aiosqlite.Connection, batch: WriteBatch) -> None:

@@ -13,7 +13,8 @@ import pytest
 
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.store.backend import history_for
-from cogs.memory.store.sqlite.history import Exclusion, SqliteHistory
+from cogs.memory.store.history import Exclusion
+from cogs.memory.store.sqlite.history import SqliteHistory
 from cogs.memory.store.postgres import migrate as pg_migrate
 from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.store.rows import WriteBatch

@@ -18,7 +18,7 @@ import pytest
 from cogs.memory.store.sqlite import migrations
 from cogs.memory.store.backend import history_for
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.store.sqlite.history import BackfillProgress, CatchUpProgress, Exclusion, HistoryLedger
+from cogs.memory.store.history import BackfillProgress, CatchUpProgress, Exclusion, HistoryLedger
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store.postgres import schema
 from cogs.memory.store.postgres.indexes import DatabaseIndexes
