@@ -249,8 +249,8 @@ async def run_size_postgres(size: int, args: argparse.Namespace, model: Embeddin
     async with scratch_database(args.database_url, "scale") as url:
         store = await PostgresStore.open(url)
         try:
-            result = await ingest_all(store, embedder, DatabaseIndexes(model.model_name, model.dimension), records,
-                                      model, args, None)
+            indexes = DatabaseIndexes(store, model.model_name, model.dimension)
+            result = await ingest_all(store, embedder, indexes, records, model, args, None)
             del records
             result.update(await time_searches(PostgresSearchEngine(store, model, PROFILE), None, questions))
         finally:

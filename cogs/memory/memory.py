@@ -10,9 +10,10 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
-from .store.backend import history_for, indexes_for, open_store, search_engine_for
+from .store.backend import open_backend
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .store.history import Exclusion
 from .ingest.queue import FlushReport, IngestQueue
@@ -21,13 +22,13 @@ from .store.sqlite.purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .ingest.reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
-from .store.sqlite.store import SqliteStore, StoreOpenError
-from .vectors.index import IndexRegistry, IndexSaveError
+from .store.protocol import SearchEngine, Store, StoreBackend, StoreOpenError, VectorIndexes
+from .vectors.index import IndexSaveError
 
 if TYPE_CHECKING:
     from .rerank.service import RerankerService
 
-__all__ = ("Memory", "MemoryOpenError")
+__all__ = ("Memory", "MemoryOpenError", "MemoryStats")
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,19 @@ class MemoryOpenError(RuntimeError):
     """Memory could not start; the message says what to fix. Already logged in one line."""
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryStats:
+    """One guild's memory as /memory stats shows it."""
+
+    messages: int
+    vectors: int
+    index_size_bytes: int
+    index_file_bytes: int
+    index_kind: str
+    embedding_model: str
+    queued: int
+
+
 def _embedder_for(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> EmbeddingService:
     return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
                             batch_size=profile.embedding_batch_size, onnx_dir=onnx_dir, **_prefixes(profile))
@@ -50,22 +64,24 @@ def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
 
 
 class Memory:
-    """Facade over SqliteStore, EmbeddingService, IndexRegistry, IngestQueue, SearchEngine and the reranker."""
+    """Facade over a store backend (the store, its vector indexes, search engine and history), the embedding model,
+    the ingest queue and the reranker."""
 
-    def __init__(self, profile: MemoryProfile, store: SqliteStore, embedder: EmbeddingService,
-                 indexes: IndexRegistry, ingest: IngestQueue, reranker: RerankerService | None,
+    def __init__(self, profile: MemoryProfile, backend: StoreBackend, embedder: EmbeddingService,
+                 indexes: VectorIndexes, ingest: IngestQueue, reranker: RerankerService | None,
                  onnx_dir: Path | None = None) -> None:
         self.profile = profile
         self.onnx_dir = onnx_dir  # where a local reranker's ONNX export goes (None: the service's default)
-        self.store = store
+        self.backend = backend
+        self.store: Store = backend.store
         self.embedder = embedder
         self.indexes = indexes
         self.ingest = ingest
         self.reranker = reranker
-        self.search_engine = search_engine_for(store, embedder, indexes, profile)
-        self._policy = GuildPolicy(store, ingest)
+        self.search_engine: SearchEngine = backend.search_engine(embedder, indexes, profile)
+        self._policy = GuildPolicy(self.store, ingest)
         # What reading channels' history again needs (catch-up, backfill): stored spans and saved progress.
-        self.history = history_for(store, ingest.write_lock)
+        self.history = backend.history(ingest.write_lock)
         self._autosave: asyncio.Task[None] | None = None
         self.purges = PurgeScheduler(self._erase_forgotten)
 
@@ -80,10 +96,11 @@ class Memory:
         """
         device = await asyncio.to_thread(resolve_device, profile)
         try:
-            store = await open_store(db_path, database_url)
+            backend = await open_backend(db_path, database_url)
         except StoreOpenError as exc:
             log.error("Memory cannot start: %s", exc)
             raise MemoryOpenError(str(exc)) from None
+        store = backend.store
         async with contextlib.AsyncExitStack() as undo:
             undo.push_async_callback(store.close)
             # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
@@ -96,7 +113,7 @@ class Memory:
                 log.error("Memory cannot start: %s. Set embedding_model in profile %r to an installed "
                           "sentence-transformers model id or a local model directory.", exc, profile.name)
                 raise MemoryOpenError(str(exc)) from None
-            indexes = indexes_for(store, index_dir, embedder.model_name, embedder.dimension)
+            indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
             await _mark_unembedded(store, embedder.model_name)
@@ -109,7 +126,7 @@ class Memory:
             if reranker is not None:
                 undo.push_async_callback(reranker.aclose)
                 await reranker.tokenizers_loaded()
-            memory = cls(profile, store, embedder, indexes, ingest, reranker, onnx_dir)
+            memory = cls(profile, backend, embedder, indexes, ingest, reranker, onnx_dir)
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
@@ -292,29 +309,12 @@ class Memory:
         # The reranker takes and returns plain dicts: copies of these candidates, each with its rerank_score.
         return cast(list[Candidate], await reranker.arerank_results(query, list(candidates), top_k=limit))
 
-    async def stats(self, guild_id: int) -> dict[str, Any]:
-        if not isinstance(self.store, SqliteStore):  # PostgreSQL: the vectors and their index are in the database
-            return {
-                "messages": await self.store.count_messages(guild_id),
-                "vectors": await self.store.count_vectors(guild_id, self.embedder.model_name),
-                "index_size_bytes": 0,
-                "index_file_bytes": 0,
-                "index_kind": self.indexes.kind,
-                "embedding_model": self.embedder.display_name,
-                "queued": self.ingest.queued,
-            }
-        index = self.indexes.get(guild_id)
-        path = self.indexes.path_for(guild_id)
-        file_bytes = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
-        return {
-            "messages": await self.store.count_messages(guild_id),
-            "vectors": self.indexes.count(guild_id),
-            "index_size_bytes": self.indexes.memory_bytes(guild_id),
-            "index_file_bytes": file_bytes,
-            "index_kind": index.kind if index is not None else "none",
-            "embedding_model": self.embedder.display_name,
-            "queued": self.ingest.queued,
-        }
+    async def stats(self, guild_id: int) -> MemoryStats:
+        usage = await self.indexes.usage(guild_id)
+        return MemoryStats(messages=await self.store.count_messages(guild_id), vectors=usage.vectors,
+                           index_size_bytes=usage.memory_bytes, index_file_bytes=usage.file_bytes,
+                           index_kind=usage.kind, embedding_model=self.embedder.display_name,
+                           queued=self.ingest.queued)
 
     # -- profiles -------------------------------------------------------------------------------------------
 
@@ -345,12 +345,12 @@ class Memory:
                 await reembed_all(self.store, embedder)
                 await self.store.resolve_embedded(embedder.model_name)
                 await self.indexes.close()
-                indexes = indexes_for(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
+                indexes = self.backend.indexes(self.indexes.directory, embedder.model_name, embedder.dimension)
                 await indexes.load_all()
             old = self.embedder
             self.ingest.use(embedder, indexes, batch_size=profile.ingest_batch_size)
             self.embedder, self.indexes, self.profile = embedder, indexes, profile
-            self.search_engine = search_engine_for(self.store, embedder, indexes, profile)
+            self.search_engine = self.backend.search_engine(embedder, indexes, profile)
         if old is not embedder:
             await old.close()
         if self.reranker is not None and not reranks(profile):
@@ -369,7 +369,7 @@ async def _prune_tombstones(ingest: IngestQueue) -> None:
         log.warning("Could not prune old tombstones now (%s); a later delete does", exc)
 
 
-async def _mark_unembedded(store: SqliteStore, model: str) -> None:
+async def _mark_unembedded(store: Store, model: str) -> None:
     """Mark the stored messages with no vector under ``model`` as waiting for one, so the vector filler embeds them
     in the background: after a restart with another embedding model or input form (embedding.INPUT_FORM)."""
     try:

@@ -15,7 +15,7 @@ from ..vectors.embedding import Embedder
 from .report import RetryPolicy, describe
 from ..store.rows import VectorInput, WriteBatch
 from ..store.protocol import Store
-from ..vectors.index import IndexRegistry
+from ..store.protocol import VectorIndexes
 from ..vectors.stored import stored_vectors
 
 __all__ = ("PROBE_TEXT", "SLICE", "VectorFiller")
@@ -62,7 +62,7 @@ class VectorFiller:
     order, their existence) calls ``changed``, so a vector computed from the old text is not written.
     """
 
-    def __init__(self, store: Store, write_lock: asyncio.Lock, embedder: Embedder, indexes: IndexRegistry,
+    def __init__(self, store: Store, write_lock: asyncio.Lock, embedder: Embedder, indexes: VectorIndexes,
                  retry: RetryPolicy) -> None:
         self._store = store
         self._write_lock = write_lock
@@ -95,7 +95,7 @@ class VectorFiller:
         """Messages were edited, deleted or stored out of order: inputs read before may be stale."""
         self._changes += 1
 
-    def use(self, embedder: Embedder, indexes: IndexRegistry) -> None:
+    def use(self, embedder: Embedder, indexes: VectorIndexes) -> None:
         """Switch model and indexes (with ``write_lock`` held); what the old model had in flight is embedded again."""
         self._embedder, self._indexes = embedder, indexes
         self.changed()

@@ -22,7 +22,7 @@ from ..store.rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timesta
 from ..store.protocol import Store
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .filler import VectorFiller
-from ..vectors.index import IndexRegistry
+from ..store.protocol import VectorIndexes
 from ..vectors.stored import VectorSource, stored_vectors
 
 __all__ = ("ATTACHMENT_PREFIX", "FlushReport", "IngestError", "IngestQueue", "RetryPolicy", "stored_content")
@@ -53,7 +53,7 @@ class IngestQueue:
     stores the edited text.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, indexes: IndexRegistry, *, batch_size: int = 64,
+    def __init__(self, store: Store, embedder: Embedder, indexes: VectorIndexes, *, batch_size: int = 64,
                  queue_size: int = 1024, retry: RetryPolicy = RetryPolicy()) -> None:
         self._store = store
         self._embedder = embedder
@@ -83,7 +83,7 @@ class IngestQueue:
         """How many queued messages are written in one transaction."""
         return self._writer.batch_size
 
-    def use(self, embedder: Embedder, indexes: IndexRegistry, batch_size: int) -> None:
+    def use(self, embedder: Embedder, indexes: VectorIndexes, batch_size: int) -> None:
         """Switch model and indexes; call with ``write_lock`` held (vectors in flight are computed again)."""
         self._embedder, self._indexes, self._writer.batch_size = embedder, indexes, batch_size
         self._filler.use(embedder, indexes)

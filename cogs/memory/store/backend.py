@@ -1,62 +1,23 @@
 """Which store memory runs on: the SQLite file (the default) or PostgreSQL + pgvector when a DATABASE_URL is set.
 
-Everything store-specific that Memory builds comes from here: the store, its vector indexes and its search engine.
+Each store package builds its own ``StoreBackend`` (store/protocol.py): the store, and how to build its vector
+indexes, search engine and history ledger. Memory only ever sees that protocol.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from .sqlite.history import SqliteHistory
-from .sqlite.search import SqliteSearchEngine
-from .sqlite.store import SqliteStore
-from ..vectors.index import IndexRegistry
+from .protocol import StoreBackend
 
-if TYPE_CHECKING:
-    import asyncio
-
-    from ..vectors.embedding import Embedder
-    from .history import HistoryLedger
-    from ..runtime.profile import MemoryProfile
-    from .protocol import Store
-
-__all__ = ("history_for", "indexes_for", "open_store", "search_engine_for")
+__all__ = ("open_backend",)
 
 
-async def open_store(db_path: Path, database_url: str | None) -> Store:
+async def open_backend(db_path: Path, database_url: str | None) -> StoreBackend:
     if database_url is None:
-        return await SqliteStore.open(db_path)
-    from .postgres.store import PostgresStore  # asyncpg only where PostgreSQL is used
+        from .sqlite.backend import open_backend as open_sqlite
 
-    return await PostgresStore.open(database_url)
+        return await open_sqlite(db_path)
+    from .postgres.backend import open_backend as open_postgres  # asyncpg only where PostgreSQL is used
 
-
-def indexes_for(store: Store, index_dir: Path, model: str, dimension: int) -> Any:
-    """FAISS files per guild beside SQLite; nothing to keep with PostgreSQL, whose HNSW index lives in the database."""
-    if isinstance(store, SqliteStore):
-        return IndexRegistry(store, index_dir, model, dimension)
-    from .postgres.indexes import DatabaseIndexes
-
-    return DatabaseIndexes(model, dimension)
-
-
-def search_engine_for(store: Store, embedder: Embedder, indexes: Any, profile: MemoryProfile) -> Any:
-    if isinstance(store, SqliteStore):
-        return SqliteSearchEngine(store, embedder, indexes, profile)
-    from .postgres.search import PostgresSearchEngine
-    from .postgres.store import PostgresStore
-
-    assert isinstance(store, PostgresStore)
-    return PostgresSearchEngine(store, embedder, profile)
-
-
-def history_for(store: Store, write_lock: asyncio.Lock) -> HistoryLedger:
-    """Where catch-up and backfill keep their progress: beside the messages, in the same database."""
-    if isinstance(store, SqliteStore):
-        return SqliteHistory(store, write_lock)
-    from .postgres.history import PostgresHistory
-    from .postgres.store import PostgresStore
-
-    assert isinstance(store, PostgresStore)
-    return PostgresHistory(store)
+    return await open_postgres(database_url)

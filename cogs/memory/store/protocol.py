@@ -1,17 +1,36 @@
 """What ingest, search, forget and guild policy need of a store: one interface, a SQLite and a PostgreSQL side.
 
-``SqliteStore`` (SQLite, store.py) and ``PostgresStore`` (pg/store.py) both satisfy ``Store``; a test checks it.
+``SqliteStore`` (sqlite/store.py) and ``PostgresStore`` (postgres/store.py) both satisfy ``Store``; a test checks it.
+``VectorIndexes`` is the vector side beside a store (FAISS files per guild, or nothing: pgvector), and
+``StoreBackend`` what each store package hands Memory: its store, and how to build its indexes, search engine and
+history ledger.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .rows import ChannelMessage, RowRef, VectorInput, WriteBatch
+import numpy as np
+
 from ..vectors.stored import VectorSource
+from .rows import ChannelMessage, RowRef, VectorInput, WriteBatch
 
-__all__ = ("Store",)
+if TYPE_CHECKING:
+    from ..records import Candidate, SearchFilters
+    from ..runtime.profile import MemoryProfile
+    from ..search.ranking import RankingTuning
+    from ..vectors.embedding import Embedder
+    from ..vectors.index import IndexUsage
+    from .history import HistoryLedger
+
+__all__ = ("SearchEngine", "Store", "StoreBackend", "StoreOpenError", "VectorIndexes")
+
+
+class StoreOpenError(RuntimeError):
+    """The memory database cannot be opened; the message says what is wrong and what to do about it."""
 
 
 @runtime_checkable
@@ -63,3 +82,44 @@ class Store(Protocol):
     async def set_guild_setting(self, guild_id: int, key: str, value: Any) -> None: ...
     async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None: ...
     async def opt_outs(self) -> set[tuple[int, int]]: ...
+
+
+@runtime_checkable
+class VectorIndexes(Protocol):
+    """The vector side ingest and Memory keep in step with a store's writes (FAISS files per guild beside SQLite,
+    vectors/index.IndexRegistry; nothing to do beside PostgreSQL, postgres/indexes.DatabaseIndexes)."""
+
+    model: str
+    dimension: int
+
+    @property
+    def directory(self) -> Path | None: ...
+    async def load_all(self) -> None: ...
+    async def add(self, guild_id: int, ids: np.ndarray, vectors: np.ndarray) -> None: ...
+    async def remove(self, guild_id: int, ids: np.ndarray) -> int: ...
+    async def drop(self, guild_id: int) -> None: ...
+    async def save_dirty(self) -> None: ...
+    async def remove_stale_files(self) -> None: ...
+    async def close(self) -> None: ...
+    async def usage(self, guild_id: int) -> IndexUsage: ...
+
+
+class SearchEngine(Protocol):
+    """A store's first stage (search/first_stage.FirstStage over its own look-ups)."""
+
+    tuning: RankingTuning
+
+    async def search(self, query: str, filters: SearchFilters, limit: int,
+                     mode: str = "hybrid") -> list[Candidate]: ...
+
+
+@runtime_checkable
+class StoreBackend(Protocol):
+    """What a store package gives Memory: the open store, and the parts built on it. Indexes and search engine are
+    built again when a profile switch brings another embedding model."""
+
+    @property
+    def store(self) -> Store: ...
+    def indexes(self, index_dir: Path, model: str, dimension: int) -> VectorIndexes: ...
+    def search_engine(self, embedder: Embedder, indexes: VectorIndexes, profile: MemoryProfile) -> SearchEngine: ...
+    def history(self, write_lock: asyncio.Lock) -> HistoryLedger: ...

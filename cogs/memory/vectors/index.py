@@ -9,6 +9,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -19,7 +20,7 @@ from .files import IndexFileError, IndexMeta, IndexSaveError, read_index_file, w
 from .hnsw import HnswGraph, ef_for
 
 __all__ = ("CHECKSUM_K", "CHECKSUM_P", "EmbeddingSource", "IndexFileError", "IndexMeta", "IndexRegistry",
-           "IndexSaveError", "VectorIndex", "id_checksum")
+           "IndexSaveError", "IndexUsage", "VectorIndex", "id_checksum")
 
 T = TypeVar("T")
 
@@ -45,6 +46,16 @@ CHECKSUM_P = 4294967291
 def id_checksum(ids: np.ndarray) -> int:
     """The checksum the store's fingerprint computes in SQL, for an index's own ids."""
     return int(((ids.astype(np.int64) * CHECKSUM_K) % CHECKSUM_P).sum())
+
+
+@dataclass(frozen=True, slots=True)
+class IndexUsage:
+    """One guild's vector index as stats show it: its vectors, their bytes in memory and on disk, and its kind."""
+
+    vectors: int
+    memory_bytes: int
+    file_bytes: int
+    kind: str
 
 
 class EmbeddingSource(Protocol):
@@ -377,6 +388,13 @@ class IndexRegistry:
 
     def get(self, guild_id: int) -> VectorIndex | None:
         return self._indexes.get(guild_id)
+
+    async def usage(self, guild_id: int) -> IndexUsage:
+        index = self._indexes.get(guild_id)
+        path = self.path_for(guild_id)
+        file_bytes = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
+        return IndexUsage(self.count(guild_id), self.memory_bytes(guild_id), file_bytes,
+                          index.kind if index is not None else "none")
 
     async def save_dirty(self) -> None:
         """Save every index changed since its last save; callers must hold the writer's lock.

@@ -1,6 +1,6 @@
 """DatabaseIndexes: the vector-index registry's part when vectors live in pgvector — PostgreSQL keeps them.
 
-Ingest and Memory talk to an index registry (vector_index.IndexRegistry, FAISS files per guild). With the
+Ingest and Memory talk to ``VectorIndexes`` (store/protocol.py; on SQLite, vectors/index.IndexRegistry). With the
 PostgreSQL store the HNSW index inside the database follows every committed write by itself, so there is
 nothing to add, remove, save or rebuild here.
 """
@@ -8,18 +8,25 @@ nothing to add, remove, save or rebuild here.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ...vectors.index import IndexUsage
+
+if TYPE_CHECKING:
+    from .store import PostgresStore
 
 __all__ = ("DatabaseIndexes",)
 
 
 class DatabaseIndexes:
-    """An IndexRegistry with nothing to do: every method is what pgvector already did in the write."""
+    """VectorIndexes with nothing to do: every method is what pgvector already did in the write."""
 
     kind = "pgvector-hnsw"
 
-    def __init__(self, model: str, dimension: int) -> None:
+    def __init__(self, store: PostgresStore, model: str, dimension: int) -> None:
+        self._store = store
         self.model = model
         self.dimension = dimension
         self.directory: Path | None = None
@@ -44,3 +51,7 @@ class DatabaseIndexes:
 
     async def close(self) -> None:
         """Nothing held."""
+
+    async def usage(self, guild_id: int) -> IndexUsage:
+        """The guild's vectors in the database; their index is PostgreSQL's, in neither memory nor a file here."""
+        return IndexUsage(await self._store.count_vectors(guild_id, self.model), 0, 0, self.kind)

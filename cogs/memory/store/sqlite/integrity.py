@@ -13,6 +13,7 @@ from types import TracebackType
 
 from ...vectors.files import why
 from ...language.keywords import fts_document
+from ..protocol import StoreOpenError
 
 __all__ = ("FTS_CHECK_BUDGET_S", "QUICK_CHECK_BUDGET_S", "CheckResult", "StoreOpenError", "check_before_open",
            "check_fts", "disk_nearly_full", "explain_open_failure", "make_room_for", "quick_check", "rebuild_fts",
@@ -41,10 +42,6 @@ INSERT_FTS = "INSERT INTO messages_fts (rowid, body, author) VALUES (?, ?, ?)"
 RESTORE_ADVICE = ("Stop the bot and restore a backup: python -m cogs.memory restore BACKUP.sqlite3 (README, "
                   "\"Backups\"). With no backup, `sqlite3 {path} .recover | sqlite3 recovered.sqlite3` saves what "
                   "is still readable.")
-
-
-class StoreOpenError(RuntimeError):
-    """The memory database cannot be opened; the message says what is wrong and what to do about it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from cogs.memory.cog.replies import stats_embed
+from cogs.memory.memory import MemoryStats
 from cogs.memory.runtime.profile import MemoryProfile, ProviderSettings, RerankerSettings
 from cogs.memory.rerank.providers import Provider
 from cogs.memory.rerank.service import RerankerService
@@ -110,5 +111,5 @@ def test_stats_show_each_provider_in_order(servers: dict[str, FakeRerankServer],
     assert fields["Reranker"] == f"{profile.reranker.model} (http: not loaded yet → local: not loaded yet)"
 
 
-STATS = {"messages": 0, "vectors": 0, "index_kind": "flat", "index_size_bytes": 0, "index_file_bytes": 0,
-         "embedding_model": "all-MiniLM-L6-v2"}
+STATS = MemoryStats(messages=0, vectors=0, index_size_bytes=0, index_file_bytes=0, index_kind="flat",
+                    embedding_model="all-MiniLM-L6-v2", queued=0)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cogs.memory.__main__ import parse_args, run
-from cogs.memory.store.backend import history_for
+from cogs.memory.store.postgres.backend import PostgresBackend
 from cogs.memory.store.history import Exclusion
 from cogs.memory.store.sqlite.history import SqliteHistory
 from cogs.memory.store.postgres import migrate as pg_migrate
@@ -125,7 +125,7 @@ async def test_what_history_must_not_bring_back_is_copied(migrate_cli, database_
     await migrate_cli()
     store = await PostgresStore.open(database_url)
     try:
-        exclusions = await history_for(store, asyncio.Lock()).exclusions(1, 10, None)
+        exclusions = await PostgresBackend(store).history(asyncio.Lock()).exclusions(1, 10, None)
     finally:
         await store.close()
     assert exclusions == [FORGOTTEN]

@@ -43,7 +43,8 @@ class Logged:
 async def logged(database_url: str, embedder: EmbeddingService) -> AsyncIterator[Logged]:
     queries: list[Any] = []
     store = await PostgresStore.open(database_url, query_logger=queries.append)
-    async with running_ingest(store, embedder, DatabaseIndexes(embedder.model_name, embedder.dimension)) as ingest:
+    indexes = DatabaseIndexes(store, embedder.model_name, embedder.dimension)
+    async with running_ingest(store, embedder, indexes) as ingest:
         yield Logged(store, ingest, queries)
     await store.close()
 

@@ -20,7 +20,7 @@ async def test_a_message_stored_while_the_model_fails_is_found_by_keyword_and_em
     database_url: str, embedder: EmbeddingService, core_profile: MemoryProfile, make_record: RecordFactory
 ) -> None:
     store = await PostgresStore.open(database_url)
-    indexes = DatabaseIndexes(embedder.model_name, embedder.dimension)
+    indexes = DatabaseIndexes(store, embedder.model_name, embedder.dimension)
     queue = IngestQueue(store, FlakyEmbedder(embedder, failures=10**9), indexes, retry=QUICK_RETRY)
     queue.start()
     await queue.add(make_record(1, "the zeppelin lands at noon"))

@@ -16,7 +16,6 @@ import asyncpg
 import pytest
 
 from cogs.memory.store.sqlite import migrations
-from cogs.memory.store.backend import history_for
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.store.history import BackfillProgress, CatchUpProgress, Exclusion, HistoryLedger
 from cogs.memory.ingest.queue import IngestQueue
@@ -27,6 +26,7 @@ from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory
 from tests.fixtures.postgres import fresh_database
+from tests.fixtures.stores import backend_for
 
 
 @dataclass
@@ -51,7 +51,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path, embedder: Embe
         return store
 
     async def reopened() -> HistoryLedger:
-        return history_for(await open_store(), asyncio.Lock())
+        return backend_for(await open_store()).history(asyncio.Lock())
 
     url = await fresh_database(request.getfixturevalue("postgres_server_url")) if request.param != "sqlite" else ""
     store = await open_store()
@@ -59,10 +59,10 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path, embedder: Embe
         indexes: Any = IndexRegistry(store, tmp_path / "indexes", embedder.model_name, embedder.dimension)
         await indexes.load_all()
     else:
-        indexes = DatabaseIndexes(embedder.model_name, embedder.dimension)
+        indexes = DatabaseIndexes(store, embedder.model_name, embedder.dimension)
     ingest = IngestQueue(store, embedder, indexes, batch_size=8, queue_size=64)
     ingest.start()
-    yield Backend(history_for(store, ingest.write_lock), ingest, reopened)
+    yield Backend(backend_for(store).history(ingest.write_lock), ingest, reopened)
     await ingest.close()
     await indexes.close()
     for each in reversed(opened):
@@ -236,7 +236,7 @@ async def migrated_from(request: pytest.FixtureRequest, tmp_path: Path,
             monkeypatch.undo()
             store = await PostgresStore.open(url)
         opened.append(store)
-        return history_for(store, asyncio.Lock())
+        return backend_for(store).history(asyncio.Lock())
 
     yield migrated
     for store in opened:
