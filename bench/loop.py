@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import cogs.memory  # noqa: F401 - its OpenMP settings must be in place before the reranker's torch loads
     logging.basicConfig(level=logging.WARNING)
-    from bot import tune_interpreter
+    from launcher import tune_interpreter
 
     tune_interpreter()  # as `python bot.py` runs
     result = asyncio.run(run(args))

@@ -33,7 +33,7 @@ _POSTGRESQL_SCHEMES = ("postgresql://", "postgres://")
 def database_url(environ: Mapping[str, str] | None = None) -> str | None:
     """The PostgreSQL URL memory should use, or None for the embedded SQLite default.
 
-    bot.py loads .env into the environment first, so a value there counts too.
+    launcher.py loads .env into the environment first, so a value there counts too.
     """
     value = (os.environ if environ is None else environ).get(DATABASE_URL_ENV, "").strip()
     if not value:
