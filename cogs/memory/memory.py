@@ -23,7 +23,7 @@ from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .ingest.reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
 from .store.protocol import SearchEngine, Store, StoreBackend, StoreOpenError, VectorIndexes
-from .vectors.index import IndexSaveError
+from .vectors.index import IndexSaveError, IndexUsage
 
 if TYPE_CHECKING:
     from .rerank.service import RerankerService
@@ -43,13 +43,10 @@ class MemoryOpenError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class MemoryStats:
-    """One guild's memory as /memory stats shows it."""
+    """One guild's memory as /memory stats shows it: its messages, its vector index, and what waits for ingest."""
 
     messages: int
-    vectors: int
-    index_size_bytes: int
-    index_file_bytes: int
-    index_kind: str
+    index: IndexUsage
     embedding_model: str
     queued: int
 
@@ -310,11 +307,8 @@ class Memory:
         return cast(list[Candidate], await reranker.arerank_results(query, list(candidates), top_k=limit))
 
     async def stats(self, guild_id: int) -> MemoryStats:
-        usage = await self.indexes.usage(guild_id)
-        return MemoryStats(messages=await self.store.count_messages(guild_id), vectors=usage.vectors,
-                           index_size_bytes=usage.memory_bytes, index_file_bytes=usage.file_bytes,
-                           index_kind=usage.kind, embedding_model=self.embedder.display_name,
-                           queued=self.ingest.queued)
+        return MemoryStats(await self.store.count_messages(guild_id), await self.indexes.usage(guild_id),
+                           self.embedder.display_name, self.ingest.queued)
 
     # -- profiles -------------------------------------------------------------------------------------------
 

@@ -193,9 +193,9 @@ def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: dic
                 latencies: dict[str, Sequence[float]], catch_up: CatchUpStatus | None = None) -> discord.Embed:
     embed = discord.Embed(title=f"Memory of {guild_name}")
     embed.add_field(name="Messages", value=f"{stats.messages:,}")
-    embed.add_field(name="Vectors", value=f"{stats.vectors:,} ({stats.index_kind})")
-    embed.add_field(name="Index size", value=f"{_mib(stats.index_size_bytes)} in memory, "
-                                             f"{_mib(stats.index_file_bytes)} on disk")
+    embed.add_field(name="Vectors", value=f"{stats.index.vectors:,} ({stats.index.kind})")
+    embed.add_field(name="Index size", value=f"{_mib(stats.index.memory_bytes)} in memory, "
+                                             f"{_mib(stats.index.file_bytes)} on disk")
     embed.add_field(name="Profile", value=f"{profile} (embeddings: {stats.embedding_model})", inline=False)
     embed.add_field(name="Reranker", value=_reranker(reranker), inline=False)
     if reranker is not None and reranker["provider"] != "none":

@@ -120,11 +120,11 @@ async def test_deleted_messages_are_not_found(memory: Memory, make_record: Recor
 async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_record: RecordFactory) -> None:
     await fill(memory, make_record)
     stats = await memory.stats(1)
-    assert (stats.messages, stats.vectors) == (3, 3)
+    assert (stats.messages, stats.index.vectors) == (3, 3)
     if isinstance(memory.store, SqliteStore):  # a FAISS index in this process
-        assert stats.index_size_bytes >= 3 * 384 * 4
+        assert stats.index.memory_bytes >= 3 * 384 * 4
     else:  # the vectors and their index live in the database
-        assert stats.index_kind == "pgvector-hnsw"
+        assert stats.index.kind == "pgvector-hnsw"
 
 
 async def test_close_flushes_queued_messages_and_saves_indexes(
@@ -138,7 +138,7 @@ async def test_close_flushes_queued_messages_and_saves_indexes(
         reopened = await Memory.open(core_profile, db_path, index_dir)
     stats = await reopened.stats(1)
     await reopened.close()
-    assert (stats.messages, stats.vectors) == (1, 1)
+    assert (stats.messages, stats.index.vectors) == (1, 1)
     assert "Rebuilding" not in caplog.text
 
 
@@ -179,7 +179,7 @@ async def test_switching_to_another_model_embeds_stored_messages(
     stats = await memory.stats(1)
     results = await memory.search("lake cabin", SearchFilters(guild_id=1), 2)
     assert stats.embedding_model == other.embedding_model
-    assert (stats.messages, stats.vectors) == (3, 3)
+    assert (stats.messages, stats.index.vectors) == (3, 3)
     assert "vector" in results[0]["sources"]
 
 
@@ -188,7 +188,7 @@ async def test_switching_batch_sizes_keeps_the_model(memory: Memory, make_record
     await memory.switch_profile(dataclasses.replace(memory.profile, embedding_batch_size=4, ingest_batch_size=2))
     await fill(memory, make_record)
     assert memory.embedder is embedder and embedder.batch_size == 4
-    assert (await memory.stats(1)).vectors == 3
+    assert (await memory.stats(1)).index.vectors == 3
 
 
 async def test_a_local_reranker_is_exported_beside_the_database(

@@ -144,7 +144,7 @@ async def test_after_a_restore_the_vector_indexes_are_rebuilt_from_the_restored_
         reopened = await Memory.open(core_profile, db_path, index_dir)
     try:
         hits = await reopened.search("lake cabin in July", SearchFilters(guild_id=1), 5)
-        vectors = (await reopened.stats(1)).vectors
+        vectors = (await reopened.stats(1)).index.vectors
     finally:
         await reopened.close()
     assert ([hit["message_id"] for hit in hits], vectors) == ([1], 1)
