@@ -1,14 +1,13 @@
-"""The memory bot: a ``commands.Bot`` that opens the memory core after connecting, and ``python bot.py`` to run it."""
+"""The memory bot: a ``commands.Bot`` that opens the memory core after connecting (launcher.py starts it).
+
+``python bot.py`` still runs it: it hands over to ``launcher.main``.
+"""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import logging
-import os
-import signal
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,41 +15,15 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
-from cogs.memory.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
+from cogs.memory.runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
 
 if TYPE_CHECKING:
     from cogs.memory.memory import Memory
-    from cogs.memory.profile import MemoryProfile
+    from cogs.memory.runtime.profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
-ENV_FILE = Path(__file__).resolve().parent / ".env"
 EXTENSIONS = ("cogs.memory.cog",)
-
-NO_TOKEN_HELP = """\
-No Discord bot token found: set DISCORD_TOKEN in the environment or in a .env file next to bot.py.
-
-  1. Open https://discord.com/developers/applications and click "New Application".
-  2. In "Bot", click "Reset Token", copy it, and put it in .env as:  DISCORD_TOKEN=your-token-here
-  3. Still in "Bot", under "Privileged Gateway Intents", enable MESSAGE CONTENT INTENT and SERVER MEMBERS INTENT.
-  4. Invite the bot and sync its commands: follow "Set up the bot" in README.md (scopes: bot applications.commands).
-"""
-
-
-def parse_admin_ids(raw: str | None) -> frozenset[int]:
-    """``BOT_ADMIN_IDS`` is a comma- or space-separated list of user ids; anything else is a configuration error."""
-    if not raw:
-        return frozenset()
-    try:
-        return frozenset(int(part) for part in raw.replace(",", " ").split())
-    except ValueError:
-        raise SystemExit(f"BOT_ADMIN_IDS must be user ids separated by commas, got {raw!r}") from None
-
-
-# The embedding, reranking and SQLite threads share the GIL with the event loop. Python's default 5 ms switch
-# interval lets a busy worker thread hold the loop off for several intervals in a row (bench.loop measured
-# 250 ms gaps under load); 0.5 ms hands the GIL back to the loop promptly at no measurable throughput cost.
-GIL_SWITCH_INTERVAL_S = 0.0005
 
 
 # Young collections stay automatic, at Python's defaults; full ones never start from allocation counts.
@@ -59,10 +32,6 @@ GC_THRESHOLDS = (700, 10, 1_000_000)
 # after ten minutes, so cyclic garbage cannot pile up under sustained load.
 GC_IDLE_CHECK_S = 60
 GC_MAX_INTERVAL_S = 600
-
-
-def tune_interpreter() -> None:
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
 
 
 def freeze_startup_objects() -> None:
@@ -161,17 +130,17 @@ class MemoryBot(commands.Bot):
 
         profile = await asyncio.to_thread(self.choose_profile)
         log.info("Opening memory with profile %r at %s", profile.name, self.db_path)
-        from cogs.memory.config import database_url
+        from cogs.memory.runtime.config import database_url
 
         return await Memory.open(profile, self.db_path, self.index_dir, database_url())
 
     def choose_profile(self) -> MemoryProfile:
-        from cogs.memory.profile_choice import saved_or_selected_profile
+        from cogs.memory.runtime.profile_choice import saved_or_selected_profile
 
         return saved_or_selected_profile(self.profile_choice_path, self.profiles_dir)
 
     async def save_profile_choice(self, name: str) -> None:
-        from cogs.memory.profile_choice import save_profile_choice
+        from cogs.memory.runtime.profile_choice import save_profile_choice
 
         await asyncio.to_thread(save_profile_choice, self.profile_choice_path, name)
 
@@ -222,102 +191,7 @@ class ShardedMemoryBot(MemoryBot, commands.AutoShardedBot):
     """
 
 
-def shard_count(value: str) -> int:
-    try:
-        count = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number; you gave {value!r}") from None
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1; you gave {count}")
-    return count
-
-
-def shard_ids(value: str) -> list[int]:
-    try:
-        ids = [int(part) for part in value.replace(",", " ").split()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be shard numbers separated by commas; you gave {value!r}") from None
-    if not ids:
-        raise argparse.ArgumentTypeError("is empty; give shard numbers separated by commas, e.g. 0,1")
-    if len(set(ids)) != len(ids):
-        raise argparse.ArgumentTypeError(f"names a shard twice: {value!r}")
-    return ids
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Run the Discord memory bot.")
-    parser.add_argument("--sync", action="store_true", help="sync slash commands on start (DEV_GUILD_ID: that guild only)")
-    parser.add_argument("--shards", type=shard_count, metavar="N",
-                        help="total number of shards across all processes (default: one unsharded connection)")
-    parser.add_argument("--shard-ids", type=shard_ids, metavar="a,b",
-                        help="the shards this process runs, numbered from 0 (default with --shards: all N)")
-    args = parser.parse_args(argv)
-    if args.shard_ids is not None:
-        if args.shards is None:
-            parser.error("--shard-ids needs --shards N (the total across all processes)")
-        outside = [shard for shard in args.shard_ids if not 0 <= shard < args.shards]
-        if outside:
-            parser.error(f"--shard-ids must be between 0 and {args.shards - 1} for --shards {args.shards}; "
-                         f"you gave {', '.join(map(str, outside))}")
-    return args
-
-
-def create_bot(args: argparse.Namespace) -> MemoryBot:
-    """The bot ``main`` runs: settings from the environment, shards from the command line."""
-    dev_guild = os.environ.get("DEV_GUILD_ID", "").strip()
-    settings: dict[str, Any] = {
-        "bot_admin_ids": parse_admin_ids(os.environ.get("BOT_ADMIN_IDS")),
-        "dev_guild_id": int(dev_guild) if dev_guild else None,
-        "sync_on_start": args.sync,
-        "store_dms": os.environ.get("MEMORY_STORE_DMS", "").strip().lower() in {"1", "true", "yes", "on"},
-    }
-    if args.shards is None:
-        return MemoryBot(**settings)
-    return ShardedMemoryBot(**settings, shard_count=args.shards, shard_ids=args.shard_ids)
-
-
-async def run_bot(token: str, bot: MemoryBot) -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(signum, stop.set)
-        except NotImplementedError:  # Windows: Ctrl-C still raises KeyboardInterrupt there
-            pass
-    async with bot:
-        runner = asyncio.create_task(bot.start(token), name="discord")
-        stopper = asyncio.create_task(stop.wait(), name="signals")
-        done, _ = await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        if stopper in done:
-            log.info("Shutting down on signal")
-        else:
-            stopper.cancel()
-        await bot.close()
-        if runner in done:
-            runner.result()  # surfaces a login failure such as a bad token
-        else:
-            await runner
-
-
-def main(argv: list[str] | None = None) -> int:
-    from dotenv import load_dotenv
-
-    args = parse_args(argv)
-    load_dotenv(ENV_FILE)  # values already in the environment win
-    token = os.environ.get("DISCORD_TOKEN", "").strip()
-    if not token:
-        print(NO_TOKEN_HELP, file=sys.stderr)
-        return 2
-    discord.utils.setup_logging()
-    tune_interpreter()
-    bot = create_bot(args)
-    try:
-        asyncio.run(run_bot(token, bot))
-    except discord.LoginFailure:
-        log.error("Discord rejected DISCORD_TOKEN; reset it in the Developer Portal and update .env")
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
+    from launcher import main
+
     raise SystemExit(main())

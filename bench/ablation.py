@@ -1,21 +1,23 @@
 """The context rules ``bench.recall --ablate`` switches off one at a time, and how each is switched off.
 
-Each rule is a set of overrides named like the fields of the search tuning (the constants at the top of
-cogs/memory/search.py, in lower case). Two are not search tuning: ``embedding_scripts`` is the profile's field
+Each rule is a set of overrides named like the fields of the search tuning (``RankingTuning``,
+cogs/memory/search/ranking.py). Two are not search tuning: ``embedding_scripts`` is the profile's field
 (what the embedding model reads, which coverage weighting follows), set on the search engine; ``vector_input`` is
 what a stored vector is made of, which takes effect only at ingest (``input_form``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
-from cogs.memory import search, text
-from cogs.memory.search import FirstStage
-from cogs.memory.vectors import VectorSource
+from cogs.memory.language import keywords as text
+from cogs.memory.search.first_stage import FirstStage
+from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.vectors.stored import VectorSource
 
 __all__ = ("ABLATIONS", "INPUT_FORMS", "input_form", "rules", "tuned")
 
@@ -49,27 +51,21 @@ def rules(value: str) -> list[str]:
 
 @contextmanager
 def tuned(engine: FirstStage, overrides: Mapping[str, Any]) -> Iterator[None]:
-    """Search with ``overrides`` in force, then restore what was there (also on an error).
-
-    Until the search tuning is a frozen dataclass this sets the upper-case module globals of cogs.memory.search;
-    once it lands this becomes ``dataclasses.replace(RankingTuning(), **overrides)`` handed to the engine.
-    ``vector_input`` is accepted and ignored here: it was applied at ingest (``input_form``).
-    """
+    """Search with ``overrides`` in force (the engine's ``RankingTuning`` with those fields replaced), then put back
+    what was there (also on an error). ``vector_input`` is accepted and ignored here: it was applied at ingest
+    (``input_form``)."""
     tuning = {key: value for key, value in overrides.items() if key not in ("embedding_scripts", "vector_input")}
-    unknown = [key for key in tuning if not hasattr(search, key.upper())]
+    fields = {field.name for field in dataclasses.fields(RankingTuning)}
+    unknown = [key for key in tuning if key not in fields]
     if unknown:
         raise ValueError(f"no search tuning named {', '.join(unknown)}")
-    saved = {key.upper(): getattr(search, key.upper()) for key in tuning}
-    scripts = engine.scripts
+    saved, scripts = engine.tuning, engine.scripts
     try:
-        for name, value in tuning.items():
-            setattr(search, name.upper(), value)
+        engine.tuning = dataclasses.replace(saved, **tuning)
         engine.scripts = overrides.get("embedding_scripts", scripts)
         yield
     finally:
-        for name, value in saved.items():
-            setattr(search, name, value)
-        engine.scripts = scripts
+        engine.tuning, engine.scripts = saved, scripts
 
 
 def _alone(self: VectorSource) -> list[str]:

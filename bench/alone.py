@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cogs.memory import text
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.language import keywords as text
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.records import MessageRecord
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from bench.vectors import random_units
-from cogs.memory.hnsw import ef_for
-from cogs.memory.vector_index import VectorIndex
+from cogs.memory.vectors.hnsw import ef_for
+from cogs.memory.vectors.index import VectorIndex
 
 __all__ = ("EF_SWEEP", "K", "ef_sweep", "exact_comparison", "percentile_ms", "random_worst_case", "recall_at_k",
            "timed_sync", "top_k")

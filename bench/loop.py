@@ -81,7 +81,7 @@ async def build_bot(workdir: Path):
     from bench.qwen3_random import build_random_qwen3
     from bot import MemoryBot, freeze_startup_objects
     from cogs.memory.memory import Memory
-    from cogs.memory.profile import MemoryProfile, RerankerSettings
+    from cogs.memory.runtime.profile import MemoryProfile, RerankerSettings
 
     model_dir = await asyncio.to_thread(build_random_qwen3, workdir / "tiny-reranker", tiny=True)
     profile = MemoryProfile(
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import cogs.memory  # noqa: F401 - its OpenMP settings must be in place before the reranker's torch loads
     logging.basicConfig(level=logging.WARNING)
-    from bot import tune_interpreter
+    from launcher import tune_interpreter
 
     tune_interpreter()  # as `python bot.py` runs
     result = asyncio.run(run(args))

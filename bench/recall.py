@@ -52,9 +52,9 @@ from typing import Any
 
 import numpy as np
 
-from cogs.memory.embedding import EmbeddingService
+from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.memory import Memory
-from cogs.memory.profile import load_profile
+from cogs.memory.runtime.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters
 
 from . import ablation, structure

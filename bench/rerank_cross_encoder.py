@@ -35,7 +35,7 @@ import torch
 from bench.cross_encoder_random import SHAPES
 from bench.qwen3_random import QWEN_TOKENIZER_DIR
 from bench.rerank import Case, load_cases, matmul_peak_gflops, report, run_budget
-from cogs.memory.profile import load_profile
+from cogs.memory.runtime.profile import load_profile
 from cogs.memory.rerank.cross_encoder import CrossEncoderScorer
 from cogs.memory.rerank.local import DEFAULT_INSTRUCTION
 

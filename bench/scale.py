@@ -4,7 +4,7 @@
                           [--model NAME_OR_DIR] [--device cpu|cuda] [--dtype float32|bfloat16|float16]
 
 Each size runs in a fresh process (so ``peak_rss_mb`` is that size's own peak) through the real ingest path
-and the real SearchEngine. Up to ``--model-max`` messages are embedded with the real model (``"vectors":
+and the real SqliteSearchEngine. Up to ``--model-max`` messages are embedded with the real model (``"vectors":
 "model"``, and ``embed_only_msgs_per_s`` is the model alone on exactly the texts ingest embedded); above it,
 ``--vectors realistic`` (the default) stands in each message's real MiniLM vector, perturbed (bench/vectors.py),
 and ``--vectors random`` random unit vectors. Message texts are sampled with replacement from a LoCoMo-format
@@ -43,15 +43,15 @@ import numpy as np
 
 from bench.exact import K, exact_comparison, percentile_ms, random_worst_case
 from bench.vectors import CACHE_DIR, Perturber, RandomEmbedder, RealisticEmbedder, load_real_vectors, message_keys
-from cogs.memory import text
-from cogs.memory.config import DTYPES
-from cogs.memory.embedding import DEFAULT_MODEL, EmbeddingService
-from cogs.memory.ingest import IngestQueue
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.language import keywords as text
+from cogs.memory.runtime.config import DTYPES
+from cogs.memory.vectors.embedding import DEFAULT_MODEL, EmbeddingService
+from cogs.memory.ingest.queue import IngestQueue
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
-from cogs.memory.search import SearchEngine
-from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
+from cogs.memory.store.sqlite.search import SqliteSearchEngine
+from cogs.memory.store.sqlite.store import SqliteStore
+from cogs.memory.vectors.index import IndexRegistry
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
 GUILD = 1
@@ -128,7 +128,7 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
     embedder, perturber = await stand_in(kind, model, args.data, args.vector_cache)
     result: dict[str, Any] = {"messages": size, "vectors": kind}
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
-        store = await MemoryStore.open(Path(workdir) / "scale.sqlite3")
+        store = await SqliteStore.open(Path(workdir) / "scale.sqlite3")
         indexes = TimedRegistry(store, Path(workdir) / "indexes", model.model_name, model.dimension)
         result.update(await ingest_all(store, embedder, indexes, make_records(size, messages, seed=size), model, args,
                                        Path(workdir)))
@@ -144,7 +144,7 @@ async def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         index = indexes.get(GUILD)
         result.update(index_kind=index.kind, bytes_per_vector=round(indexes.path_for(GUILD).stat().st_size / size, 1),
                       memory_bytes_per_vector=round(index.memory_bytes() / size, 1))
-        result.update(await time_searches(SearchEngine(store, model, indexes, PROFILE), model, questions))
+        result.update(await time_searches(SqliteSearchEngine(store, model, indexes, PROFILE), model, questions))
         # Queries shaped like the stored vectors: the real questions' embeddings, perturbed like the messages.
         queries = await model.embed_queries([text.embedding_query(question) for question in questions])
         if perturber is not None:
@@ -227,7 +227,7 @@ async def time_searches(engine: Any, model: EmbeddingService | None, questions: 
                      "query_embed_p95_ms": percentile_ms(embedding, 95)}
 
 
-async def stored_vectors(store: MemoryStore, model_name: str) -> tuple[np.ndarray, np.ndarray]:
+async def stored_vectors(store: SqliteStore, model_name: str) -> tuple[np.ndarray, np.ndarray]:
     """Every vector SQLite holds for the guild, and its row id."""
     parts = [page async for page in store.iter_embeddings(GUILD, model_name)]
     return np.concatenate([ids for ids, _ in parts]), np.concatenate([vectors for _, vectors in parts])
@@ -236,9 +236,9 @@ async def stored_vectors(store: MemoryStore, model_name: str) -> tuple[np.ndarra
 async def run_size_postgres(size: int, args: argparse.Namespace, model: EmbeddingService,
                             questions: list[str]) -> dict[str, Any]:
     """Ingest rate and search latency of the same messages and queries on the PostgreSQL store."""
-    from cogs.memory.pg.indexes import DatabaseIndexes
-    from cogs.memory.pg.search import PostgresSearchEngine
-    from cogs.memory.pg.store import PostgresStore
+    from cogs.memory.store.postgres.indexes import DatabaseIndexes
+    from cogs.memory.store.postgres.search import PostgresSearchEngine
+    from cogs.memory.store.postgres.store import PostgresStore
 
     from .pg import scratch_database
 
@@ -249,8 +249,8 @@ async def run_size_postgres(size: int, args: argparse.Namespace, model: Embeddin
     async with scratch_database(args.database_url, "scale") as url:
         store = await PostgresStore.open(url)
         try:
-            result = await ingest_all(store, embedder, DatabaseIndexes(model.model_name, model.dimension), records,
-                                      model, args, None)
+            indexes = DatabaseIndexes(store, model.model_name, model.dimension)
+            result = await ingest_all(store, embedder, indexes, records, model, args, None)
             del records
             result.update(await time_searches(PostgresSearchEngine(store, model, PROFILE), None, questions))
         finally:
@@ -259,7 +259,7 @@ async def run_size_postgres(size: int, args: argparse.Namespace, model: Embeddin
 
 
 async def warm_up(directory: Path, model: EmbeddingService, records: list[MessageRecord]) -> list[str]:
-    store = await MemoryStore.open(directory / "warm-up.sqlite3")
+    store = await SqliteStore.open(directory / "warm-up.sqlite3")
     recorder = RecordingEmbedder(model)
     ingest = IngestQueue(store, recorder, IndexRegistry(store, directory, model.model_name, model.dimension))
     ingest.start()

@@ -42,7 +42,7 @@ GUILD_ID, CHANNEL_ID = 1, 10
 
 def _profile(reranker_dir: Path | None):
     """cpu-small, its reranker the random model at ``reranker_dir``, or off (None)."""
-    from cogs.memory.profile import load_profile
+    from cogs.memory.runtime.profile import load_profile
 
     profile = load_profile("cpu-small")
     if reranker_dir is None:

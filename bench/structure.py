@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Protocol
 
-from cogs.memory import questions
+from cogs.memory.language import questions
 
 __all__ = ("ChannelStructure", "Said", "answers_after_questions", "by_channel", "channel_structure", "table")
 

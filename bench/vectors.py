@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cogs.memory import text
-from cogs.memory.ingest import stored_content
+from cogs.memory.language import keywords as text
+from cogs.memory.ingest.queue import stored_content
 
 __all__ = ("CACHE_DIR", "Perturber", "RandomEmbedder", "RealVectors", "RealisticEmbedder", "load_real_vectors",
            "message_keys", "random_units")

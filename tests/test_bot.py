@@ -1,38 +1,17 @@
-"""``python bot.py``: what a newcomer sees without a token, the admin list it reads, and when it collects garbage."""
+"""The bot: the intents it asks for, who its admins are, and when it collects garbage."""
 
 import gc
 import weakref
 
 import discord
 import pytest
-from discord.ext import commands
 
 import bot
-
-
-def test_without_a_token_it_explains_how_to_get_one_and_exits_non_zero(monkeypatch, tmp_path, capsys):
-    monkeypatch.delenv("DISCORD_TOKEN", raising=False)
-    monkeypatch.setattr(bot, "ENV_FILE", tmp_path / ".env")  # a developer's real .env must not be read
-    assert bot.main([]) == 2
-    assert capsys.readouterr().err == bot.NO_TOKEN_HELP + "\n"
-
-
-def test_the_help_names_both_privileged_intents():
-    assert "MESSAGE CONTENT INTENT" in bot.NO_TOKEN_HELP and "SERVER MEMBERS INTENT" in bot.NO_TOKEN_HELP
 
 
 def test_the_bot_asks_for_message_content_and_members():
     intents = bot.bot_intents()
     assert (intents.message_content, intents.members) == (True, True)
-
-
-def test_bot_admin_ids_accept_commas_and_spaces():
-    assert bot.parse_admin_ids("1, 2 3") == frozenset({1, 2, 3})
-
-
-def test_bad_bot_admin_ids_stop_the_bot_with_a_reason():
-    with pytest.raises(SystemExit, match="BOT_ADMIN_IDS must be user ids"):
-        bot.parse_admin_ids("alice")
 
 
 async def test_a_listed_bot_admin_is_a_bot_admin(discord_bot):
@@ -120,52 +99,3 @@ async def test_an_overdue_full_collection_runs_even_under_load(memory_bot, full_
     monkeypatch.setattr(memory_bot, "_last_full_collection", bot.time.monotonic() - bot.GC_MAX_INTERVAL_S - 1)
     await memory_bot.collect_garbage()
     assert full_collections() == 1
-
-
-# -- sharding: --shards N --shard-ids a,b ------------------------------------------------------------------------
-
-
-def test_without_shard_flags_the_bot_is_one_unsharded_connection():
-    made = bot.create_bot(bot.parse_args([]))
-    assert (type(made), made.shard_count) == (bot.MemoryBot, None)
-
-
-def test_shard_flags_build_an_auto_sharded_bot_running_those_shards():
-    made = bot.create_bot(bot.parse_args(["--shards", "4", "--shard-ids", "1,3"]))
-    assert isinstance(made, commands.AutoShardedBot)
-    assert (made.shard_count, made.shard_ids) == (4, [1, 3])
-
-
-def test_shards_without_ids_run_every_shard_in_this_process():
-    made = bot.create_bot(bot.parse_args(["--shards", "2"]))
-    assert (made.shard_count, made.shard_ids) == (2, None)
-
-
-def test_main_starts_the_bot_with_the_shards_it_was_given(monkeypatch, tmp_path):
-    monkeypatch.setenv("DISCORD_TOKEN", "token")
-    monkeypatch.setattr(bot, "ENV_FILE", tmp_path / ".env")
-    monkeypatch.setattr(bot, "tune_interpreter", lambda: None)
-    monkeypatch.setattr(discord.utils, "setup_logging", lambda: None)
-    started = []
-
-    async def fake_run_bot(token, made):
-        started.append((token, made.shard_count, made.shard_ids))
-
-    monkeypatch.setattr(bot, "run_bot", fake_run_bot)
-    assert bot.main(["--shards", "3", "--shard-ids", "2"]) == 0
-    assert started == [("token", 3, [2])]
-
-
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--shard-ids", "0"], "--shard-ids needs --shards N (the total across all processes)"),
-    (["--shards", "2", "--shard-ids", "1,2"], "--shard-ids must be between 0 and 1 for --shards 2; you gave 2"),
-    (["--shards", "0"], "argument --shards: must be at least 1; you gave 0"),
-    (["--shards", "2", "--shard-ids", "0,x"], "argument --shard-ids: must be shard numbers separated by commas; "
-                                              "you gave '0,x'"),
-    (["--shards", "2", "--shard-ids", "1,1"], "argument --shard-ids: names a shard twice: '1,1'"),
-])
-def test_bad_shard_flags_are_refused_with_a_reason(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        bot.parse_args(argv)
-    assert exit_info.value.code == 2
-    assert capsys.readouterr().err.endswith(f"error: {message}\n")

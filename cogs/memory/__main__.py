@@ -21,16 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .backup import BackupError, backup_database, restore_database
-from .config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
-from .database_lock import DatabaseLock
-from .integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
+from .store.sqlite.backup import BackupError, backup_database, restore_database
+from .runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
+from .store.sqlite.lock import DatabaseLock
+from .store.sqlite.integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
-from .store_protocol import DatabaseUnavailableError
+from .store.protocol import DatabaseUnavailableError
 
 if TYPE_CHECKING:
     from .memory import Memory
-    from .profile import MemoryProfile
+    from .runtime.profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +113,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def load_profile_for(args: argparse.Namespace):
-    from .profile import load_profile
-    from .profile_choice import saved_or_selected_profile
+    from .runtime.profile import load_profile
+    from .runtime.profile_choice import saved_or_selected_profile
 
     if args.profile:
         return load_profile(args.profile)
@@ -152,7 +152,7 @@ def format_rerank(status: dict) -> str:
 
 
 async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .profile import reranks
+    from .runtime.profile import reranks
 
     guild_id = args.guild
     if guild_id is None:
@@ -215,7 +215,7 @@ class TableProgress:
 async def vector_key_for(args: argparse.Namespace, stored: dict[str, int]) -> str:
     """The key whose vectors migrate copies: that of the profile's model, derived as memory derives it (name, passage
     prefix, input form), or of ``--model`` (a model name, or a key as stored)."""
-    from .embedding import vector_key
+    from .vectors.embedding import vector_key
 
     if args.model:
         return args.model if args.model in stored else vector_key(args.model)
@@ -225,8 +225,8 @@ async def vector_key_for(args: argparse.Namespace, stored: dict[str, int]) -> st
 
 async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Copy the SQLite memory into PostgreSQL, then print both sides' counts; 1 when any table differs in any guild."""
-    from .pg.migrate import MigrationError, copy_memory, stored_models
-    from .profile import ProfileError
+    from .store.postgres.migrate import MigrationError, copy_memory, stored_models
+    from .runtime.profile import ProfileError
 
     try:
         stored = await stored_models(args.db)
@@ -292,7 +292,7 @@ def dashboard_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from dotenv import dotenv_values
 
-    from .config import ROOT
+    from .runtime.config import ROOT
     from .dashboard.auth import LoginTokens
     from .dashboard.config import PORT_ENV, DashboardConfig, DashboardConfigError
 
@@ -353,7 +353,7 @@ def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def vectors_waiting(db: Path) -> int:
     """Stored messages waiting for a vector, read from the file alone (no model loaded)."""
-    from .pending_vectors import COUNT_PENDING
+    from .store.sqlite.pending import COUNT_PENDING
 
     connection = sqlite3.connect(db, isolation_level=None)
     try:
@@ -366,9 +366,9 @@ def vectors_waiting(db: Path) -> int:
 
 
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    from .importer import import_exports
+    from .chat_export.importer import import_exports
     from .memory import Memory, MemoryOpenError
-    from .profile import ProfileError
+    from .runtime.profile import ProfileError
 
     if args.command == "migrate":
         return await migrate(args, out, err)

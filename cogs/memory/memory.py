@@ -10,29 +10,30 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
-from . import erasures
-from .admission import Admission
-from .backends import history_for, indexes_for, open_store, search_engine_for
-from .embedding import EmbeddingModelError, EmbeddingService
-from .erasures import LEDGER_NAME, Erasure, ErasureLedger
-from .history import Exclusion
-from .ingest import FlushReport, IngestQueue
-from .profile import MemoryProfile, ProfileError, reranks, resolve_device
-from .purge import PurgeScheduler
+from .privacy import ledger
+from .privacy.admission import Admission
+from .privacy.ledger import LEDGER_NAME, Erasure, ErasureLedger
+from .store.backend import open_backend
+from .vectors.embedding import EmbeddingModelError, EmbeddingService
+from .store.history import Exclusion
+from .ingest.queue import FlushReport, IngestQueue
+from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
+from .store.sqlite.purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
-from .reembed import reembed_all
+from .ingest.reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
-from .spool import SPOOL_NAME, IngestSpool
-from .store import MemoryStore, StoreOpenError
-from .store_protocol import DatabaseUnavailableError
-from .vector_index import IndexRegistry, IndexSaveError
+from .ingest.spool import SPOOL_NAME, IngestSpool
+from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
+                             VectorIndexes)
+from .vectors.index import IndexSaveError, IndexUsage
 
 if TYPE_CHECKING:
     from .rerank.service import RerankerService
 
-__all__ = ("Memory", "MemoryOpenError")
+__all__ = ("Memory", "MemoryOpenError", "MemoryStats")
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,16 @@ class MemoryOpenError(RuntimeError):
     """Memory could not start; the message says what to fix. Already logged in one line."""
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryStats:
+    """One guild's memory as /memory stats shows it: its messages, its vector index, and what waits for ingest."""
+
+    messages: int
+    index: IndexUsage
+    embedding_model: str
+    queued: int
+
+
 def _embedder_for(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> EmbeddingService:
     return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
                             batch_size=profile.embedding_batch_size, onnx_dir=onnx_dir, **_prefixes(profile))
@@ -55,28 +66,30 @@ def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
 
 
 class Memory:
-    """Facade over MemoryStore, EmbeddingService, IndexRegistry, IngestQueue, SearchEngine and the reranker."""
+    """Facade over a store backend (the store, its vector indexes, search engine and history), the embedding model,
+    the ingest queue and the reranker."""
 
-    def __init__(self, profile: MemoryProfile, store: MemoryStore, embedder: EmbeddingService,
-                 indexes: IndexRegistry, ingest: IngestQueue, reranker: RerankerService | None,
+    def __init__(self, profile: MemoryProfile, backend: StoreBackend, embedder: EmbeddingService,
+                 indexes: VectorIndexes, ingest: IngestQueue, reranker: RerankerService | None,
                  onnx_dir: Path | None = None, erasures: ErasureLedger | None = None) -> None:
         self.profile = profile
-        # Every erasure, kept apart from the database (erasures.py); None: not kept (a bare test memory).
+        # Every erasure, kept apart from the database (privacy/ledger.py); None: not kept (a bare test memory).
         self.erasures = erasures
         # What the last ``reapply_erasures`` did: (entries applied again, messages they forgot).
         self.reapplied = (0, 0)
         self.onnx_dir = onnx_dir  # where a local reranker's ONNX export goes (None: the service's default)
-        self.store = store
+        self.backend = backend
+        self.store: Store = backend.store
         self.embedder = embedder
         self.indexes = indexes
         self.ingest = ingest
         self.reranker = reranker
-        self.search_engine = search_engine_for(store, embedder, indexes, profile)
-        self._policy = GuildPolicy(store, ingest)
+        self.search_engine: SearchEngine = backend.search_engine(embedder, indexes, profile)
+        self._policy = GuildPolicy(self.store, ingest)
         # What reading channels' history again needs (catch-up, backfill): stored spans and saved progress.
-        self.history = history_for(store, ingest.write_lock)
+        self.history = backend.history(ingest.write_lock)
         # Every way in (capture, catch-up, backfill, import) meets in the ingest writer, which checks this rule.
-        self.admission = Admission(store, self.history)
+        self.admission = Admission(self.store, self.history)
         ingest.admit_by(self.admission.refused)
         self._autosave: asyncio.Task[None] | None = None
         self.purges = PurgeScheduler(self._erase_forgotten)
@@ -97,10 +110,11 @@ class Memory:
         """
         device = await asyncio.to_thread(resolve_device, profile)
         try:
-            store = await open_store(db_path, database_url)
+            backend = await open_backend(db_path, database_url)
         except (StoreOpenError, DatabaseUnavailableError) as exc:
             log.error("Memory cannot start: %s", exc)
             raise MemoryOpenError(str(exc)) from None
+        store = backend.store
         async with contextlib.AsyncExitStack() as undo:
             undo.push_async_callback(store.close)
             # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
@@ -113,7 +127,7 @@ class Memory:
                 log.error("Memory cannot start: %s. Set embedding_model in profile %r to an installed "
                           "sentence-transformers model id or a local model directory.", exc, profile.name)
                 raise MemoryOpenError(str(exc)) from None
-            indexes = indexes_for(store, index_dir, embedder.model_name, embedder.dimension)
+            indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
             await _mark_unembedded(store, embedder.model_name)
@@ -128,7 +142,7 @@ class Memory:
             if service is not None:
                 undo.push_async_callback(service.aclose)
                 await service.tokenizers_loaded()
-            memory = cls(profile, store, embedder, indexes, ingest, service, onnx_dir,
+            memory = cls(profile, backend, embedder, indexes, ingest, service, onnx_dir,
                          ErasureLedger(db_path.parent / LEDGER_NAME))
             try:  # before anything reads: a restored database holds no erased message
                 await memory.reapply_erasures()
@@ -246,7 +260,7 @@ class Memory:
         return await self._applied(erasure, self._forgot(await self.ingest.delete(message_ids)))
 
     # Forgetting by request also tells history (catch-up, backfill) and the admission rule never to store that
-    # again, and goes in the erasure ledger first (erasures.py), so that no restore undoes it.
+    # again, and goes in the erasure ledger first (privacy/ledger.py), so that no restore undoes it.
 
     async def forget_message(self, guild_id: int, message_id: int) -> int:
         erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, message_ids=(message_id,)))
@@ -271,7 +285,7 @@ class Memory:
     async def _forget(self, erasure: Erasure, count: int) -> int:
         """After ingest forgot what it held (a message still queued is stored first, so it is counted), record the
         exclusion the admission rule and history read, and forget what another process stored meanwhile."""
-        count += await erasures.apply(self, erasure)
+        count += await ledger.apply(self, erasure)
         return await self._applied(erasure, self._forgot(count))
 
     async def _ledger(self, erasure: Erasure) -> Erasure:
@@ -308,7 +322,7 @@ class Memory:
         log.info("Applying %d erasures this database does not hold (it was restored from before them)", len(missing))
         forgotten = 0
         for erasure in missing:
-            forgotten += await erasures.apply(self, erasure)
+            forgotten += await ledger.apply(self, erasure)
             await self._applied(erasure)
         self.reapplied = (len(missing), forgotten)
         if not await self.purge():
@@ -420,29 +434,9 @@ class Memory:
             self.reranker = await asyncio.to_thread(_build_reranker, self.profile, device, self.onnx_dir)
         return self.reranker is not None and await self.reranker.aload()
 
-    async def stats(self, guild_id: int) -> dict[str, Any]:
-        if not isinstance(self.store, MemoryStore):  # PostgreSQL: the vectors and their index are in the database
-            return {
-                "messages": await self.store.count_messages(guild_id),
-                "vectors": await self.store.count_vectors(guild_id, self.embedder.model_name),
-                "index_size_bytes": 0,
-                "index_file_bytes": 0,
-                "index_kind": self.indexes.kind,
-                "embedding_model": self.embedder.display_name,
-                "queued": self.ingest.queued,
-            }
-        index = self.indexes.get(guild_id)
-        path = self.indexes.path_for(guild_id)
-        file_bytes = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
-        return {
-            "messages": await self.store.count_messages(guild_id),
-            "vectors": self.indexes.count(guild_id),
-            "index_size_bytes": self.indexes.memory_bytes(guild_id),
-            "index_file_bytes": file_bytes,
-            "index_kind": index.kind if index is not None else "none",
-            "embedding_model": self.embedder.display_name,
-            "queued": self.ingest.queued,
-        }
+    async def stats(self, guild_id: int) -> MemoryStats:
+        return MemoryStats(await self.store.count_messages(guild_id), await self.indexes.usage(guild_id),
+                           self.embedder.display_name, self.ingest.queued)
 
     # -- profiles -------------------------------------------------------------------------------------------
 
@@ -473,12 +467,12 @@ class Memory:
                 await reembed_all(self.store, embedder)
                 await self.store.resolve_embedded(embedder.model_name)
                 await self.indexes.close()
-                indexes = indexes_for(self.store, self.indexes.directory, embedder.model_name, embedder.dimension)
+                indexes = self.backend.indexes(self.indexes.directory, embedder.model_name, embedder.dimension)
                 await indexes.load_all()
             old = self.embedder
             self.ingest.use(embedder, indexes, batch_size=profile.ingest_batch_size)
             self.embedder, self.indexes, self.profile = embedder, indexes, profile
-            self.search_engine = search_engine_for(self.store, embedder, indexes, profile)
+            self.search_engine = self.backend.search_engine(embedder, indexes, profile)
         if old is not embedder:
             await old.close()
         if self.reranker is not None and not reranks(profile):
@@ -497,9 +491,9 @@ async def _prune_tombstones(ingest: IngestQueue) -> None:
         log.warning("Could not prune old tombstones now (%s); a later delete does", exc)
 
 
-async def _mark_unembedded(store: MemoryStore, model: str) -> None:
+async def _mark_unembedded(store: Store, model: str) -> None:
     """Mark the stored messages with no vector under ``model`` as waiting for one, so the vector filler embeds them
-    in the background: after a restart with another embedding model or input form (vectors.INPUT_FORM)."""
+    in the background: after a restart with another embedding model or input form (embedding.INPUT_FORM)."""
     try:
         marked = await store.mark_unembedded(model)
     except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full

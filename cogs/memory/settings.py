@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .ingest import IngestQueue
-    from .store import MemoryStore
+    from .ingest.queue import IngestQueue
+    from .store.protocol import Store
 
 __all__ = ("GuildPolicy", "GuildSettings")
 
@@ -56,7 +56,7 @@ class GuildPolicy:
     SQLite, FTS5 and FAISS stay in step.
     """
 
-    def __init__(self, store: MemoryStore, ingest: IngestQueue) -> None:
+    def __init__(self, store: Store, ingest: IngestQueue) -> None:
         self._store = store
         self._ingest = ingest
         self._settings: dict[int, GuildSettings] = {}

@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 
 from bench import ablation, recall
-from cogs.memory import search
-from cogs.memory.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.records import SearchFilters
-from cogs.memory.search import FirstStage, SearchEngine, neighbours_in
-from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
-from cogs.memory.vectors import VectorSource
+from cogs.memory.runtime.profile import MemoryProfile
+from cogs.memory.search.first_stage import CandidateRow, ChannelWindow, FirstStage, neighbours_in
+from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.store.sqlite.search import SqliteSearchEngine
+from cogs.memory.store.sqlite.store import SqliteStore
+from cogs.memory.vectors.embedding import EmbeddingService
+from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.stored import VectorSource
 from tests.bench.test_recall_smoke import MESSAGES, QUERIES, write_jsonl
 from tests.fixtures.core import RecordFactory
 
@@ -30,42 +31,47 @@ MESSAGES_IN_CHANNELS = [(1, 41, "take your amp to Hank at Loud Repairs"), (2, 41
 
 
 @pytest.fixture
-async def engine(store: MemoryStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
-                 make_record: RecordFactory, core_profile: MemoryProfile) -> SearchEngine:
+async def engine(store: SqliteStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
+                 make_record: RecordFactory, core_profile: MemoryProfile) -> SqliteSearchEngine:
     for message_id, channel, content in MESSAGES_IN_CHANNELS:
         await ingest.add(make_record(message_id, content, guild_id=GUILD, channel_id=channel))
-    await ingest.flush()
-    return SearchEngine(store, embedder, indexes, core_profile)
+    await ingest.flush(vectors=True)
+    return SqliteSearchEngine(store, embedder, indexes, core_profile)
 
 
-async def found(engine: SearchEngine) -> list[int]:
+async def found(engine: SqliteSearchEngine) -> list[int]:
     hits = await engine.search("amp Hank Loud Repairs", SearchFilters(guild_id=GUILD), 20, mode="keyword")
     return [hit["message_id"] for hit in hits]
 
 
-async def test_question_loan_off_loses_the_answer_below_a_question_and_comes_back(engine: SearchEngine) -> None:
+async def test_question_loan_off_loses_the_answer_below_a_question_and_comes_back(engine: SqliteSearchEngine) -> None:
     assert 3 in await found(engine)
     with ablation.tuned(engine, ablation.ABLATIONS["question_loan"]):
-        assert search.ANSWER_CONTEXT_WEIGHT == 0.0
+        assert engine.tuning.answer_context_weight == 0.0
         assert 3 not in await found(engine)
-    assert search.ANSWER_CONTEXT_WEIGHT == 1.0 and 3 in await found(engine)
+    assert engine.tuning == RankingTuning() and 3 in await found(engine)
 
 
-async def test_neighbour_spread_off_loses_the_remark_after_a_hit(engine: SearchEngine) -> None:
+async def test_neighbour_spread_off_loses_the_remark_after_a_hit(engine: SqliteSearchEngine) -> None:
     assert 5 in await found(engine)
     with ablation.tuned(engine, ablation.ABLATIONS["neighbour_spread"]):
         assert 5 not in await found(engine)
-    assert (search.CONTEXT_WEIGHT, search.NEXT_CONTEXT_WEIGHT) == (0.2, 0.5) and 5 in await found(engine)
+    assert engine.tuning == RankingTuning() and 5 in await found(engine)
 
 
 def test_replies_off_lends_nothing_through_discord_replies(core_profile: MemoryProfile) -> None:
     # 1 asks; 2 is next; 9 replies to 1 through Discord's reply, far below.
-    rows = {rowid: (rowid, GUILD, 41, author, "", "", 0.0) for rowid, author in [(1, "jo"), (2, "sam"), (9, "kat")]}
-    window = {1: (None, (2,), (9,))}
+    rows = {rowid: CandidateRow(rowid, GUILD, 41, author, "", "", 0.0)
+            for rowid, author in [(1, "jo"), (2, "sam"), (9, "kat")]}
+    window = {1: ChannelWindow(None, (2,), (9,))}
     engine = FirstStage(None, core_profile)  # type: ignore[arg-type]  # the replies rule never reaches the model
+
+    def answers() -> tuple[int, ...]:
+        return neighbours_in(window, rows, engine.tuning.reply_window, engine.tuning.replies_lent)[1].answers
+
     with ablation.tuned(engine, ablation.ABLATIONS["replies"]):
-        assert neighbours_in(window, rows)[1][2] == (2,)
-    assert neighbours_in(window, rows)[1][2] == (2, 9)
+        assert answers() == (2,)
+    assert answers() == (2, 9)
 
 
 def test_coverage_off_reads_every_script_and_is_put_back(core_profile: MemoryProfile) -> None:
@@ -81,7 +87,7 @@ def test_an_unknown_override_is_refused_and_changes_nothing(core_profile: Memory
     with pytest.raises(ValueError, match="no_such_weight"):
         with ablation.tuned(engine, {"author_weight": 0.0, "no_such_weight": 1.0}):
             pass
-    assert search.AUTHOR_WEIGHT == 1.0
+    assert engine.tuning == RankingTuning()
 
 
 def test_the_alone_input_form_embeds_only_the_message_until_left() -> None:
@@ -99,8 +105,6 @@ def test_rule_names_are_checked() -> None:
 
 
 def test_ablate_all_reports_every_rule_s_contribution(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    tuning = {name: getattr(search, name) for name in ("ANSWER_CONTEXT_WEIGHT", "CONTEXT_WEIGHT",
-                                                       "NEXT_CONTEXT_WEIGHT", "REPLIES_LENT", "AUTHOR_WEIGHT")}
     out = tmp_path / "ablate.json"
     recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
                  "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)), "--mode", "hybrid,keyword",
@@ -114,5 +118,4 @@ def test_ablate_all_reports_every_rule_s_contribution(tmp_path: Path, capsys: py
     table = capsys.readouterr().out
     assert [line.split(" | ")[1] for line in table.splitlines() if "(contribution)" in line] == [
         f"{rule} (contribution)" for rule in ablation.ABLATIONS]
-    assert {name: getattr(search, name) for name in tuning} == tuning
     assert len(VectorSource("a", "b", ("c", "d")).texts()) == 2

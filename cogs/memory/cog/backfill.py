@@ -13,8 +13,8 @@ import discord
 from . import replies
 from .options import UserInputError
 from .reconcile import PAGE_SIZE, Reconciler, parent_id, read_page, store_read
-from ..history import BackfillProgress
-from ..ingest_report import FlushReport, IngestError
+from ..store.history import BackfillProgress
+from ..ingest.report import FlushReport, IngestError
 
 if TYPE_CHECKING:
     from ..memory import Memory

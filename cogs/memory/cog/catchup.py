@@ -16,8 +16,8 @@ import discord
 from discord.ext import commands
 
 from .reconcile import PAGE_SIZE, PageResult, Reconciler, parent_id, read_page, store_read
-from ..history import CatchUpProgress
-from ..ingest_report import IngestError
+from ..store.history import CatchUpProgress
+from ..ingest.report import IngestError
 
 if TYPE_CHECKING:
     from bot import MemoryBot

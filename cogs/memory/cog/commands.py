@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from bot import MemoryBot
 
     from ..memory import Memory
-    from ..profile import MemoryProfile
+    from ..runtime.profile import MemoryProfile
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +335,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         await interaction.response.send_message(replies.profile_summary(memory.profile), ephemeral=True)
 
     async def _profiles(self) -> dict[str, MemoryProfile]:
-        from ..profile import list_profiles
+        from ..runtime.profile import list_profiles
 
         profiles = await asyncio.to_thread(list_profiles, self.bot.profiles_dir)
         return {profile.name: profile for profile in profiles}
@@ -354,8 +354,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     async def profile_set(
         self, interaction: discord.Interaction, name: app_commands.Range[str, 1, PROFILE_NAME_MAX_CHARS]
     ) -> None:
-        from ..embedding import EmbeddingModelError
-        from ..profile import ProfileError
+        from ..vectors.embedding import EmbeddingModelError
+        from ..runtime.profile import ProfileError
 
         memory = self.memory()
         new = (await self._profiles()).get(name)

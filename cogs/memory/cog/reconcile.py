@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import discord
 
 from .capture import is_chat_message, record_from_message
-from ..content import edited_content
-from ..history import Exclusion, StoredMessage
-from ..ingest_report import IngestError
+from ..ingest.content import edited_content
+from ..store.history import Exclusion, StoredMessage
+from ..ingest.report import IngestError
 
 if TYPE_CHECKING:
     from ..memory import Memory

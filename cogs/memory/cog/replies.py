@@ -10,8 +10,9 @@ import discord
 
 if TYPE_CHECKING:
     from .catchup import CatchUpStatus
+    from ..memory import MemoryStats
     from ..settings import GuildSettings
-    from ..profile import MemoryProfile
+    from ..runtime.profile import MemoryProfile
 
 MEMORY_LOADING = "Memory is still loading its models (this takes a minute after the bot starts). Try again shortly."
 MEMORY_FAILED = "Memory could not be opened; the bot's owner has been told in the logs."
@@ -188,20 +189,20 @@ def catch_up_summary(status: CatchUpStatus | None) -> str:
     return f"{line}. {CATCHUP_UNREAD.format(failed=status.failed)}." if status.failed else f"{line}."
 
 
-def stats_embed(guild_name: str, stats: dict[str, Any], profile: str, reranker: dict[str, Any] | None,
+def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: dict[str, Any] | None,
                 latencies: dict[str, Sequence[float]], catch_up: CatchUpStatus | None = None) -> discord.Embed:
     embed = discord.Embed(title=f"Memory of {guild_name}")
-    embed.add_field(name="Messages", value=f"{stats['messages']:,}")
-    embed.add_field(name="Vectors", value=f"{stats['vectors']:,} ({stats['index_kind']})")
-    embed.add_field(name="Index size", value=f"{_mib(stats['index_size_bytes'])} in memory, "
-                                             f"{_mib(stats['index_file_bytes'])} on disk")
-    embed.add_field(name="Profile", value=f"{profile} (embeddings: {stats['embedding_model']})", inline=False)
+    embed.add_field(name="Messages", value=f"{stats.messages:,}")
+    embed.add_field(name="Vectors", value=f"{stats.index.vectors:,} ({stats.index.kind})")
+    embed.add_field(name="Index size", value=f"{_mib(stats.index.memory_bytes)} in memory, "
+                                             f"{_mib(stats.index.file_bytes)} on disk")
+    embed.add_field(name="Profile", value=f"{profile} (embeddings: {stats.embedding_model})", inline=False)
     embed.add_field(name="Reranker", value=_reranker(reranker), inline=False)
     if reranker is not None and reranker["provider"] != "none":
         embed.add_field(name="Reranking (last hour)", value=reranking_summary(reranker), inline=False)
     embed.add_field(name="Search latency", value=_latency(latencies["search"]), inline=False)
     embed.add_field(name="Recall latency (search + rerank)", value=_latency(latencies["recall"]), inline=False)
     embed.add_field(name="Catch-up", value=catch_up_summary(catch_up), inline=False)
-    if stats.get("queued"):
-        embed.set_footer(text=f"{stats['queued']} messages waiting to be indexed")
+    if stats.queued:
+        embed.set_footer(text=f"{stats.queued} messages waiting to be indexed")
     return embed

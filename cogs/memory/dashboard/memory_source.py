@@ -226,7 +226,7 @@ class MemorySource:
         return await self.settings(guild_id)
 
     async def _profiles(self) -> dict[str, Any]:
-        from ..profile import list_profiles
+        from ..runtime.profile import list_profiles
 
         return {profile.name: profile for profile in await asyncio.to_thread(list_profiles, self._profiles_dir)}
 
@@ -236,8 +236,8 @@ class MemorySource:
                 for name, profile in (await self._profiles()).items()]
 
     async def switch_profile(self, name: str) -> ProfileSwitchResult:
-        from ..embedding import EmbeddingModelError
-        from ..profile import ProfileError
+        from ..vectors.embedding import EmbeddingModelError
+        from ..runtime.profile import ProfileError
 
         memory = self.memory()
         old = memory.profile.name

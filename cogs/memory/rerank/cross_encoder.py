@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ..workers import MODEL_LOADING
+from ..runtime.workers import MODEL_LOADING
 from .local import TORCH_DTYPES, load_tokenizer
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..config import DTYPES
-from ..workers import MODEL_LOADING
+from ..runtime.config import DTYPES
+from ..runtime.workers import MODEL_LOADING
 from .prefix import ConstantPrefixCache
 
 log = logging.getLogger(__name__)

@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..workers import MODEL_LOADING
-from ..export_child import RecordPrinter, exporting_into, publish, remove_leftovers, run_export, staging_folder
+from ..runtime.workers import MODEL_LOADING
+from ..runtime.export_child import RecordPrinter, exporting_into, publish, remove_leftovers, run_export, staging_folder
 from .onnx_graph import GRAPH_FILE, HEAD_NODE, export_qwen3
-from ..profile import HardwareDetector
+from ..runtime.profile import HardwareDetector
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ import threading
 import time
 from typing import Any
 
-from .backends import LocalBackend
+from .scorers import LocalBackend
 from .http import HttpScorer
-from ..profile import ProviderSettings
+from ..runtime.profile import ProviderSettings
 
 Backend = LocalBackend | HttpScorer
 # How long an http provider may take when neither its own timeout nor the recall's budget says.

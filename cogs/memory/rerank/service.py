@@ -13,16 +13,16 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from .backends import build_local_scorer
+from .scorers import build_local_scorer
 from .cache import ScoreCache
 from .http import HttpRerankError, HttpScorer
 from .local import DEFAULT_INSTRUCTION, load_tokenizer
 from .providers import Backend, Provider
 from .stats import RerankStats
-from ..config import ONNX_DIR
-from ..profile import HardwareDetector, MemoryProfile, ProviderSettings, provider_chain, resolve_device
+from ..runtime.config import ONNX_DIR
+from ..runtime.profile import HardwareDetector, MemoryProfile, ProviderSettings, provider_chain, resolve_device
 from ..records import checked_limit
-from ..workers import WorkerThread
+from ..runtime.workers import WorkerThread
 
 log = logging.getLogger(__name__)
 

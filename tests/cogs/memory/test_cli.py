@@ -14,10 +14,10 @@ import pytest
 
 from cogs.memory import memory as memory_module
 from cogs.memory.__main__ import parse_args, run
-from cogs.memory.embedding import EmbeddingService
-from cogs.memory.integrity import RESTORE_ADVICE
+from cogs.memory.vectors.embedding import EmbeddingService
+from cogs.memory.store.sqlite.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory
-from cogs.memory.profile import ProfileError, load_profile
+from cogs.memory.runtime.profile import ProfileError, load_profile
 
 REPO = Path(__file__).resolve().parents[3]
 # What must return while the embedding model is blocked gets this long: never reached when it does return.
@@ -296,7 +296,7 @@ async def test_a_reranked_search_loads_the_reranker_when_it_needs_it(cli, export
 
 async def test_reapply_erasures_applies_what_the_ledger_holds_and_the_database_lacks(cli, export_file, tmp_path):
     """The one step after pg_restore (or a restore by hand): what was erased after the dump is erased again."""
-    from cogs.memory.erasures import LEDGER_NAME, Erasure, ErasureLedger
+    from cogs.memory.privacy.ledger import LEDGER_NAME, Erasure, ErasureLedger
 
     await cli("import", str(export_file))
     await ErasureLedger(tmp_path / LEDGER_NAME).append(Erasure.new("forget", guild_id=1, message_ids=(30,)))

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from cogs.memory import memory as memory_module
-from cogs.memory.database_lock import DatabaseLock
-from cogs.memory.embedding import DEFAULT_MODEL, resolve_model_path
-from cogs.memory.integrity import RESTORE_ADVICE
+from cogs.memory.store.sqlite.lock import DatabaseLock
+from cogs.memory.vectors.embedding import DEFAULT_MODEL, resolve_model_path
+from cogs.memory.store.sqlite.integrity import RESTORE_ADVICE
 from cogs.memory.memory import Memory, MemoryOpenError
 from cogs.memory.records import SearchFilters
-from cogs.memory.profile import MemoryProfile
-from cogs.memory.store import MemoryStore
+from cogs.memory.runtime.profile import MemoryProfile
+from cogs.memory.store.sqlite.store import SqliteStore
 from tests.fixtures.core import RecordFactory, core_profile_for
 from tests.fixtures.stores import fill
 
@@ -120,11 +120,11 @@ async def test_deleted_messages_are_not_found(memory: Memory, make_record: Recor
 async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_record: RecordFactory) -> None:
     await fill(memory, make_record)
     stats = await memory.stats(1)
-    assert (stats["messages"], stats["vectors"]) == (3, 3)
-    if isinstance(memory.store, MemoryStore):  # a FAISS index in this process
-        assert stats["index_size_bytes"] >= 3 * 384 * 4
+    assert (stats.messages, stats.index.vectors) == (3, 3)
+    if isinstance(memory.store, SqliteStore):  # a FAISS index in this process
+        assert stats.index.memory_bytes >= 3 * 384 * 4
     else:  # the vectors and their index live in the database
-        assert stats["index_kind"] == "pgvector-hnsw"
+        assert stats.index.kind == "pgvector-hnsw"
 
 
 async def test_close_stores_queued_messages_and_the_next_start_embeds_them(
@@ -139,7 +139,7 @@ async def test_close_stores_queued_messages_and_the_next_start_embeds_them(
     await reopened.flush(vectors=True)
     stats = await reopened.stats(1)
     await reopened.close()
-    assert (stats["messages"], stats["vectors"]) == (1, 1)
+    assert (stats.messages, stats.index.vectors) == (1, 1)
     assert "Rebuilding" not in caplog.text
 
 
@@ -179,8 +179,8 @@ async def test_switching_to_another_model_embeds_stored_messages(
     await memory.switch_profile(other)
     stats = await memory.stats(1)
     results = await memory.search("lake cabin", SearchFilters(guild_id=1), 2)
-    assert stats["embedding_model"] == other.embedding_model
-    assert (stats["messages"], stats["vectors"]) == (3, 3)
+    assert stats.embedding_model == other.embedding_model
+    assert (stats.messages, stats.index.vectors) == (3, 3)
     assert "vector" in results[0]["sources"]
 
 
@@ -189,7 +189,7 @@ async def test_switching_batch_sizes_keeps_the_model(memory: Memory, make_record
     await memory.switch_profile(dataclasses.replace(memory.profile, embedding_batch_size=4, ingest_batch_size=2))
     await fill(memory, make_record)
     assert memory.embedder is embedder and embedder.batch_size == 4
-    assert (await memory.stats(1))["vectors"] == 3
+    assert (await memory.stats(1)).index.vectors == 3
 
 
 async def test_a_local_reranker_is_exported_beside_the_database(

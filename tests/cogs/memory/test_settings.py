@@ -7,17 +7,17 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from cogs.memory.embedding import EmbeddingService
-from cogs.memory.ingest import IngestQueue
+from cogs.memory.vectors.embedding import EmbeddingService
+from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.settings import GuildPolicy, GuildSettings
-from cogs.memory.store import MemoryStore
-from cogs.memory.vector_index import IndexRegistry
-from tests.cogs.memory.test_ingest import consistent_ids, contents, expected_vector, stored_vector
+from cogs.memory.store.sqlite.store import SqliteStore
+from cogs.memory.vectors.index import IndexRegistry
+from tests.cogs.memory.ingest.test_queue import consistent_ids, contents, expected_vector, stored_vector
 from tests.fixtures.core import T0, RecordFactory
 
 
 @pytest.fixture
-def policy(store: MemoryStore, ingest: IngestQueue) -> GuildPolicy:
+def policy(store: SqliteStore, ingest: IngestQueue) -> GuildPolicy:
     return GuildPolicy(store, ingest)
 
 
@@ -32,20 +32,20 @@ async def test_a_guild_without_settings_has_the_defaults(policy: GuildPolicy) ->
     assert await policy.settings(1) == GuildSettings()
 
 
-async def test_saved_settings_are_read_back_from_the_store(policy: GuildPolicy, store: MemoryStore,
+async def test_saved_settings_are_read_back_from_the_store(policy: GuildPolicy, store: SqliteStore,
                                                            ingest: IngestQueue) -> None:
     saved = GuildSettings(auto_recall=True, recall_channel_ids=frozenset({5}), retention_days=30)
     await policy.save_settings(1, saved)
     assert await GuildPolicy(store, ingest).settings(1) == saved
 
 
-async def test_an_opt_out_is_read_back_from_the_store(policy: GuildPolicy, store: MemoryStore,
+async def test_an_opt_out_is_read_back_from_the_store(policy: GuildPolicy, store: SqliteStore,
                                                       ingest: IngestQueue) -> None:
     await policy.set_opt_out(1, 100, True)
     assert await GuildPolicy(store, ingest).is_opted_out(1, 100)
 
 
-async def test_opting_back_in_is_remembered(policy: GuildPolicy, store: MemoryStore, ingest: IngestQueue) -> None:
+async def test_opting_back_in_is_remembered(policy: GuildPolicy, store: SqliteStore, ingest: IngestQueue) -> None:
     await policy.set_opt_out(1, 100, True)
     await policy.set_opt_out(1, 100, False)
     assert (await policy.is_opted_out(1, 100), await GuildPolicy(store, ingest).is_opted_out(1, 100)) == (False, False)
@@ -56,7 +56,7 @@ async def test_an_opt_out_holds_in_its_guild_only(policy: GuildPolicy) -> None:
     assert await policy.is_opted_out(2, 100) is False
 
 
-async def test_forgetting_older_messages_keeps_the_newer_ones(ingest: IngestQueue, store: MemoryStore,
+async def test_forgetting_older_messages_keeps_the_newer_ones(ingest: IngestQueue, store: SqliteStore,
                                                               make_record: RecordFactory) -> None:
     await add(ingest, make_record, 1, 2, 3, 4)
     forgotten = await ingest.delete_older_than(1, T0 + timedelta(minutes=2.5))
@@ -64,14 +64,14 @@ async def test_forgetting_older_messages_keeps_the_newer_ones(ingest: IngestQueu
 
 
 async def test_forgetting_older_messages_keeps_fts_embeddings_and_faiss_in_step(
-    ingest: IngestQueue, store: MemoryStore, indexes: IndexRegistry, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await add(ingest, make_record, 1, 2, 3, 4)
     await ingest.delete_older_than(1, T0 + timedelta(minutes=2.5))
     assert len(await consistent_ids(store, indexes)) == 2
 
 
-async def test_forgetting_older_messages_leaves_other_guilds_alone(ingest: IngestQueue, store: MemoryStore,
+async def test_forgetting_older_messages_leaves_other_guilds_alone(ingest: IngestQueue, store: SqliteStore,
                                                                    make_record: RecordFactory) -> None:
     await add(ingest, make_record, 1, guild_id=2)
     await ingest.delete_older_than(1, T0 + timedelta(minutes=5))
@@ -79,7 +79,7 @@ async def test_forgetting_older_messages_leaves_other_guilds_alone(ingest: Inges
 
 
 async def test_the_oldest_message_left_is_embedded_without_its_forgotten_predecessor(
-    ingest: IngestQueue, store: MemoryStore, embedder: EmbeddingService, make_record: RecordFactory
+    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await add(ingest, make_record, 1, 2)
     await ingest.delete_older_than(1, T0 + timedelta(minutes=1.5))
@@ -88,7 +88,7 @@ async def test_the_oldest_message_left_is_embedded_without_its_forgotten_predece
 
 
 async def test_retention_forgets_by_each_guilds_own_days(policy: GuildPolicy, ingest: IngestQueue,
-                                                         store: MemoryStore, make_record: RecordFactory) -> None:
+                                                         store: SqliteStore, make_record: RecordFactory) -> None:
     await add(ingest, make_record, 1)
     await add(ingest, make_record, 2, guild_id=2)
     await policy.save_settings(1, GuildSettings(retention_days=7))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank import local as _rerank_local
 from cogs.memory.rerank.local import LocalScorer
 from cogs.memory.rerank.service import RerankerService

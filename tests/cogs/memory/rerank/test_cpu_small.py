@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.memory import Memory
-from cogs.memory.profile import MemoryProfile, load_profile
+from cogs.memory.runtime.profile import MemoryProfile, load_profile
 from cogs.memory.records import SearchFilters
 from cogs.memory.rerank import onnx as _rerank_onnx
 from tests.cogs.memory.rerank.test_providers import STATS

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cogs.memory.memory import Memory
-from cogs.memory.profile import load_profile
+from cogs.memory.runtime.profile import load_profile
 from tests.cogs.memory.rerank.test_cpu_small import QUERY, memory_with_messages, recall
 from tests.cogs.memory.rerank.test_cross_encoder import direct_logits
 from tests.fixtures.core import RecordFactory

@@ -9,9 +9,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-from cogs.memory.rerank.backends import CROSS_ENCODER, YES_NO_LM, model_family
+from cogs.memory.rerank.scorers import CROSS_ENCODER, YES_NO_LM, model_family
 from cogs.memory.rerank.cross_encoder import CrossEncoderScorer
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
 from tests.fixtures.reranker import build_tiny_cross_encoder, with_reranker

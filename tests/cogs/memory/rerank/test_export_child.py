@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.export_child import ExportFailed
+from cogs.memory.runtime.export_child import ExportFailed
 from cogs.memory.rerank.onnx_export import ensure_export
 
 

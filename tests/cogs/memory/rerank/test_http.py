@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from cogs.memory.rerank.http import rerank_url
-from cogs.memory.profile import MemoryProfile, RerankerSettings
+from cogs.memory.runtime.profile import MemoryProfile, RerankerSettings
 from cogs.memory.rerank.service import RerankerService
 
 DOCS = ["the sky is blue", "cats sleep a lot", "the support group met on Sunday"]

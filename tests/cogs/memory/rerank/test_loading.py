@@ -11,7 +11,7 @@ import pytest
 
 from cogs.memory.cog.replies import stats_embed
 from cogs.memory.memory import Memory
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.rerank import service as reranker_service
 from cogs.memory.rerank.service import RerankerService

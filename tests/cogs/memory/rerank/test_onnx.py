@@ -11,11 +11,11 @@ import onnx
 import pytest
 
 from cogs.memory.rerank import onnx_export as _onnx_export
-from cogs.memory.export_child import STAGING_SUFFIX
+from cogs.memory.runtime.export_child import STAGING_SUFFIX
 from cogs.memory.rerank.onnx_export import ensure_export
 from cogs.memory.rerank.local import LocalScorer
 from cogs.memory.rerank.onnx import OnnxScorer
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_service import DOCS, INSTRUCTION, QUERY, candidates, official_scores
 from tests.fixtures.reranker import with_reranker

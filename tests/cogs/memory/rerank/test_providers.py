@@ -9,7 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from cogs.memory.cog.replies import stats_embed
-from cogs.memory.profile import MemoryProfile, ProviderSettings, RerankerSettings
+from cogs.memory.memory import MemoryStats
+from cogs.memory.vectors.index import IndexUsage
+from cogs.memory.runtime.profile import MemoryProfile, ProviderSettings, RerankerSettings
 from cogs.memory.rerank.providers import Provider
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_http import DOCS, FakeRerankServer, Handler, candidates
@@ -110,5 +112,5 @@ def test_stats_show_each_provider_in_order(servers: dict[str, FakeRerankServer],
     assert fields["Reranker"] == f"{profile.reranker.model} (http: not loaded yet → local: not loaded yet)"
 
 
-STATS = {"messages": 0, "vectors": 0, "index_kind": "flat", "index_size_bytes": 0, "index_file_bytes": 0,
-         "embedding_model": "all-MiniLM-L6-v2"}
+STATS = MemoryStats(messages=0, index=IndexUsage(vectors=0, memory_bytes=0, file_bytes=0, kind="flat"),
+                    embedding_model="all-MiniLM-L6-v2", queued=0)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from cogs.memory.rerank import backends as _rerank_backends
+from cogs.memory.rerank import scorers as _rerank_backends
 from cogs.memory.rerank.local import LocalScorer
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
 from tests.fixtures.reranker import with_reranker
 from tests.fixtures.waiting import eventually

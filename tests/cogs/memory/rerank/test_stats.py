@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cogs.memory.rerank.stats import RerankStats
-from cogs.memory.profile import MemoryProfile
+from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
 from tests.fixtures.reranker import with_reranker

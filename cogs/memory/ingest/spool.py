@@ -1,0 +1,107 @@
+"""IngestSpool: messages captured while PostgreSQL is away, kept in a small SQLite file beside the data until the
+server takes them. A restart during the outage finds them there and stores them, in the order they came."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..records import MessageRecord
+
+__all__ = ("SPOOL_NAME", "IngestSpool", "from_json", "to_json")
+
+# Beside the SQLite database path (under the data folder), whichever store memory runs on.
+SPOOL_NAME = "postgresql-spool.sqlite3"
+
+CREATE = """
+CREATE TABLE IF NOT EXISTS spooled (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, message_id INTEGER NOT NULL, record TEXT NOT NULL
+)
+"""
+INSERT = "INSERT INTO spooled (message_id, record) VALUES (?, ?)"
+DELETE = "DELETE FROM spooled WHERE id = ?"
+SELECT_ALL = "SELECT id, record FROM spooled ORDER BY id"
+COUNT = "SELECT COUNT(*) FROM spooled"
+_TIMES = ("created_at", "edited_at")
+
+
+def to_json(record: MessageRecord) -> str:
+    fields: dict[str, Any] = dataclasses.asdict(record)
+    for name in _TIMES:
+        if fields[name] is not None:
+            fields[name] = fields[name].isoformat()
+    return json.dumps(fields)
+
+
+def from_json(text: str) -> MessageRecord:
+    fields: dict[str, Any] = json.loads(text)
+    for name in _TIMES:
+        if fields[name] is not None:
+            fields[name] = datetime.fromisoformat(fields[name])
+    fields["attachments"] = tuple(fields["attachments"])
+    return MessageRecord(**fields)
+
+
+class IngestSpool:
+    """One SQLite file, one connection, used from worker threads one call at a time (the message writer's)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")  # a spooled message is acknowledged: it survives a power cut
+            conn.execute(CREATE)
+            self._conn = conn
+        return self._conn
+
+    def _add(self, records: Sequence[MessageRecord]) -> list[int]:
+        conn = self._connection()
+        with conn:
+            return [conn.execute(INSERT, (record.message_id, to_json(record))).lastrowid or 0 for record in records]
+
+    def _remove(self, ids: Sequence[int]) -> None:
+        conn = self._connection()
+        with conn:
+            conn.executemany(DELETE, [(spool_id,) for spool_id in ids])
+
+    def _read(self) -> list[tuple[int, MessageRecord]]:
+        if self._conn is None and not self.path.exists():
+            return []
+        return [(spool_id, from_json(text)) for spool_id, text in self._connection().execute(SELECT_ALL)]
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def add(self, records: Sequence[MessageRecord]) -> list[int]:
+        """Keep ``records`` (committed to disk before this returns); their spool ids, in order."""
+        async with self._lock:
+            return await asyncio.to_thread(self._add, records)
+
+    async def remove(self, ids: Sequence[int]) -> None:
+        """Forget what the database now holds (or dropped on purpose)."""
+        if ids:
+            async with self._lock:
+                await asyncio.to_thread(self._remove, ids)
+
+    async def read(self) -> list[tuple[int, MessageRecord]]:
+        """Everything kept, oldest first."""
+        async with self._lock:
+            return await asyncio.to_thread(self._read)
+
+    async def close(self) -> None:
+        async with self._lock:
+            await asyncio.to_thread(self._close)

@@ -1,1 +1,0 @@
-"""The PostgreSQL + pgvector store, for memories shared by several bot processes (DATABASE_URL=postgresql://...)."""

@@ -1,0 +1,85 @@
+"""Which local scorer runs a reranker model: its family (a yes/no LM like Qwen3-Reranker, or a classic
+cross-encoder) read from the model's config, and its backend (ONNX Runtime on a CPU, torch otherwise)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from .cross_encoder import CrossEncoderScorer
+from .local import LocalScorer
+from .onnx import OnnxScorer
+from ..runtime.profile import BACKENDS
+
+log = logging.getLogger(__name__)
+
+YES_NO_LM, CROSS_ENCODER = "yes-no-lm", "cross-encoder"
+# Model types the ONNX graph is written for; other yes/no LMs run on torch.
+ONNX_MODEL_TYPES = frozenset({"qwen3"})
+LocalBackend = LocalScorer | CrossEncoderScorer
+
+
+def model_family(config: Any) -> str:
+    """YES_NO_LM for a causal LM (scored by its "yes"/"no" logits), CROSS_ENCODER for a sequence classifier."""
+    architectures = list(getattr(config, "architectures", None) or [])
+    if any(name.endswith("ForSequenceClassification") for name in architectures):
+        if config.num_labels not in (1, 2):
+            raise ValueError(f"a cross-encoder needs 1 or 2 labels, this model has {config.num_labels}")
+        return CROSS_ENCODER
+    if any(name.endswith("ForCausalLM") for name in architectures):
+        return YES_NO_LM
+    raise ValueError(f"architectures {architectures} are neither a causal LM (Qwen3-Reranker style) nor a "
+                     "sequence classifier (cross-encoder)")
+
+
+def onnx_runtime_error() -> str | None:
+    """Why ONNX Runtime cannot be used here, or None when it imports."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError as exc:  # not installed, or its shared library does not load
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def choose_backend(requested: str, family: str, config: Any, device: str, dtype: str) -> str:
+    """"onnx" or "torch" for this model here. ONNX needs a Qwen3 yes/no LM in float32 on the CPU; "auto" takes it
+    where that holds and ONNX Runtime imports; "onnx" where that does not hold is a configuration error, and it
+    falls back to torch (with a warning) when the runtime is missing."""
+    if requested not in BACKENDS:
+        raise ValueError(f"backend {requested!r}; allowed: {' | '.join(BACKENDS)}")
+    if requested == "torch" or family != YES_NO_LM:
+        return "torch"
+    fits = device == "cpu" and dtype == "float32" and config.model_type in ONNX_MODEL_TYPES
+    if requested == "onnx" and not fits:
+        raise ValueError(f"backend 'onnx' runs float32 Qwen3 rerankers on the CPU, not {config.model_type} "
+                         f"{dtype} on {device}; set backend = \"torch\" or \"auto\"")
+    if not fits:
+        return "torch"
+    reason = onnx_runtime_error()
+    if reason is None:
+        return "onnx"
+    log.warning("ONNX Runtime is not available (%s); the reranker runs on torch", reason)
+    return "torch"
+
+
+def build_local_scorer(model_name: str, *, backend: str, device: str, dtype: str, max_length: int,
+                       export_root: Path, int8: bool = False, tokenizer: Any = None) -> LocalBackend:
+    """The scorer for `model_name`: family from its config, backend from `choose_backend`. When the ONNX side
+    fails to export or load, torch runs the model instead (the reason is logged). `tokenizer`: already loaded
+    by `load_tokenizer` (else it is loaded here)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_name)
+    family = model_family(config)
+    chosen = choose_backend(backend, family, config, device, dtype)
+    if family == CROSS_ENCODER:
+        return CrossEncoderScorer(model_name, device, dtype, max_length, tokenizer)
+    if chosen == "onnx":
+        try:
+            return OnnxScorer(model_name, max_length, export_root, int8=int8, tokenizer=tokenizer)
+        except Exception:
+            log.exception("ONNX Runtime backend for %s failed; the reranker runs on torch", model_name)
+    if int8:
+        log.warning("reranker int8 is an ONNX Runtime option; %s runs on torch in %s", model_name, dtype)
+    return LocalScorer(model_name, device, dtype, max_length, tokenizer)

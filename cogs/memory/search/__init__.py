@@ -1,0 +1,6 @@
+"""First-stage retrieval, dialect-free: each side's hits fused by standardised scores, widened to channel
+neighbours, ranked (first_stage), with every weight and budget in one ``RankingTuning`` (ranking; measured in
+docs/ranking.md). Each store's engine supplies the look-ups (store/sqlite/search.py, store/postgres/search.py).
+
+May import: ``records``, ``language``, ``vectors`` and ``store.rows``; it holds no SQL.
+"""

@@ -1,0 +1,314 @@
+"""FirstStage: first-stage retrieval every store shares — each side's hits fused, widened to neighbours, ranked.
+
+Dialect-free: a store's engine (store/sqlite/search.py, store/postgres/search.py) supplies the three look-ups; the
+weights and budgets come from ``RankingTuning`` (ranking.py, measured in docs/ranking.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+import numpy as np
+
+from ..language import keywords as text
+from ..language import questions
+from ..language.coverage import covered_share, model_scripts
+from ..records import Candidate, SearchFilters, checked_limit
+from ..store.rows import from_timestamp
+from ..vectors.embedding import Embedder
+from .ranking import RankingTuning
+
+if TYPE_CHECKING:
+    from ..runtime.profile import MemoryProfile
+
+__all__ = ("CandidateRow", "ChannelWindow", "FirstStage", "Fused", "Hits", "Mode", "Neighbour", "Neighbours",
+           "Window", "characters_alone", "fuse", "fuse_sides", "narrows", "neighbours_in", "rows_wanted",
+           "spread_to_neighbours", "window_of", "within_budget")
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "vector", "keyword"]
+Hits = list[tuple[int, float]]
+
+
+class ChannelWindow(NamedTuple):
+    """A source's surroundings in its channel, as a store reads them: its previous message, the messages after it
+    (nearest first, ``reply_window + 1`` at most) and its Discord replies (earliest first, ``reply_window`` at most),
+    each as a row id."""
+
+    previous: int | None
+    after: tuple[int, ...]
+    replies: tuple[int, ...]
+
+
+class Neighbour(NamedTuple):
+    """A source's previous and next message, what may answer it, and what may answer its next message, were they
+    questions (questions.answers; for the source, its replies too)."""
+
+    previous: int | None
+    following: int | None
+    answers: tuple[int, ...]
+    following_answers: tuple[int, ...]
+
+
+class CandidateRow(NamedTuple):
+    """A message as a store's candidate look-up reads it (after its row id)."""
+
+    message_id: int
+    guild_id: int
+    channel_id: int
+    author_id: int
+    author_name: str
+    content: str
+    created_at: Any  # a store's timestamp: epoch seconds on SQLite, a datetime on PostgreSQL
+
+
+Window = dict[int, ChannelWindow]
+Neighbours = dict[int, Neighbour]
+DEFAULT_TUNING = RankingTuning()
+
+
+def _standardise(hits: Hits) -> tuple[dict[int, float], float]:
+    """Z-scores of one retriever's scores for this query, and the score of a message it did not return.
+
+    That floor is the lowest z-score: a missing message ranked below everything the side kept. A lone or tied
+    list carries no spread, so its hits count as uniformly strong (1.0) over a floor of 0.
+    """
+    if not hits:
+        return {}, 0.0
+    scores = np.fromiter((score for _, score in hits), dtype=np.float64, count=len(hits))
+    spread = float(scores.std())
+    if len(hits) < 2 or spread < 1e-9:
+        return {rowid: 1.0 for rowid, _ in hits}, 0.0
+    mean = float(scores.mean())
+    standard = {rowid: (score - mean) / spread for rowid, score in hits}
+    return standard, min(standard.values())
+
+
+def fuse(vector: Hits, keyword: Hits,
+         vector_weight: float = DEFAULT_TUNING.vector_weight) -> tuple[dict[int, float], float]:
+    """Convex combination of the two standardised score lists, and the fused score of a message neither returned.
+
+    A side with no hits contributes nothing, so the other side's order stands.
+    """
+    sides = [(weight, *_standardise(hits)) for weight, hits in ((vector_weight, vector), (1.0 - vector_weight, keyword))
+             if hits]
+    rowids = set().union(*(scores.keys() for _, scores, _ in sides))
+    fused = {rowid: sum(weight * scores.get(rowid, floor) for weight, scores, floor in sides) for rowid in rowids}
+    return fused, sum(weight * floor for weight, _, floor in sides)
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """One query's fused scores, the score of a message neither side returned, which side found each, and the
+    hits ranked after every scored message (``tail``, best first)."""
+
+    scores: dict[int, float]
+    floor: float
+    sources: dict[int, list[str]]
+    tail: list[int] = field(default_factory=list)
+
+
+def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits,
+               tuning: RankingTuning = DEFAULT_TUNING) -> Fused:
+    """``fuse`` for a hybrid search, the vector side weighted by the share of ``query`` the model reads (``scripts``).
+
+    When the model reads no more than ``tuning.min_covered_share`` of the query's words and the keyword side found
+    something, the vector side's nearest messages are noise at the top: they are left out of the fusion and only
+    fill the list after everything the keyword side ranked (and its spread to neighbours), in their own order, so a
+    list is never cut short while a side still has candidates for the reranker. A single side (one mode, or one side
+    empty) keeps its own order.
+    """
+    weight, tail = tuning.vector_weight, []
+    if vector and keyword:
+        share = covered_share(query, scripts)
+        if share <= tuning.min_covered_share:
+            tail, vector = [rowid for rowid, _ in vector], []
+        else:
+            weight *= share
+    scores, floor = fuse(vector, keyword, weight)
+    sources: dict[int, list[str]] = {rowid: ["vector"] for rowid, _ in vector}
+    for rowid, _ in keyword:
+        sources.setdefault(rowid, []).append("keyword")
+    return Fused(scores, floor, sources, [rowid for rowid in tail if rowid not in scores])
+
+
+def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor: float,
+                         weights: tuple[float, float] = (DEFAULT_TUNING.context_weight,
+                                                         DEFAULT_TUNING.next_context_weight),
+                         asking: Collection[int] = (),
+                         answer_weight: float = DEFAULT_TUNING.answer_context_weight) -> dict[int, float]:
+    """Each source's positive score, times ``weights`` (previous, next), added to its previous and next message in
+    the channel; a source in ``asking`` (a question) lends ``answer_weight`` of it to its reply instead.
+
+    A question that is the next message of a source lends on too: what its own score and that source's loan come
+    to, times ``answer_weight``, goes to its reply (a source that asks adds the loan it got the same way, and so
+    does a next message that answers a question with a question). A neighbour that was not a candidate starts
+    from ``floor``, the score of a message no side returned.
+    """
+    spread, received, replies = dict(scores), {}, {}
+    for rowid, (previous, following, answers, following_answers) in neighbours.items():
+        score = max(scores[rowid], 0.0)
+        if previous is not None and weights[0] * score > 0.0:
+            spread[previous] = spread.get(previous, floor) + weights[0] * score
+        if rowid in asking:  # a question's loan is added below, with what it got itself
+            replies[rowid] = answers
+            for reply in answers:
+                received[reply] = received.get(reply, 0.0) + answer_weight * score
+        elif following is not None:
+            received[following] = received.get(following, 0.0) + weights[1] * score
+            if weights[1] * score > 0.0:
+                spread[following] = spread.get(following, floor) + weights[1] * score
+        if following in asking and following not in neighbours:
+            replies[following] = following_answers
+    for question, answers in replies.items():
+        loan = answer_weight * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
+        if loan > 0.0:
+            for reply in answers:
+                spread[reply] = spread.get(reply, floor) + loan
+    return spread
+
+
+def neighbours_in(window: Window, rows: dict[int, CandidateRow], reply_window: int = DEFAULT_TUNING.reply_window,
+                  replies_lent: int = DEFAULT_TUNING.replies_lent) -> Neighbours:
+    """Each source's previous and next message from ``window``, and what may answer it and its next message, were
+    they questions: among the next ``reply_window`` messages that pass (``rows``), by questions.answers, and for the
+    source, its first ``replies_lent`` replies (Discord's reply) that pass too."""
+
+    def author(rowid: int | None) -> Any:
+        return rows[rowid].author_id if rowid in rows else None
+
+    def answers(question: int, asked: int | None, after: tuple[int, ...]) -> tuple[int, ...]:
+        passing = [(rowid, author(rowid)) for rowid in after[:reply_window] if rowid in rows]
+        return questions.answers(author(question), author(asked), passing)
+
+    neighbours: Neighbours = {}
+    for rowid, (previous, after, replies) in window.items():
+        following = after[0] if after else None
+        guessed = answers(rowid, previous, after)
+        replied = tuple(reply for reply in replies[:replies_lent] if reply in rows and reply not in guessed)
+        neighbours[rowid] = Neighbour(previous, following, guessed + replied,
+                                      () if following is None else answers(following, rowid, after[1:]))
+    return neighbours
+
+
+def narrows(filters: SearchFilters) -> bool:
+    """Whether ``filters`` may leave out part of a guild (a vector search over the whole guild may then miss)."""
+    return any(value is not None for value in (
+        filters.channel_ids, filters.author_ids, filters.after, filters.before, filters.allowed_channel_ids))
+
+
+def characters_alone(counts: dict[str, int]) -> list[str]:
+    """The characters to search alone (text.characters) of the Han bigrams no message holds, unless a bigram that
+    is found already holds them: a found word is not counted again through its characters."""
+    found = "".join(term for term, count in counts.items() if count > 0)
+    alone: list[str] = []
+    for term, count in counts.items():
+        if count == 0:
+            alone.extend(c for c in text.characters(term) if c not in found and c not in counts and c not in alone)
+    return alone
+
+
+def within_budget(counts: dict[str, int], budget: int = DEFAULT_TUNING.keyword_max_postings) -> list[str]:
+    """The terms that decide which rows match, in query order: rarest first while their summed counts (each counted
+    to just above ``budget``) fit it. The others only rank the rows these match."""
+    kept = set()
+    for term in sorted(counts, key=counts.__getitem__):
+        if counts[term] <= budget:
+            budget -= counts[term]
+            kept.add(term)
+    return [term for term in counts if term in kept]
+
+
+def window_of(rows: Iterable[Sequence[Any]], reply_window: int = DEFAULT_TUNING.reply_window) -> Window:
+    """A store's neighbour rows (store/neighbours.py) as a Window: the messages after a source stop where its
+    channel does, its replies where they do."""
+    replies_at = 2 + reply_window + 1  # a row: the source, its previous, reply_window + 1 after it, its replies
+
+    def present(ids: Sequence[Any]) -> tuple[int, ...]:
+        return tuple(rowid for rowid in ids if rowid is not None)
+
+    return {row[0]: ChannelWindow(row[1], present(row[2:replies_at]), present(row[replies_at:])) for row in rows}
+
+
+def rows_wanted(candidates: list[int], window: Window) -> list[int]:
+    """The row ids to read for a search: its candidates and every message in their sources' window, in order."""
+    around = ((previous, *after, *replies) for previous, after, replies in window.values())
+    return sorted(set(candidates).union(*around) - {None})
+
+
+def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int) -> Candidate:
+    """A candidate row as a search result."""
+    return Candidate(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
+                     author_id=row.author_id, author_name=row.author_name, content=row.content,
+                     created_at=from_timestamp(row.created_at).isoformat(), score=score, sources=sources, rank=rank)
+
+
+class FirstStage:
+    """The first stage every store shares: each side's hits under the filters, fused by standardised scores,
+    widened to channel neighbours, then the passing rows ranked. A store supplies the three look-ups."""
+
+    def __init__(self, embedder: Embedder, profile: MemoryProfile) -> None:
+        self._embedder = embedder
+        self.vector_candidates: int = profile.vector_candidates
+        self.keyword_candidates: int = profile.keyword_candidates
+        self.scripts = model_scripts(profile.embedding_model, profile.embedding_scripts)
+        self.tuning: RankingTuning = profile.ranking
+
+    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
+        """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
+        checked_limit(limit)
+        if not query.strip():
+            return []
+        tuning = self.tuning
+        want_vector, want_keyword = mode in ("hybrid", "vector"), mode in ("hybrid", "keyword")
+        vector, keyword = await asyncio.gather(
+            self._vector_hits(query, filters, max(self.vector_candidates, limit)) if want_vector else _none(),
+            self._keyword_hits(query, filters, max(self.keyword_candidates, limit)) if want_keyword else _none(),
+        )
+        fused = fuse_sides(query, self.scripts, vector, keyword, tuning)
+        if not fused.scores:
+            return []
+        strongest = sorted(fused.scores, key=fused.scores.__getitem__, reverse=True)[:tuning.context_sources]
+        window, rows = await self._context_and_rows(strongest, [*fused.scores, *fused.tail], filters)
+        neighbours = neighbours_in(window, rows, tuning.reply_window, tuning.replies_lent)
+        heard = {*neighbours, *(neighbour.following for neighbour in neighbours.values())}
+        asking = {rowid for rowid in heard if rowid in rows and questions.asks(rows[rowid].content)}
+        scores = spread_to_neighbours(fused.scores, neighbours, fused.floor,
+                                      (tuning.context_weight, tuning.next_context_weight), asking,
+                                      tuning.answer_context_weight)
+        ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
+        if len(ranked) < limit and fused.tail:
+            # Below everything ranked, each a step lower than the one before (a candidate's score orders it).
+            low = min((scores[rowid] for rowid in ranked), default=fused.floor) - 1.0
+            tail = [rowid for rowid in fused.tail if rowid not in scores and rowid in rows]
+            scores.update((rowid, low - step) for step, rowid in enumerate(tail))
+            fused.sources.update((rowid, ["vector"]) for rowid in tail)
+            ranked += tail
+        return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank)
+                for rank, rowid in enumerate(ranked[:limit], start=1)]
+
+    async def _embed_query(self, query: str) -> np.ndarray:
+        """The query's vector as a one-row matrix, read as every store's vector side reads it."""
+        return await self._embedder.embed_queries([text.embedding_query(query)])
+
+    async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+        """The ``k`` nearest messages that pass ``filters``, as (row id, inner product), best first."""
+        raise NotImplementedError
+
+    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+        """The ``k`` best keyword matches that pass ``filters``, as (row id, higher-is-better score)."""
+        raise NotImplementedError
+
+    async def _context_and_rows(self, sources: list[int], candidates: list[int],
+                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
+        """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
+        raise NotImplementedError
+
+
+async def _none() -> Hits:
+    return []

@@ -1,0 +1,42 @@
+"""RankingTuning: every weight and budget of the first stage in one frozen record, today's values as defaults.
+
+A profile may set any of them in an optional ``[ranking]`` table (runtime/profile.py validates it); the first stage
+reads its profile's copy, and a test or a benchmark passes its own. Why each value is what it is: docs/ranking.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ("RankingTuning",)
+
+
+@dataclass(frozen=True, slots=True)
+class RankingTuning:
+    """How the first stage fuses, spreads and budgets; measurements behind each default in docs/ranking.md."""
+
+    # Share of the fused (z-scored) score from the vector side, before the query's script coverage scales it.
+    vector_weight: float = 0.4
+    # At or below this share of the query's words read by the embedding model, the vector side only fills the tail.
+    min_covered_share: float = 0.5
+    # What a hit lends its previous and its next message in the channel.
+    context_weight: float = 0.2
+    next_context_weight: float = 0.5
+    # What a question lends what may answer it (and passes on of what it got itself).
+    answer_context_weight: float = 1.0
+    # How many messages after a question, and how many Discord replies to it, may take that loan.
+    reply_window: int = 3
+    # How many of a question's Discord replies take its loan (at most reply_window, the replies a window reads); 0
+    # lends nothing through Discord replies (bench.recall --ablate replies).
+    replies_lent: int = 3
+    # How many of the strongest fused hits lend to their neighbours.
+    context_sources: int = 50
+    # bm25() weight of the body column; a name match adds its term's IDF times author_weight.
+    body_weight: float = 1.0
+    author_weight: float = 1.0
+    # Documents the terms that decide a keyword match may cover together; commoner terms only rank.
+    keyword_max_postings: int = 4_000
+    # A long query is cut to its first terms.
+    keyword_max_terms: int = 32
+    # A filtered vector search first asks for this many times k hits, then drops the ones the filters reject.
+    vector_overfetch: int = 4

@@ -1,0 +1,8 @@
+"""The stores, side by side: SQLite (sqlite/, the default) and PostgreSQL + pgvector (postgres/). What both share
+lives here: the ``Store``, ``VectorIndexes`` and ``StoreBackend`` protocols (protocol), the rows ingest writes and
+reads (rows), the history records (history), a migration (migration), the neighbour SQL (neighbours), and the choice
+of backend (backend). Only the store packages hold SQL.
+
+May import: ``records``, ``language``, ``vectors`` and ``search.first_stage`` (each store's engine extends it);
+``sqlite/`` and ``postgres/`` never import each other.
+"""

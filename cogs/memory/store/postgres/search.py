@@ -1,0 +1,124 @@
+"""PostgresSearchEngine: the first stage over PostgreSQL — pgvector for vectors, tsvector for words.
+
+The same steps as store/sqlite/search.py (search/first_stage.py's FirstStage runs them): each side's candidates under
+the same filters, fused by standardised scores, widened to channel neighbours. Only where the candidates come from
+differs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...records import SearchFilters
+from ...search.first_stage import (CandidateRow, FirstStage, Hits, Window, characters_alone, rows_wanted, window_of,
+                                   within_budget)
+from ...vectors.embedding import Embedder
+from ..neighbours import select_neighbour_ids
+from . import fts
+from .filters import filter_clause
+from .store import PostgresStore
+
+if TYPE_CHECKING:
+    from ...runtime.profile import MemoryProfile
+
+__all__ = ("PostgresSearchEngine",)
+
+log = logging.getLogger(__name__)
+
+# HNSW visits this many candidates at least (pgvector's default is 40); the filters are applied to what it visits,
+# so a filtered search asks for more. pgvector caps it at 1000.
+EF_SEARCH_MIN = 100
+EF_SEARCH_MAX = 1000
+SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', $1, true)"
+# The inner product, as FAISS scores on the SQLite side (stored vectors are not unit length, vectors.py): pgvector's
+# ``<#>`` is its negative.
+VECTOR_SCORES = """
+SELECT e.message_rowid, -(e.vector <#> $1) AS score
+FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid
+WHERE e.model = $2 AND {where}
+"""
+SELECT_VECTOR = VECTOR_SCORES + "ORDER BY e.vector <#> $1 LIMIT $3"
+# The HNSW index serves only ``ORDER BY vector <#> $1`` and filters what its ef_search nearest hold (pgvector
+# before 0.8 has no iterative scan), so a guild with few of the database's vectors, or a narrow filter, can get
+# fewer than k. Ordered by the score instead, the planner cannot use it: every row that passes is compared.
+SELECT_VECTOR_EXACT = VECTOR_SCORES + "ORDER BY score DESC, e.message_rowid LIMIT $3"
+# The guild's messages a word matches, counted only up to a cap: the count stops there, so a very common word costs
+# no more than a rare one (the SQLite side's posting budget, RankingTuning.keyword_max_postings).
+COUNT_MATCHES = """
+SELECT (
+    SELECT count(*) FROM (
+        SELECT 1 FROM messages AS m WHERE m.guild_id = $1 AND m.document @@ to_tsquery('simple', w.q) LIMIT $3
+    ) AS matched
+) FROM unnest($2::text[]) WITH ORDINALITY AS w(q, position) ORDER BY w.position
+"""
+# ts_rank's weights are {D, C, B, A}: body words (A) and author words (B) count alike, as in the SQLite side.
+# ``$1`` (the words within the budget) decides which rows match; ``$3`` (every word) ranks them, so a common word
+# lifts the rows the rare ones match without adding rows to rank: ts_rank reads each matched row's document.
+SELECT_KEYWORD = """
+SELECT m.id, ts_rank('{{0, 0, 1, 1}}', m.document, r) AS rank
+FROM messages AS m, to_tsquery('simple', $1) AS q, to_tsquery('simple', $3) AS r
+WHERE m.document @@ q AND {where}
+ORDER BY rank DESC, m.id LIMIT $2
+"""
+NEIGHBOURS_FROM = "FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])"
+SELECT_CANDIDATES = """
+SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
+FROM messages AS m WHERE m.id = ANY($1::bigint[]) AND {where}
+"""
+
+
+class PostgresSearchEngine(FirstStage):
+    """Hybrid first-stage search over a PostgresStore; same ``search`` as SqliteSearchEngine's."""
+
+    def __init__(self, store: PostgresStore, embedder: Embedder, profile: MemoryProfile) -> None:
+        super().__init__(embedder, profile)
+        self._store = store
+
+    async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+        vectors = await self._embed_query(query)
+        where, params = filter_clause(filters, first=4)
+        arguments = (np.asarray(vectors[0], dtype=np.float32), self._embedder.model_name, k, *params)
+        ef_search = min(max(EF_SEARCH_MIN, 4 * k), EF_SEARCH_MAX)
+        async with self._store.acquire() as conn, conn.transaction():
+            await conn.execute(SET_EF_SEARCH, str(ef_search))
+            rows = await conn.fetch(SELECT_VECTOR.format(where=where), *arguments)
+            if len(rows) < k:  # fewer pass among the index's nearest than asked: compare every row that passes
+                rows = await conn.fetch(SELECT_VECTOR_EXACT.format(where=where), *arguments)
+        return [(row[0], float(row[1])) for row in rows]
+
+    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+        counts = await self._counted(fts.query_words(query)[:self.tuning.keyword_max_terms], filters.guild_id)
+        matching = within_budget(counts, self.tuning.keyword_max_postings)
+        if not matching:
+            return []
+        where, params = filter_clause(filters, first=4)
+        rows = await self._store.fetch(SELECT_KEYWORD.format(where=where), fts.tsquery(matching), k,
+                                       fts.tsquery(list(counts)), *params)
+        return [(row[0], float(row[1])) for row in rows]
+
+    async def _counted(self, words: list[str], guild_id: int) -> dict[str, int]:
+        """The query's words and the characters it searches alone (first_stage.characters_alone), each with its count
+        of matching messages in the guild."""
+        counts = await self._count_matches(words, guild_id)
+        counts.update(await self._count_matches(characters_alone(counts), guild_id))
+        return counts
+
+    async def _count_matches(self, words: list[str], guild_id: int) -> dict[str, int]:
+        """Each word's matching messages in the guild, counted to just above the posting budget."""
+        if not words:
+            return {}
+        rows = await self._store.fetch(COUNT_MATCHES, guild_id, [fts.tsquery([word]) for word in words],
+                                       self.tuning.keyword_max_postings + 1)
+        return {word: row[0] for word, row in zip(words, rows)}
+
+    async def _context_and_rows(self, sources: list[int], candidates: list[int],
+                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
+        reply_window = self.tuning.reply_window
+        select_neighbours = select_neighbour_ids(reply_window) + NEIGHBOURS_FROM
+        window = window_of(await self._store.fetch(select_neighbours, filters.guild_id, sources), reply_window)
+        where, params = filter_clause(filters, first=2)
+        rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), rows_wanted(candidates, window), *params)
+        return window, {row[0]: CandidateRow(*tuple(row)[1:]) for row in rows}

@@ -1,0 +1,177 @@
+"""Importing exports: each file says what it stored, read back from the database; a bad file or a bad message
+is reported alone while the rest is imported; a failed write is never reported as stored."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cogs.memory.chat_export.importer import import_exports
+from cogs.memory.memory import Memory
+from cogs.memory.runtime.profile import MemoryProfile
+
+
+def export(messages: list[dict], guild_id: str = "1", channel_id: str = "20") -> dict:
+    return {"guild": {"id": guild_id, "name": "Picnic Club"},
+            "channel": {"id": channel_id, "type": "GuildTextChat", "categoryId": None, "name": "general"},
+            "messages": messages}
+
+
+def message(message_id: int, content: str | None, minute: int = 0) -> dict:
+    return {"id": str(message_id), "type": "Default", "timestamp": f"2024-05-01T12:{minute:02d}:00+00:00",
+            "timestampEdited": None, "content": content,
+            "author": {"id": "5", "name": "alice", "nickname": None, "isBot": False}, "attachments": [], "embeds": []}
+
+
+def write(path: Path, messages: list[dict], **channel: str) -> Path:
+    path.write_text(json.dumps(export(messages, **channel)), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+async def memory(core_profile: MemoryProfile, db_path: Path, index_dir: Path, embedder: object) -> AsyncIterator[Memory]:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    yield memory
+    await memory.close()
+
+
+async def run_import(memory: Memory, *paths: Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = await import_exports(memory, list(paths), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+class TextRecorder:
+    """The real model behind a record of every text it was asked to embed."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+        self.model_name, self.dimension = inner.model_name, inner.dimension
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return await self._inner.embed(texts)
+
+
+async def test_each_file_says_what_it_stored(memory: Memory, tmp_path: Path) -> None:
+    first = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "bring blankets")])
+    second = write(tmp_path / "b.json", [message(31, "bring blankets"), message(32, "and lemonade"),
+                                         message(33, "")], channel_id="20")
+    await run_import(memory, first)
+    code, out, _ = await run_import(memory, second)
+    assert (code, out) == (0, f"{second}: #general (guild 1): 1 stored, 1 already stored, 1 skipped, 0 rejected\n"
+                              "imported 1 of 1 file(s): 1 stored, 1 already stored, 1 skipped, 0 rejected\n")
+
+
+async def test_a_reimport_embeds_nothing_again(memory: Memory, tmp_path: Path) -> None:
+    path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "bring blankets")])
+    await run_import(memory, path)
+    recorder = TextRecorder(memory.embedder)
+    memory.ingest.use(recorder, memory.indexes, batch_size=memory.ingest.batch_size)
+    code, out, _ = await run_import(memory, path)
+    assert (code, out.splitlines()[0], recorder.texts) == (
+        0, f"{path}: #general (guild 1): 0 stored, 2 already stored, 0 skipped, 0 rejected", [])
+
+
+class BrokenModel:
+    """A model that fails on every text."""
+
+    def __init__(self, inner: object) -> None:
+        self.model_name, self.dimension = inner.model_name, inner.dimension
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise RuntimeError("CUDA error: out of memory")
+
+
+async def test_messages_the_model_fails_on_are_stored_and_said_to_wait_for_vectors(
+    memory: Memory, tmp_path: Path
+) -> None:
+    memory.ingest.use(BrokenModel(memory.embedder), memory.indexes, batch_size=memory.ingest.batch_size)
+    path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "bring blankets")])
+    code, out, _ = await run_import(memory, path)
+    assert (code, out.splitlines()) == (1, [
+        f"{path}: #general (guild 1): 2 stored, 0 already stored, 0 skipped, 0 rejected",
+        "imported 1 of 1 file(s): 2 stored, 0 already stored, 0 skipped, 0 rejected; 2 stored messages wait for "
+        "their vectors (the embedding model fails (RuntimeError: CUDA error: out of memory); they are embedded "
+        "later)"])
+
+
+async def test_a_message_with_null_content_is_rejected_alone(memory: Memory, tmp_path: Path) -> None:
+    path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, None, 1),
+                                       message(32, "bring blankets", 2)])
+    code, out, err = await run_import(memory, path)
+    stored, _ = await memory.known_message_ids([30, 31, 32])
+    assert (code, out.splitlines()[0], err.splitlines()[0], stored) == (
+        1, f"{path}: #general (guild 1): 2 stored, 0 already stored, 0 skipped, 1 rejected",
+        f"{path}: message 31 rejected: its content is null, not text", {30, 32})
+
+
+async def test_bad_files_are_reported_one_line_each_and_the_others_imported(memory: Memory, tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", [message(30, "the picnic moved to Saturday")])
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes(json.dumps(export([message(40, "café")]), ensure_ascii=False).encode("latin-1"))
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps(export([message(41, "cut short")]))[:60], encoding="utf-8")
+    other_json = tmp_path / "settings.json"
+    other_json.write_text("{}", encoding="utf-8")
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    missing = tmp_path / "missing.json"
+    last = write(tmp_path / "last.json", [message(50, "bring blankets")], channel_id="21")
+    code, out, err = await run_import(memory, good, latin1, cut, other_json, folder, missing, last)
+    offset = latin1.read_bytes().index(b"\xe9")
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert (code, errors, out.splitlines()[-1]) == (1, [
+        f"error: {latin1}: not UTF-8 text (byte 0xe9 at offset {offset}); export it again, or convert it to UTF-8",
+        f"error: {cut}: the JSON ends early (the file is truncated); export or copy it again",
+        f"error: {other_json}: not a DiscordChatExporter JSON export (missing or bad 'guild')",
+        f"error: {folder}: is a folder, not an export file",
+        f"error: {missing}: no such file",
+    ], "imported 2 of 7 file(s): 2 stored, 0 already stored, 0 skipped, 0 rejected")
+
+
+@contextlib.contextmanager
+def write_lock_held(db_path: Path) -> Iterator[None]:
+    """Another process holds the database's write lock (BEGIN IMMEDIATE) meanwhile."""
+    script = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+              "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.readline()")
+    holder = subprocess.Popen([sys.executable, "-c", script, str(db_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        yield
+    finally:
+        holder.communicate("\n", timeout=30)
+
+
+async def test_a_locked_database_is_reported_as_not_stored(memory: Memory, db_path: Path, tmp_path: Path) -> None:
+    first = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "blankets", 1)])
+    second = write(tmp_path / "b.json", [message(40, "lemonade")], channel_id="21")
+    with write_lock_held(db_path):
+        code, out, err = await run_import(memory, first, second)
+    assert (code, out, err.split("\n")[1:]) == (1, (
+        f"{first}: #general (guild 1): 0 stored, 0 already stored, 0 skipped, 0 rejected, 2 NOT stored "
+        "(another process holds the database's write lock)\n"
+        "imported 1 of 2 file(s): 0 stored, 0 already stored, 0 skipped, 0 rejected, 2 NOT stored\n"), [
+        f"error: 2 messages of {first} were not stored (another process holds the database's write "
+        "lock); what is stored is kept, so run the same "
+        "import again once that is fixed",
+        f"error: stopped before {second}", ""])
+
+
+async def test_the_progress_bar_counts_stored_messages_not_queued_ones(
+    memory: Memory, db_path: Path, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "blankets", 1)])
+    with write_lock_held(db_path):
+        _, _, err = await run_import(memory, path)
+    assert err.split("\n")[0] == "\rPicnic Club #general [..............................] 0/2 0 msg/s"

@@ -1,0 +1,169 @@
+"""DiscordChatExporter JSON into MessageRecords."""
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from cogs.memory.chat_export.reader import ExportError, RejectedMessage, read_export
+
+
+def export(messages, *, channel_type="GuildTextChat", category_id="900"):
+    return {
+        "guild": {"id": "1", "name": "Picnic Club", "iconUrl": ""},
+        "channel": {"id": "20", "type": channel_type, "categoryId": category_id, "category": "General",
+                    "name": "general", "topic": None},
+        "dateRange": {"after": None, "before": None},
+        "messages": messages,
+        "messageCount": len(messages),
+    }
+
+
+def message(message_id, content, **extra):
+    data = {
+        "id": str(message_id), "type": "Default", "timestamp": "2024-05-01T14:00:00.123+02:00",
+        "timestampEdited": None, "isPinned": False, "content": content,
+        "author": {"id": "5", "name": "alice", "discriminator": "0000", "nickname": "Alice A.", "isBot": False},
+        "attachments": [], "embeds": [], "reactions": [], "mentions": [],
+    }
+    data.update(extra)
+    return data
+
+
+@pytest.fixture
+def write(tmp_path):
+    def write_export(data):
+        path = tmp_path / "export.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+
+    return write_export
+
+
+def test_a_message_becomes_a_record_in_utc(write):
+    records = read_export(write(export([message(30, "picnic on Saturday")]))).records
+    (record,) = records
+    assert (record.message_id, record.guild_id, record.channel_id, record.author_name, record.content,
+            record.created_at) == (30, 1, 20, "Alice A.", "picnic on Saturday",
+                                   datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC))
+
+
+def test_system_messages_are_skipped(write):
+    records = read_export(write(export([message(30, "", type="GuildMemberJoin"), message(31, "hi")]))).records
+    assert [r.message_id for r in records] == [31]
+
+
+def test_a_reply_keeps_its_parent(write):
+    records = read_export(write(export([message(31, "yes", type="Reply", reference={"messageId": "30"})]))).records
+    assert records[0].reply_to_id == 30
+
+
+def test_only_a_reply_keeps_what_it_references(write):
+    forward = message(32, "", reference={"messageId": "30"})  # a forward: a plain message that references another
+    records = read_export(write(export([forward]))).records
+    assert records[0].reply_to_id is None
+
+
+def test_attachments_and_embed_titles_become_stand_ins(write):
+    data = export([message(30, "", attachments=[{"fileName": "map.png"}], embeds=[{"title": "Park info"}])])
+    records = read_export(write(data)).records
+    assert records[0].attachments == ("map.png", "Park info")
+
+
+def test_a_thread_export_names_its_parent_channel(write):
+    channel = read_export(write(export([], channel_type="GuildPublicThread", category_id="19"))).channel
+    assert channel.parent_channel_id == 19
+
+
+def test_a_channel_in_a_category_has_no_parent_channel(write):
+    channel = read_export(write(export([]))).channel
+    assert channel.parent_channel_id is None
+
+
+def test_a_bot_author_is_marked(write):
+    author = {"id": "6", "name": "helper", "discriminator": "0", "nickname": None, "isBot": True}
+    records = read_export(write(export([message(30, "beep", author=author)]))).records
+    assert records[0].author_is_bot
+
+
+def test_json_that_is_not_an_export_is_rejected(write):
+    with pytest.raises(ExportError, match="not a DiscordChatExporter JSON export"):
+        read_export(write({"messages": []}))
+
+
+def test_a_file_that_is_not_json_is_rejected(tmp_path):
+    path = tmp_path / "notes.json"
+    path.write_text("hello", encoding="utf-8")
+    with pytest.raises(ExportError, match="not JSON"):
+        read_export(path)
+
+
+def test_a_private_thread_export_stores_private_records(write):
+    data = export([message(30, "the staff bonus budget")], channel_type="GuildPrivateThread", category_id="19")
+    exported = read_export(write(data))
+    channel, records = exported.channel, exported.records
+    assert channel.private_thread and records[0].private_thread
+
+
+@pytest.mark.parametrize("channel_type", ["GuildPublicThread", "GuildNewsThread", "GuildTextChat"])
+def test_public_threads_and_channels_export_public_records(write, channel_type):
+    records = read_export(write(export([message(30, "picnic")], channel_type=channel_type, category_id="19"))).records
+    assert not records[0].private_thread
+
+
+def test_a_message_whose_content_is_null_is_rejected_alone(write):
+    exported = read_export(write(export([message(30, "picnic"), message(31, None), message(32, "blankets")])))
+    assert ([r.message_id for r in exported.records], exported.rejected) == (
+        [30, 32], [RejectedMessage("31", "its content is null, not text")])
+
+
+def test_a_message_with_no_author_is_rejected_alone(write):
+    broken = message(31, "who said this")
+    del broken["author"]
+    exported = read_export(write(export([broken, message(32, "blankets")])))
+    assert ([r.message_id for r in exported.records], exported.rejected) == (
+        [32], [RejectedMessage("31", "no 'author'")])
+
+
+def test_a_message_with_a_bad_time_is_rejected_alone(write):
+    exported = read_export(write(export([message(31, "when", timestamp="yesterday"), message(32, "now")])))
+    assert ([r.message_id for r in exported.records], exported.rejected) == (
+        [32], [RejectedMessage("31", "Invalid isoformat string: 'yesterday'")])
+
+
+def test_a_non_utf8_export_is_one_clear_error(tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes(json.dumps(export([message(30, "café")]), ensure_ascii=False).encode("latin-1"))
+    offset = path.read_bytes().index(b"\xe9")
+    with pytest.raises(ExportError) as error:
+        read_export(path)
+    assert str(error.value) == (f"{path}: not UTF-8 text (byte 0xe9 at offset {offset}); export it again, or "
+                                "convert it to UTF-8")
+
+
+def test_an_export_with_a_byte_order_mark_is_read(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(export([message(30, "picnic")])).encode())
+    assert [r.content for r in read_export(path).records] == ["picnic"]
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.999])
+def test_a_truncated_export_says_so(tmp_path, cut):
+    path = tmp_path / "cut.json"
+    text = json.dumps(export([message(30 + i, "picnic plans " * 20) for i in range(20)]))
+    path.write_text(text[: int(len(text) * cut)], encoding="utf-8")
+    with pytest.raises(ExportError) as error:
+        read_export(path)
+    assert str(error.value) == f"{path}: the JSON ends early (the file is truncated); export or copy it again"
+
+
+def test_a_folder_is_one_clear_error(tmp_path):
+    with pytest.raises(ExportError) as error:
+        read_export(tmp_path)
+    assert str(error.value) == f"{tmp_path}: is a folder, not an export file"
+
+
+def test_a_missing_file_is_one_clear_error(tmp_path):
+    with pytest.raises(ExportError) as error:
+        read_export(tmp_path / "gone.json")
+    assert str(error.value) == f"{tmp_path / 'gone.json'}: no such file"

@@ -1,0 +1,70 @@
+"""Hardware detection on Linux, macOS and Windows: psutil faked as each platform presents itself."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from cogs.memory.runtime.profile import HardwareDetector, HardwareInfo, select_profile
+
+GIB = 2**30
+LINUX_CPUINFO = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n"
+
+
+class ProcessWithAffinity:
+    """psutil.Process on Linux and Windows: the CPUs this process may run on."""
+
+    def __init__(self, cpus: int) -> None:
+        self._cpus = cpus
+
+    def cpu_affinity(self) -> list[int]:
+        return list(range(self._cpus))
+
+
+class ProcessWithoutAffinity:
+    """psutil.Process on macOS: no cpu_affinity at all."""
+
+
+def fake_platform(monkeypatch: pytest.MonkeyPatch, *, process: object, logical_cpus: int, ram_gib: float) -> None:
+    monkeypatch.setattr(psutil, "Process", lambda: process)
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: logical_cpus)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(total=int(ram_gib * GIB)))
+
+
+def detect(cpuinfo: str) -> HardwareInfo:
+    return HardwareDetector(cpuinfo=lambda: cpuinfo, cuda=lambda: (), mps=lambda: False).detect()
+
+
+def test_on_linux_the_cores_are_the_process_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_platform(monkeypatch, process=ProcessWithAffinity(4), logical_cpus=16, ram_gib=31.2)
+    assert detect(LINUX_CPUINFO) == HardwareInfo(cpu_cores=4, ram_gb=pytest.approx(31.2), cpu_bf16=True)
+
+
+def test_on_macos_the_cores_are_every_logical_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_platform(monkeypatch, process=ProcessWithoutAffinity(), logical_cpus=10, ram_gib=16.0)
+    assert detect("") == HardwareInfo(cpu_cores=10, ram_gb=16.0, cpu_bf16=False)
+
+
+def test_on_windows_ram_and_cores_come_from_psutil(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_platform(monkeypatch, process=ProcessWithAffinity(8), logical_cpus=8, ram_gib=64.0)
+    assert detect("") == HardwareInfo(cpu_cores=8, ram_gb=64.0, cpu_bf16=False)
+
+
+@pytest.mark.parametrize("process", [ProcessWithoutAffinity(), ProcessWithAffinity(8)], ids=["macos", "windows"])
+def test_without_proc_a_profile_still_fits(monkeypatch: pytest.MonkeyPatch, process: object) -> None:
+    fake_platform(monkeypatch, process=process, logical_cpus=8, ram_gib=16.0)
+    assert select_profile(detect(""), environ={}).name == "cpu-small"
+
+
+def test_this_machine_reports_its_ram() -> None:
+    assert HardwareDetector(cuda=lambda: (), mps=lambda: False).detect().ram_gb > 0.5
+
+
+@pytest.mark.parametrize(("ram_gib", "expected"), [(2.0, "cpu-tiny"), (3.8, "cpu-tiny"), (4.0, "cpu-small"),
+                                                    (16.0, "cpu-small")])
+def test_a_cpu_under_4_gib_of_ram_gets_cpu_tiny(monkeypatch: pytest.MonkeyPatch, ram_gib: float,
+                                                expected: str) -> None:
+    fake_platform(monkeypatch, process=ProcessWithAffinity(2), logical_cpus=2, ram_gib=ram_gib)
+    assert select_profile(detect("processor\t: 0\nflags\t\t: fpu avx2\n"), environ={}).name == expected
