@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .scripts import HAN, KANA, LATIN, SOUTHEAST_ASIAN, ranges
+
 __all__ = ("SCRIPTS", "covered_share", "model_scripts")
 
 # What a model reads: "latin" (Latin-script languages only) or "all".
@@ -36,9 +38,8 @@ def model_scripts(model: str, declared: str | None = None) -> str:
 # Letters of scripts written without spaces (Han, kana, Thai, Lao, Myanmar, Khmer): each counts as a word, as a
 # Chinese character carries about what a word does. A run of Latin letters is a word, and so is a run of any other
 # script's letters (Cyrillic, Hangul...): "Kenji는" is a Latin word and a Korean one.
-_UNSPACED = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-             "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff")
-_LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff"
+_UNSPACED = ranges(KANA, HAN, SOUTHEAST_ASIAN)
+_LATIN = ranges(LATIN)
 _WORD = re.compile(f"(?P<latin>[{_LATIN}]+)|[{_UNSPACED}]|[^\\W\\d_{_UNSPACED}{_LATIN}]+")
 
 

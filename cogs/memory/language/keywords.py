@@ -9,6 +9,8 @@ from re import Match
 
 import Stemmer
 
+from .scripts import HAN, HAN_MARKS, HANGUL, KANA, SOUTHEAST_ASIAN, ranges
+
 __all__ = (
     "STOP_WORDS",
     "Term",
@@ -44,9 +46,8 @@ def _char_class(*blocks: tuple[int, int], categories: str = "LNM") -> str:
 # are indexed as overlapping character bigrams (the usual CJK n-gram approach, as Lucene's CJK analyzer does).
 # Hangul is spaced, but particles and endings are glued to each word (서울에서 = 서울 + 에서), so it is cut the
 # same way and "서울" finds "서울에서". The Han blocks are all letters and are written out as ranges.
-_HAN = "\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_KANA_HANGUL = _char_class((0x3041, 0x30FF), (0x31F0, 0x31FF), (0x1100, 0x11FF), (0x3131, 0x318E),
-                           (0xA960, 0xA97F), (0xAC00, 0xD7A3), (0xD7B0, 0xD7FF))
+_HAN = ranges(HAN_MARKS, HAN)
+_KANA_HANGUL = _char_class(*KANA, *HANGUL)
 _CJK = _HAN + _KANA_HANGUL
 _KANA_HANGUL_CHAR = re.compile(f"[{_KANA_HANGUL}]")
 _HAN_BIGRAM = re.compile(f"[{_HAN}]{{2}}")
@@ -54,8 +55,8 @@ _HAN_BIGRAM = re.compile(f"[{_HAN}]{{2}}")
 _FUNCTION_HAN = frozenset("的了是在我你他她它们这那有不也就都和吧啊呀吗呢么个一上下到说要会能很还")
 # Thai, Lao, Myanmar and Khmer are written without spaces too, and a letter carries its vowel and tone marks: a
 # run is cut into such clusters, and bigrams are made of clusters, never of a mark alone.
-_SOUTHEAST_ASIAN = _char_class((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF))
-_SOUTHEAST_ASIAN_MARKS = _char_class((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), categories="M")
+_SOUTHEAST_ASIAN = _char_class(*SOUTHEAST_ASIAN)
+_SOUTHEAST_ASIAN_MARKS = _char_class(*SOUTHEAST_ASIAN, categories="M")
 _CLUSTER = re.compile(f"[^{_SOUTHEAST_ASIAN_MARKS}][{_SOUTHEAST_ASIAN_MARKS}]*|[{_SOUTHEAST_ASIAN_MARKS}]+")
 # Combining marks of other scripts (Devanagari vowel signs, Arabic harakat...) belong to their word: the FTS
 # table's tokenizer counts them as token characters (categories L* N* Co M*), and so does a query's word here.
