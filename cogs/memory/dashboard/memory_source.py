@@ -125,12 +125,12 @@ class MemorySource:
         catch_up = self._catch_up(guild_id) if self._catch_up is not None else None
         return GuildOverview(
             guild_id=guild_id, name=self._guild_name(guild_id) if self._guild_name else None,
-            messages=stats["messages"], channels=len(await memory.store.channel_ids(guild_id)),
-            vectors=stats["vectors"], vectors_waiting=max(stats["messages"] - stats["vectors"], 0),
+            messages=stats.messages, channels=len(await memory.store.channel_ids(guild_id)),
+            vectors=stats.index.vectors, vectors_waiting=max(stats.messages - stats.index.vectors, 0),
             catch_up=None if catch_up is None else CatchUpView(catch_up.channels, catch_up.done, catch_up.failed,
                                                                catch_up.finished_at),
-            retention_days=settings.retention_days, index_file_bytes=stats["index_file_bytes"],
-            index_memory_bytes=stats["index_size_bytes"])
+            retention_days=settings.retention_days, index_file_bytes=stats.index.file_bytes,
+            index_memory_bytes=stats.index.memory_bytes)
 
     async def process_info(self) -> ProcessInfo:
         memory = self.memory()
@@ -154,7 +154,7 @@ class MemorySource:
         memory = self.memory()
         stored = 0
         for guild_id in await memory.guild_ids():
-            stored += (await memory.stats(guild_id))["messages"]
+            stored += (await memory.stats(guild_id)).messages
         return stored, memory.queued
 
     async def channel_ids(self, guild_id: int) -> Sequence[int]:

@@ -72,7 +72,7 @@ async def test_forgetting_a_member_uses_the_cores_forget(real_client: SignedIn, 
     asked = await post(real_client, "/api/forget", {"kind": "member", "guild_id": GUILD, "target_id": 101})
     done = await post(real_client, "/api/forget/confirm", {"pending_id": asked["pending_id"]})
     assert done["message"] == f"Forgot 13 messages of member 101 in guild {GUILD}; erased from the files too."
-    assert (await real_memory.stats(GUILD))["messages"] == 28
+    assert (await real_memory.stats(GUILD)).messages == 28
 
 
 async def test_a_message_of_another_guild_is_not_forgotten(real_client: SignedIn, real_memory: Memory) -> None:
