@@ -64,7 +64,7 @@ def test_the_cli_entry_point_answers_help_with_exit_code_0(capsys: pytest.Captur
 def test_a_wheel_builds_offline_with_the_cogs_the_scripts_and_the_dependencies(tmp_path: Path) -> None:
     source = tmp_path / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md", "bot.py"):
+    for name in ("pyproject.toml", "README.md", "bot.py", "launcher.py"):
         shutil.copy(ROOT / name, source / name)
     # tests/ and bench/ come along to show they are left out of the wheel.
     for folder in ("cogs", "tests", "bench"):
@@ -83,10 +83,10 @@ def test_a_wheel_builds_offline_with_the_cogs_the_scripts_and_the_dependencies(t
     tops = {name.split("/", 1)[0] for name in names} - {info}
     runtime = [req for req in metadata.get_all("Requires-Dist") if "extra ==" not in req]
     assert (tops, "cogs/memory/__main__.py" in names, "cogs/memory/rerank/service.py" in names) == (
-        {"bot.py", "cogs"}, True, True)
+        {"bot.py", "launcher.py", "cogs"}, True, True)
     assert normalised(runtime) == normalised(requirement_lines(ROOT / "requirements.txt"))
     # The dashboard's templates and stylesheet are package data: without them its pages cannot render.
     assert ("cogs/memory/dashboard/templates/search.html" in names,
             "cogs/memory/dashboard/static/dashboard.css" in names) == (True, True)
     assert ("discord-memory = cogs.memory.__main__:main" in scripts,
-            "discord-memory-bot = bot:main" in scripts) == (True, True)
+            "discord-memory-bot = launcher:main" in scripts) == (True, True)
