@@ -1,5 +1,6 @@
 """The OpenAI-compatible client against a real local HTTP server that records what it was sent."""
 
+import asyncio
 import json
 import logging
 from contextlib import asynccontextmanager
@@ -168,3 +169,17 @@ async def test_an_unreachable_server_is_an_llm_error():
     with pytest.raises(LLMError, match="failed"):
         await client.complete([{"role": "user", "content": "when?"}])
     await client.close()
+
+
+async def test_the_cog_checks_the_llm_once_as_it_loads(discord_bot, monkeypatch, caplog):
+    async with models_server({"/v1/models": ["llama3"]}) as (root, seen):
+        monkeypatch.setattr(discord_bot, "config", load_settings(
+            {"LLM_BASE_URL": f"{root}/v1", "LLM_MODEL": "llama3"}, None))
+        with caplog.at_level(logging.INFO, logger="cogs.memory.cog.llm"):
+            await discord_bot.reload_extension("cogs.memory.cog")
+            expected = f"LLM at {root}/v1 is reachable: 1 models listed (llama3), llama3 among them"
+            for _ in range(3000):  # up to 30 s: the check runs in the background
+                if expected in caplog.messages:
+                    break
+                await asyncio.sleep(0.01)
+    assert caplog.messages.count(expected) == 1 and len(seen) == 1
