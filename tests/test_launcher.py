@@ -37,8 +37,9 @@ def test_bad_settings_stop_the_bot_with_one_line_each_and_exit_1(monkeypatch, tm
     monkeypatch.setenv("BOT_ADMIN_IDS", "alice")
     monkeypatch.setattr(launcher, "ENV_FILE", tmp_path / ".env")
     assert launcher.main([]) == 1
-    assert capsys.readouterr().err == ("error: DEV_GUILD_ID must be a Discord server id (a number), not 'myserver'\n"
-                                       "error: BOT_ADMIN_IDS must be Discord user ids separated by commas, not 'alice'\n")
+    assert capsys.readouterr().err.splitlines() == [
+        "error: DEV_GUILD_ID must be a Discord server id (a number), not 'myserver'",
+        "error: BOT_ADMIN_IDS must be Discord user ids separated by commas, not 'alice'"]
 
 
 def test_the_token_may_come_from_the_env_file(monkeypatch, tmp_path):
