@@ -13,7 +13,7 @@ from typing import Any
 import discord
 
 from bot import MemoryBot, ShardedMemoryBot
-from cogs.memory.runtime.config import ENV_FILE, Settings, SettingsError, load_settings
+from cogs.memory.runtime.config import ENV_FILE, Settings, SettingsError, export_library_variables, load_settings
 from cogs.memory.runtime.logs import chosen_level, route_library_logs
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings.discord_token is None or not settings.discord_token.get_secret_value().strip():
         print(NO_TOKEN_HELP, file=sys.stderr)
         return 2
+    export_library_variables(ENV_FILE)
     discord.utils.setup_logging(level=chosen_level(settings.log_level, args.verbose, args.quiet))
     route_library_logs()
     tune_interpreter()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from .store.sqlite.backup import BackupError, backup_database, restore_database
 from .runtime.config import (DB_PATH, ENV_FILE, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, Settings, SettingsError,
-                             load_settings)
+                             export_library_variables, load_settings)
 from .store.sqlite.lock import DatabaseLock
 from .store.sqlite.integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
@@ -445,6 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in error.lines:
             print(f"error: {line}", file=sys.stderr)
         return 2
+    export_library_variables(ENV_FILE)
     level = chosen_level(settings.log_level, args.verbose, args.quiet, default=logging.WARNING)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     route_library_logs()

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -15,7 +16,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Pydanti
 from pydantic_settings.sources.utils import parse_env_vars
 
 __all__ = ("DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "ENV_FILE", "INDEX_DIR", "LOG_LEVELS", "PROFILES_DIR",
-           "PROFILE_CHOICE_PATH", "ROOT", "Settings", "SettingsError", "load_settings")
+           "PROFILE_CHOICE_PATH", "ROOT", "Settings", "SettingsError", "export_library_variables", "load_settings")
 
 # The bot's folder, wherever the process runs from.
 ROOT = Path(__file__).resolve().parents[3]
@@ -197,6 +198,23 @@ def load_settings(environ: Mapping[str, str] | None = None, env_file: Path | Non
             return Settings(_env_file=env_file)
     except ValidationError as error:
         raise SettingsError([_error_line(problem) for problem in error.errors()]) from None
+
+
+def export_library_variables(env_file: Path | None = ENV_FILE, environ: MutableMapping[str, str] | None = None,
+                             ) -> list[str]:
+    """Puts the lines of ``env_file`` that are not settings (HF_HOME, HF_HUB_OFFLINE, CUDA_VISIBLE_DEVICES ...) into
+    the environment, where the libraries that read them look; a variable already set wins. The settings themselves
+    (tokens and keys among them) stay out of it, so child processes never inherit them. Returns the names set."""
+    from dotenv import dotenv_values
+
+    environ = os.environ if environ is None else environ
+    if env_file is None or not env_file.is_file():
+        return []
+    ours = {name.upper() for name in Settings.model_fields}
+    exported = {name: value for name, value in dotenv_values(env_file).items()
+                if value is not None and name.upper() not in ours and name not in environ}
+    environ.update(exported)
+    return sorted(exported)
 
 
 def _error_line(problem: Any) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.runtime.config import SettingsError, load_settings
+from cogs.memory.runtime.config import SettingsError, export_library_variables, load_settings
 
 
 def test_nothing_set_means_the_defaults() -> None:
@@ -86,3 +86,11 @@ def test_a_database_url_of_another_kind_is_refused_without_showing_its_password(
 
 def test_a_blank_database_url_means_sqlite() -> None:
     assert load_settings({"DATABASE_URL": "  "}, None).database is None
+
+
+def test_the_env_files_other_lines_reach_the_libraries_and_the_settings_do_not(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("DISCORD_TOKEN=tok\nLLM_API_KEY=sk\nHF_HUB_OFFLINE=1\nHF_HOME=/models\n", encoding="utf-8")
+    environ = {"HF_HOME": "/already/set"}
+    assert export_library_variables(env_file, environ) == ["HF_HUB_OFFLINE"]
+    assert environ == {"HF_HOME": "/already/set", "HF_HUB_OFFLINE": "1"}
