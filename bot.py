@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands, tasks
 
-from cogs.memory.runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
+from cogs.memory.runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, Settings, load_settings
 
 if TYPE_CHECKING:
     from cogs.memory.memory import Memory
@@ -70,6 +70,7 @@ class MemoryBot(commands.Bot):
         sync_on_start: bool = False,
         store_dms: bool = False,
         open_memory: bool = True,
+        config: Settings | None = None,
         intents: discord.Intents | None = None,
         **options: Any,
     ) -> None:
@@ -88,6 +89,8 @@ class MemoryBot(commands.Bot):
         self.sync_on_start = sync_on_start
         self.store_dms = store_dms
         self.open_memory = open_memory
+        # The process's settings (launcher.py reads them from the environment and .env); defaults when not given.
+        self.config = config if config is not None else load_settings({}, env_file=None)
         self.memory: Memory | None = None
         self.memory_ready = asyncio.Event()
         self.memory_error: str | None = None
@@ -130,14 +133,12 @@ class MemoryBot(commands.Bot):
 
         profile = await asyncio.to_thread(self.choose_profile)
         log.info("Opening memory with profile %r at %s", profile.name, self.db_path)
-        from cogs.memory.runtime.config import database_url
-
-        return await Memory.open(profile, self.db_path, self.index_dir, database_url())
+        return await Memory.open(profile, self.db_path, self.index_dir, self.config.database)
 
     def choose_profile(self) -> MemoryProfile:
         from cogs.memory.runtime.profile_choice import saved_or_selected_profile
 
-        return saved_or_selected_profile(self.profile_choice_path, self.profiles_dir)
+        return saved_or_selected_profile(self.profile_choice_path, self.profiles_dir, self.config.memory_profile)
 
     async def save_profile_choice(self, name: str) -> None:
         from cogs.memory.runtime.profile_choice import save_profile_choice

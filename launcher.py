@@ -6,19 +6,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 import discord
 
 from bot import MemoryBot, ShardedMemoryBot
+from cogs.memory.runtime.config import ENV_FILE, Settings, SettingsError, export_library_variables, load_settings
+from cogs.memory.runtime.logs import chosen_level, route_library_logs
 
 log = logging.getLogger(__name__)
-
-ENV_FILE = Path(__file__).resolve().parent / ".env"
 
 NO_TOKEN_HELP = """\
 No Discord bot token found: set DISCORD_TOKEN in the environment or in a .env file next to bot.py.
@@ -28,16 +26,6 @@ No Discord bot token found: set DISCORD_TOKEN in the environment or in a .env fi
   3. Still in "Bot", under "Privileged Gateway Intents", enable MESSAGE CONTENT INTENT and SERVER MEMBERS INTENT.
   4. Invite the bot and sync its commands: follow "Set up the bot" in README.md (scopes: bot applications.commands).
 """
-
-
-def parse_admin_ids(raw: str | None) -> frozenset[int]:
-    """``BOT_ADMIN_IDS`` is a comma- or space-separated list of user ids; anything else is a configuration error."""
-    if not raw:
-        return frozenset()
-    try:
-        return frozenset(int(part) for part in raw.replace(",", " ").split())
-    except ValueError:
-        raise SystemExit(f"BOT_ADMIN_IDS must be user ids separated by commas, got {raw!r}") from None
 
 
 # The embedding, reranking and SQLite threads share the GIL with the event loop. Python's default 5 ms switch
@@ -79,6 +67,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="total number of shards across all processes (default: one unsharded connection)")
     parser.add_argument("--shard-ids", type=shard_ids, metavar="a,b",
                         help="the shards this process runs, numbered from 0 (default with --shards: all N)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log one level more per -v (from LOG_LEVEL, else INFO): -v is DEBUG")
+    parser.add_argument("-q", "--quiet", action="count", default=0,
+                        help="log one level less per -q: -q is WARNING, -qq ERROR")
     args = parser.parse_args(argv)
     if args.shard_ids is not None:
         if args.shards is None:
@@ -90,18 +82,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def create_bot(args: argparse.Namespace) -> MemoryBot:
-    """The bot ``main`` runs: settings from the environment, shards from the command line."""
-    dev_guild = os.environ.get("DEV_GUILD_ID", "").strip()
-    settings: dict[str, Any] = {
-        "bot_admin_ids": parse_admin_ids(os.environ.get("BOT_ADMIN_IDS")),
-        "dev_guild_id": int(dev_guild) if dev_guild else None,
+def create_bot(args: argparse.Namespace, settings: Settings) -> MemoryBot:
+    """The bot ``main`` runs: settings from the environment and .env, shards from the command line."""
+    options: dict[str, Any] = {
+        "bot_admin_ids": settings.bot_admin_ids,
+        "dev_guild_id": settings.dev_guild_id,
         "sync_on_start": args.sync,
-        "store_dms": os.environ.get("MEMORY_STORE_DMS", "").strip().lower() in {"1", "true", "yes", "on"},
+        "store_dms": settings.memory_store_dms,
+        "config": settings,
     }
     if args.shards is None:
-        return MemoryBot(**settings)
-    return ShardedMemoryBot(**settings, shard_count=args.shards, shard_ids=args.shard_ids)
+        return MemoryBot(**options)
+    return ShardedMemoryBot(**options, shard_count=args.shards, shard_ids=args.shard_ids)
 
 
 async def run_bot(token: str, bot: MemoryBot) -> None:
@@ -128,19 +120,23 @@ async def run_bot(token: str, bot: MemoryBot) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dotenv import load_dotenv
-
     args = parse_args(argv)
-    load_dotenv(ENV_FILE)  # values already in the environment win
-    token = os.environ.get("DISCORD_TOKEN", "").strip()
-    if not token:
+    try:
+        settings = load_settings(env_file=ENV_FILE)  # values already in the environment win over .env
+    except SettingsError as error:
+        for line in error.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+    if settings.discord_token is None or not settings.discord_token.get_secret_value().strip():
         print(NO_TOKEN_HELP, file=sys.stderr)
         return 2
-    discord.utils.setup_logging()
+    export_library_variables(ENV_FILE)
+    discord.utils.setup_logging(level=chosen_level(settings.log_level, args.verbose, args.quiet))
+    route_library_logs()
     tune_interpreter()
-    bot = create_bot(args)
+    bot = create_bot(args, settings)
     try:
-        asyncio.run(run_bot(token, bot))
+        asyncio.run(run_bot(settings.discord_token.get_secret_value().strip(), bot))
     except discord.LoginFailure:
         log.error("Discord rejected DISCORD_TOKEN; reset it in the Developer Portal and update .env")
         return 1

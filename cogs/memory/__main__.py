@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .store.sqlite.backup import BackupError, backup_database, restore_database
-from .runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
+from .runtime.config import (DB_PATH, ENV_FILE, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, Settings, SettingsError,
+                             export_library_variables, load_settings)
 from .store.sqlite.lock import DatabaseLock
 from .store.sqlite.integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
+from .runtime.logs import chosen_level, route_library_logs
 from .store.protocol import DatabaseUnavailableError
 
 if TYPE_CHECKING:
@@ -80,6 +82,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--db", type=Path, default=DB_PATH, help="SQLite file (default: %(default)s)")
     parser.add_argument("--index-dir", type=Path, default=INDEX_DIR, help="FAISS index folder")
     parser.add_argument("--profile", help="profile name or .toml path (default: the bot's saved choice or the hardware's)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log one level more per -v (from LOG_LEVEL, else WARNING): -v INFO, -vv DEBUG")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="log errors only")
     commands = parser.add_subparsers(dest="command", required=True)
     importer = commands.add_parser("import", help="ingest DiscordChatExporter JSON exports (idempotent)")
     # Checked one by one as they are read: a bad file is reported, and the others are still imported.
@@ -112,14 +117,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load_profile_for(args: argparse.Namespace):
+def load_profile_for(args: argparse.Namespace, override: str | None = None) -> MemoryProfile:
+    """``--profile``, else the bot's saved choice, else ``override`` (``MEMORY_PROFILE``) or the hardware's."""
     from .runtime.profile import load_profile
     from .runtime.profile_choice import saved_or_selected_profile
 
     if args.profile:
         return load_profile(args.profile)
     # The bot's saved choice sits beside its database.
-    return saved_or_selected_profile(args.db.parent / PROFILE_CHOICE_PATH.name, PROFILES_DIR)
+    return saved_or_selected_profile(args.db.parent / PROFILE_CHOICE_PATH.name, PROFILES_DIR, override)
 
 
 def format_hit(rank: int, hit: Candidate) -> str:
@@ -212,25 +218,25 @@ class TableProgress:
             self.out.write("\n")
 
 
-async def vector_key_for(args: argparse.Namespace, stored: dict[str, int]) -> str:
+async def vector_key_for(args: argparse.Namespace, stored: dict[str, int], settings: Settings) -> str:
     """The key whose vectors migrate copies: that of the profile's model, derived as memory derives it (name, passage
     prefix, input form), or of ``--model`` (a model name, or a key as stored)."""
     from .vectors.embedding import vector_key
 
     if args.model:
         return args.model if args.model in stored else vector_key(args.model)
-    profile = await asyncio.to_thread(load_profile_for, args)
+    profile = await asyncio.to_thread(load_profile_for, args, settings.memory_profile)
     return vector_key(profile.embedding_model, profile.embedding_query_prefix, profile.embedding_passage_prefix)
 
 
-async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+async def migrate(args: argparse.Namespace, out: TextIO, err: TextIO, settings: Settings) -> int:
     """Copy the SQLite memory into PostgreSQL, then print both sides' counts; 1 when any table differs in any guild."""
     from .store.postgres.migrate import MigrationError, copy_memory, stored_models
     from .runtime.profile import ProfileError
 
     try:
         stored = await stored_models(args.db)
-        model = await vector_key_for(args, stored)
+        model = await vector_key_for(args, stored, settings)
     except MigrationError as error:
         print(f"error: {error}", file=err)
         return 1
@@ -285,23 +291,13 @@ def restore(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def dashboard_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def dashboard_link(args: argparse.Namespace, out: TextIO, err: TextIO, settings: Settings) -> int:
     """A fresh one-time sign-in link: written (hashed) where the running bot's dashboard reads it, beside the
     database. The settings come from the environment and the bot's .env, as the bot reads them."""
-    import os
-
-    from dotenv import dotenv_values
-
-    from .runtime.config import ROOT
     from .dashboard.auth import LoginTokens
-    from .dashboard.config import PORT_ENV, DashboardConfig, DashboardConfigError
+    from .dashboard.config import PORT_ENV, DashboardConfig
 
-    environ = {key: value for key, value in dotenv_values(ROOT / ".env").items() if value is not None}
-    try:
-        config = DashboardConfig.from_env(args.db.parent, {**environ, **os.environ})
-    except DashboardConfigError as error:
-        print(f"error: {error}", file=err)
-        return 1
+    config = DashboardConfig.from_settings(args.db.parent, settings)
     if config is None:
         print(f"error: the dashboard is off: set {PORT_ENV} (in .env or the environment) and restart the bot",
               file=err)
@@ -365,16 +361,19 @@ def vectors_waiting(db: Path) -> int:
         connection.close()
 
 
-async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
+              settings: Settings | None = None) -> int:
+    """Runs one command; ``settings`` default to the environment's and .env's (``main`` passes them validated)."""
     from .chat_export.importer import import_exports
     from .memory import Memory, MemoryOpenError
     from .runtime.profile import ProfileError
 
+    settings = settings if settings is not None else load_settings(env_file=ENV_FILE)
     if args.command == "migrate":
-        return await migrate(args, out, err)
+        return await migrate(args, out, err, settings)
     if args.command == "dashboard-link":
-        return await asyncio.to_thread(dashboard_link, args, out, err)
-    if args.command in ("backup", "restore", "check") and database_url():
+        return await asyncio.to_thread(dashboard_link, args, out, err, settings)
+    if args.command in ("backup", "restore", "check") and settings.database:
         print(f"error: memory is kept in PostgreSQL (DATABASE_URL is set); {args.command} works on the SQLite file: "
               "use pg_dump and pg_restore", file=err)
         return 2
@@ -389,14 +388,14 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     if args.command == "check":
         return await asyncio.to_thread(check, args, out, err)
     try:
-        profile = await asyncio.to_thread(load_profile_for, args)
+        profile = await asyncio.to_thread(load_profile_for, args, settings.memory_profile)
     except ProfileError as error:
         print(f"error: {error}", file=err)
         return 2
     try:
         # Only an import embeds: a read-only command leaves the vector backlog to the bot or the next start.
         # No command loads the reranker as memory opens: search loads it when it reranks (preload is the bot's).
-        memory = await Memory.open(profile, args.db, args.index_dir, database_url(),
+        memory = await Memory.open(profile, args.db, args.index_dir, settings.database,
                                    embed_backlog=args.command == "import", reranker=False)
     except MemoryOpenError as error:
         print(f"error: {error}", file=err)
@@ -440,8 +439,17 @@ async def _close(memory: Memory, err: TextIO) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    return asyncio.run(run(args))
+    try:  # the bot's settings, from the environment and its .env (a variable in the environment wins)
+        settings = load_settings(env_file=ENV_FILE)
+    except SettingsError as error:
+        for line in error.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    export_library_variables(ENV_FILE)
+    level = chosen_level(settings.log_level, args.verbose, args.quiet, default=logging.WARNING)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    route_library_logs()
+    return asyncio.run(run(args, sys.stdout, sys.stderr, settings=settings))
 
 
 if __name__ == "__main__":

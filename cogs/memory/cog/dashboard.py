@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from discord.ext import commands
 
-from ..dashboard import Dashboard, DashboardConfig, DashboardConfigError, MetricsRecorder
+from ..dashboard import Dashboard, DashboardConfig, MetricsRecorder
 from ..dashboard.memory_source import MemorySource
 
 if TYPE_CHECKING:
@@ -19,12 +19,8 @@ log = logging.getLogger(__name__)
 
 
 def dashboard_for(bot: MemoryBot, catch_up: CatchUp | None) -> Dashboard | None:
-    """The dashboard the environment asks for (MEMORY_DASHBOARD_PORT ...), or None: off, or misconfigured (logged)."""
-    try:
-        config = DashboardConfig.from_env(bot.db_path.parent)
-    except DashboardConfigError as error:
-        log.error("The memory dashboard stays off: %s", error)
-        return None
+    """The dashboard the settings ask for (MEMORY_DASHBOARD_PORT ...), or None: off."""
+    config = DashboardConfig.from_settings(bot.db_path.parent, bot.config)
     if config is None:
         return None
     recorder = MetricsRecorder()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ from discord.ext import commands, tasks
 from .audience import AudienceCache
 from .capture import is_chat_message, memory_space_id, record_from_message
 from .latency import Latencies
-from .llm import ChatClient, LLMConfig, LLMError
+from .llm import ChatClient, LLMCheck, LLMConfig, LLMError, log_llm_check
 from .permissions import readable_channel_ids, readable_thread_parent_ids
 from .recall import (
     NO_MEMORIES_REPLY,
@@ -45,20 +46,25 @@ class MemoryListeners(commands.Cog):
     def __init__(self, bot: MemoryBot, latencies: Latencies | None = None) -> None:
         self.bot = bot
         self.llm: ChatClient | None = None
+        self._llm_check: asyncio.Task[LLMCheck] | None = None
         self.user_cooldown = commands.CooldownMapping.from_cooldown(1, 10.0, commands.BucketType.user)
         self.channel_cooldown = commands.CooldownMapping.from_cooldown(4, 30.0, commands.BucketType.channel)
         self.latencies = latencies or Latencies()
         self.audiences = AudienceCache()
 
     async def cog_load(self) -> None:
-        config = LLMConfig.from_env()
+        config = LLMConfig.from_settings(self.bot.config)
         if config is not None:
             self.llm = ChatClient(config)
             log.info("Recall answers through the LLM at %s (model %s)", config.base_url, config.model)
+            # Once, in the background: the start does not wait on the endpoint.
+            self._llm_check = asyncio.create_task(log_llm_check(config), name="llm-check")
         self.retention.start()
 
     async def cog_unload(self) -> None:
         self.retention.cancel()
+        if self._llm_check is not None:
+            self._llm_check.cancel()
         if self.llm is not None:
             await self.llm.close()
 

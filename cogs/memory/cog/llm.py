@@ -1,19 +1,27 @@
-"""A minimal client for any OpenAI-compatible chat endpoint (Ollama, vLLM, llama.cpp's server, OpenAI)."""
+"""A minimal client for any OpenAI-compatible chat endpoint (Ollama, vLLM, llama.cpp's server, OpenAI), and the
+check of its settings at start."""
 
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import aiohttp
 
-__all__ = ("LLMConfig", "LLMError", "ChatClient")
+if TYPE_CHECKING:
+    from ..runtime.config import Settings
+
+__all__ = ("LLMCheck", "LLMConfig", "LLMError", "ChatClient", "check_llm", "log_llm_check")
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 60.0
 MAX_ANSWER_TOKENS = 400
+# The start-up probe of GET {base}/models: short, so a dead endpoint costs the start nothing noticeable.
+PROBE_TIMEOUT_S = 5.0
+# How many listed model names the probe's line shows.
+MODELS_SHOWN = 5
 
 
 class LLMError(Exception):
@@ -28,14 +36,77 @@ class LLMConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> LLMConfig | None:
-        """``LLM_BASE_URL`` and ``LLM_MODEL`` turn the LLM answer on; ``LLM_API_KEY`` is optional (Ollama needs none)."""
-        env = os.environ if environ is None else environ
-        base_url = env.get("LLM_BASE_URL", "").strip()
-        model = env.get("LLM_MODEL", "").strip()
-        if not base_url or not model:
+    def from_settings(cls, settings: Settings) -> LLMConfig | None:
+        """``LLM_BASE_URL`` and ``LLM_MODEL`` together turn the LLM answer on; ``LLM_API_KEY`` is optional (Ollama
+        needs none). One without the other leaves answers off and logs which one is missing."""
+        base_url, model = settings.llm_base_url, settings.llm_model
+        if base_url is None and model is None:
             return None
-        return cls(base_url=base_url.rstrip("/"), model=model, api_key=env.get("LLM_API_KEY") or None)
+        if base_url is None or model is None:
+            given, missing = ("LLM_BASE_URL", "LLM_MODEL") if model is None else ("LLM_MODEL", "LLM_BASE_URL")
+            log.warning("LLM answers are off: %s is set but %s is not; set both (or neither)", given, missing)
+            return None
+        key = settings.llm_api_key
+        return cls(base_url=base_url.rstrip("/"), model=model,
+                   api_key=None if key is None else key.get_secret_value())
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCheck:
+    """What the start-up probe found: ``ok`` is False when answers will likely fail; ``line`` says what to do."""
+
+    ok: bool
+    line: str
+
+
+async def check_llm(config: LLMConfig, timeout_s: float = PROBE_TIMEOUT_S) -> LLMCheck:
+    """Probes ``GET {base}/models`` once: reachable (and whether it lists the model), an HTTP error, or unreachable.
+    A base URL without ``/v1`` is accepted when it answers, and told to add ``/v1`` when it does not."""
+    url = f"{config.base_url}/models"
+    headers = {} if config.api_key is None else {"Authorization": f"Bearer {config.api_key}"}
+    without_v1 = not config.base_url.endswith("/v1")
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
+            async with session.get(url, headers=headers) as response:
+                status = response.status
+                data = await response.json(content_type=None) if status == 200 else None
+    except (aiohttp.ClientError, TimeoutError, ValueError) as error:
+        reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        if without_v1:
+            return LLMCheck(False, f"LLM_BASE_URL {config.base_url} has no /v1 and {url} failed ({reason}): add /v1 "
+                                   "(e.g. http://localhost:11434/v1) and check the server runs")
+        return LLMCheck(False, f"LLM at {config.base_url} is unreachable ({reason}); answers fail until it is up")
+    if status != 200:
+        if without_v1:
+            return LLMCheck(False, f"LLM_BASE_URL {config.base_url} has no /v1 and {url} answered HTTP {status}: "
+                                   f"add /v1 (e.g. {config.base_url}/v1)")
+        return LLMCheck(False, f"LLM at {config.base_url}: {url} answered HTTP {status}; check LLM_BASE_URL "
+                               "(an OpenAI-compatible API, ending in /v1)")
+    models = _model_ids(data)
+    accepted = " (no /v1, but it answers: accepted)" if without_v1 else ""
+    if not models:
+        return LLMCheck(True, f"LLM at {config.base_url} is reachable{accepted}; it lists no models")
+    shown = ", ".join(models[:MODELS_SHOWN]) + (", ..." if len(models) > MODELS_SHOWN else "")
+    if config.model not in models:
+        return LLMCheck(False, f"LLM at {config.base_url} is reachable{accepted}, but LLM_MODEL {config.model} is not "
+                               f"among the {len(models)} models it lists ({shown})")
+    return LLMCheck(True, f"LLM at {config.base_url} is reachable{accepted}: {len(models)} models listed ({shown}), "
+                          f"{config.model} among them")
+
+
+def _model_ids(data: object) -> list[str]:
+    """The ids of an OpenAI-style ``{"data": [{"id": ...}]}`` answer; anything else lists none."""
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return [entry["id"] for entry in entries if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
+
+
+async def log_llm_check(config: LLMConfig) -> LLMCheck:
+    """``check_llm``, logged in one line: INFO when answers should work, WARNING when not."""
+    found = await check_llm(config)
+    log.log(logging.INFO if found.ok else logging.WARNING, "%s", found.line)
+    return found
 
 
 class ChatClient:

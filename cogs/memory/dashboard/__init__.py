@@ -6,10 +6,10 @@ Owns its web server, sign-in, templates and metrics. It reaches memory only thro
 
 from __future__ import annotations
 
-from .config import DashboardConfig, DashboardConfigError
+from .config import DashboardConfig
 from .metrics import MetricsRecorder, RecallSample
 from .server import Dashboard
 from .source import DashboardSource
 
-__all__ = ("Dashboard", "DashboardConfig", "DashboardConfigError", "DashboardSource", "MetricsRecorder",
+__all__ = ("Dashboard", "DashboardConfig", "DashboardSource", "MetricsRecorder",
            "RecallSample")

@@ -1,14 +1,17 @@
-"""The dashboard's settings, read from the environment (bot.py loads .env into it first). Off unless a port is set."""
+"""The dashboard's settings, taken from the process's ``Settings`` (the environment and .env, validated there).
+Off unless a port is set."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-__all__ = ("DashboardConfig", "DashboardConfigError", "HOST_ENV", "METRICS_TOKEN_ENV", "PORT_ENV", "URL_ENV")
+if TYPE_CHECKING:
+    from ..runtime.config import Settings
+
+__all__ = ("DashboardConfig", "HOST_ENV", "METRICS_TOKEN_ENV", "PORT_ENV", "URL_ENV")
 
 PORT_ENV = "MEMORY_DASHBOARD_PORT"
 HOST_ENV = "MEMORY_DASHBOARD_HOST"
@@ -22,10 +25,6 @@ SESSION_TTL_S = 8 * 3600.0
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-class DashboardConfigError(ValueError):
-    """A dashboard setting is wrong; the message names the variable and what it takes."""
-
-
 @dataclass(frozen=True, slots=True)
 class DashboardConfig:
     port: int  # 0 picks a free port (tests)
@@ -37,19 +36,14 @@ class DashboardConfig:
     session_ttl_s: float = SESSION_TTL_S
 
     @classmethod
-    def from_env(cls, data_dir: Path, environ: Mapping[str, str] | None = None) -> DashboardConfig | None:
+    def from_settings(cls, data_dir: Path, settings: Settings) -> DashboardConfig | None:
         """The configured dashboard, or None when ``MEMORY_DASHBOARD_PORT`` is unset (the dashboard stays off)."""
-        env = os.environ if environ is None else environ
-        raw_port = env.get(PORT_ENV, "").strip()
-        if not raw_port:
+        if settings.memory_dashboard_port is None:
             return None
-        if not raw_port.isdigit() or not 1 <= int(raw_port) <= 65535:
-            raise DashboardConfigError(f"{PORT_ENV} must be a port number from 1 to 65535, not {raw_port!r}")
-        public_url = env.get(URL_ENV, "").strip().rstrip("/") or None
-        if public_url is not None and urlsplit(public_url).scheme not in ("http", "https"):
-            raise DashboardConfigError(f"{URL_ENV} must start with https:// (or http://), not {public_url!r}")
-        return cls(port=int(raw_port), data_dir=data_dir, host=env.get(HOST_ENV, "").strip() or "127.0.0.1",
-                   public_url=public_url, metrics_token=env.get(METRICS_TOKEN_ENV, "").strip() or None)
+        token = settings.memory_dashboard_metrics_token
+        return cls(port=settings.memory_dashboard_port, data_dir=data_dir, host=settings.memory_dashboard_host,
+                   public_url=settings.memory_dashboard_url,
+                   metrics_token=None if token is None else token.get_secret_value())
 
     @property
     def token_dir(self) -> Path:

@@ -1,13 +1,22 @@
-"""The process's configuration in one place: where memory keeps its files, and the devices and dtypes models use."""
+"""The process's configuration in one place: where memory keeps its files, the devices and dtypes models use, and
+``Settings``, every variable the bot and the CLI read from the environment and ``.env`` (pydantic-settings)."""
 
 from __future__ import annotations
 
+import contextvars
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated, Any, ClassVar
+from urllib.parse import urlsplit
 
-__all__ = ("DATABASE_URL_ENV", "DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "INDEX_DIR", "PROFILES_DIR",
-           "PROFILE_CHOICE_PATH", "ROOT", "database_url")
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
+
+__all__ = ("DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "ENV_FILE", "INDEX_DIR", "LOG_LEVELS", "PROFILES_DIR",
+           "PROFILE_CHOICE_PATH", "ROOT", "Settings", "SettingsError", "export_library_variables", "load_settings")
 
 # The bot's folder, wherever the process runs from.
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,20 +34,193 @@ DEVICES = ("cpu", "cuda", "mps", "auto")
 # torch's names for them: torch.float32, ...
 DTYPES = ("float32", "bfloat16", "float16")
 
-# Set (in the environment or .env) to keep memory in PostgreSQL + pgvector instead of the SQLite file.
-DATABASE_URL_ENV = "DATABASE_URL"
-_POSTGRESQL_SCHEMES = ("postgresql://", "postgres://")
+# Read by both entry points (launcher.py, python -m cogs.memory); a variable set in the environment wins over it.
+ENV_FILE = ROOT / ".env"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+# SQLite holds signed 64-bit integers, and no Discord id (a snowflake) reaches 2**63.
+_SNOWFLAKE_END = 2**63
 
 
-def database_url(environ: Mapping[str, str] | None = None) -> str | None:
-    """The PostgreSQL URL memory should use, or None for the embedded SQLite default.
+class SettingsError(ValueError):
+    """Some settings are wrong: ``lines`` says which, one line each, naming the variable and what it takes."""
 
-    launcher.py loads .env into the environment first, so a value there counts too.
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("; ".join(lines))
+        self.lines = lines
+
+
+def _snowflake(value: str, what: str) -> int:
+    text = value.strip()
+    if not text.isdigit() or not 0 < int(text) < _SNOWFLAKE_END:
+        raise ValueError(f"must be {what} (a number), not {value!r}")
+    return int(text)
+
+
+class Settings(BaseSettings):
+    """Every variable the bot and the CLI read, with its default; secrets are ``SecretStr`` (never logged).
+
+    Names are the variables' names, case-insensitive; an empty value counts as unset.
     """
-    value = (os.environ if environ is None else environ).get(DATABASE_URL_ENV, "").strip()
-    if not value:
-        return None
-    if not value.startswith(_POSTGRESQL_SCHEMES):
-        scheme = value.split(":", 1)[0]
-        raise ValueError(f"{DATABASE_URL_ENV} must be a postgresql:// URL (or unset for SQLite), not {scheme}:...")
-    return value
+
+    model_config = SettingsConfigDict(env_file=ENV_FILE, env_file_encoding="utf-8", env_ignore_empty=True,
+                                      extra="ignore", frozen=True)
+
+    discord_token: SecretStr | None = None
+    # postgresql://... keeps memory in PostgreSQL + pgvector instead of the SQLite file.
+    database_url: SecretStr | None = None
+    dev_guild_id: int | None = None
+    bot_admin_ids: Annotated[frozenset[int], NoDecode] = frozenset()
+    memory_store_dms: bool = False
+    # A profile name or a .toml path, instead of the hardware's choice (an admin's saved choice still wins).
+    memory_profile: str | None = None
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
+    memory_dashboard_port: int | None = None
+    memory_dashboard_host: str = "127.0.0.1"
+    # The address a browser uses when it is not http://HOST:PORT (behind a TLS reverse proxy).
+    memory_dashboard_url: str | None = None
+    memory_dashboard_metrics_token: SecretStr | None = None
+    log_level: str | None = None
+
+    # The environment read instead of os.environ (tests, and load_settings(environ=...)).
+    _environ: ClassVar[contextvars.ContextVar[Mapping[str, str] | None]] = contextvars.ContextVar("environ",
+                                                                                                  default=None)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        environ = cls._environ.get()
+        if environ is not None:
+            env_settings = _MappingSource(settings_cls, environ)
+        return init_settings, env_settings, dotenv_settings
+
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _postgresql_url(cls, value: Any) -> Any:
+        text = value.strip() if isinstance(value, str) else value
+        if isinstance(text, str) and text and not text.startswith(("postgresql://", "postgres://")):
+            # The scheme only: the rest may hold a password.
+            raise ValueError(f"must be a postgresql:// URL (or unset for SQLite), not {text.split(':', 1)[0]}:...")
+        return text or None
+
+    @field_validator("dev_guild_id", mode="before")
+    @classmethod
+    def _guild_id(cls, value: Any) -> Any:
+        return _snowflake(value, "a Discord server id") if isinstance(value, str) else value
+
+    @field_validator("bot_admin_ids", mode="before")
+    @classmethod
+    def _admin_ids(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        parts = value.replace(",", " ").split()
+        if not all(part.isdigit() and 0 < int(part) < _SNOWFLAKE_END for part in parts):
+            raise ValueError(f"must be Discord user ids separated by commas, not {value!r}")
+        return frozenset(int(part) for part in parts)
+
+    @field_validator("memory_store_dms", mode="before")
+    @classmethod
+    def _yes_or_no(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ValueError(f"must be 1 or 0 (true/false, yes/no, on/off), not {value!r}")
+
+    @field_validator("llm_base_url", "memory_dashboard_url", mode="before")
+    @classmethod
+    def _http_url(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        text = value.strip().rstrip("/")
+        if urlsplit(text).scheme not in ("http", "https") or not urlsplit(text).netloc:
+            raise ValueError(f"must be an http:// or https:// URL, not {value!r}")
+        return text
+
+    @field_validator("llm_model", "memory_profile", "memory_dashboard_host", mode="before")
+    @classmethod
+    def _stripped(cls, value: Any) -> Any:
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("memory_dashboard_port", mode="before")
+    @classmethod
+    def _port(cls, value: Any) -> Any:
+        if isinstance(value, str) and (not value.strip().isdigit() or not 1 <= int(value) <= 65535):
+            raise ValueError(f"must be a port number from 1 to 65535, not {value!r}")
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.strip().upper() not in LOG_LEVELS:
+                raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}, not {value!r}")
+            return value.strip().upper()
+        return value
+
+    @property
+    def database(self) -> str | None:
+        """The PostgreSQL URL memory should use, or None for the embedded SQLite default."""
+        return None if self.database_url is None else self.database_url.get_secret_value()
+
+
+class _MappingSource(EnvSettingsSource):
+    """The environment source, reading a given mapping instead of ``os.environ``."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._mapping = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._mapping, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+
+
+@contextmanager
+def _reading(environ: Mapping[str, str] | None) -> Iterator[None]:
+    token = Settings._environ.set(environ)
+    try:
+        yield
+    finally:
+        Settings._environ.reset(token)
+
+
+def load_settings(environ: Mapping[str, str] | None = None, env_file: Path | None = ENV_FILE) -> Settings:
+    """The settings from ``environ`` (default: the process environment) over ``env_file``; raises ``SettingsError``
+    with one line per bad value."""
+    try:
+        with _reading(environ):
+            return Settings(_env_file=env_file)
+    except ValidationError as error:
+        raise SettingsError([_error_line(problem) for problem in error.errors()]) from None
+
+
+def export_library_variables(env_file: Path | None = ENV_FILE, environ: MutableMapping[str, str] | None = None,
+                             ) -> list[str]:
+    """Puts the lines of ``env_file`` that are not settings (HF_HOME, HF_HUB_OFFLINE, CUDA_VISIBLE_DEVICES ...) into
+    the environment, where the libraries that read them look; a variable already set wins. The settings themselves
+    (tokens and keys among them) stay out of it, so child processes never inherit them. Returns the names set."""
+    from dotenv import dotenv_values
+
+    environ = os.environ if environ is None else environ
+    if env_file is None or not env_file.is_file():
+        return []
+    ours = {name.upper() for name in Settings.model_fields}
+    exported = {name: value for name, value in dotenv_values(env_file).items()
+                if value is not None and name.upper() not in ours and name not in environ}
+    environ.update(exported)
+    return sorted(exported)
+
+
+def _error_line(problem: Any) -> str:
+    name = str(problem["loc"][0]).upper() if problem["loc"] else "settings"
+    message = problem["msg"].removeprefix("Value error, ")
+    if problem["type"] == "value_error":
+        return f"{name} {message}"
+    secret = name in ("DISCORD_TOKEN", "DATABASE_URL", "LLM_API_KEY", "MEMORY_DASHBOARD_METRICS_TOKEN")
+    return f"{name}: {message}" + ("" if secret else f", not {problem.get('input')!r}")

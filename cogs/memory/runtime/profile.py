@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -365,11 +364,10 @@ def select_profile(
     hardware: HardwareInfo | None = None,
     *,
     profiles_dir: Path = PROFILES_DIR,
-    environ: Mapping[str, str] | None = None,
+    override: str | None = None,
 ) -> MemoryProfile:
-    """The profile to run with: `MEMORY_PROFILE` if set (a name or a .toml path), else the best fit; logged."""
-    environ = os.environ if environ is None else environ
-    override = environ.get(PROFILE_ENV_VAR, "").strip() or None
+    """The profile to run with: ``override`` (the ``MEMORY_PROFILE`` setting: a name or a .toml path) if given, else
+    the best fit; logged."""
     if override and override.endswith(".toml"):
         profile = load_profile(override, profiles_dir)
         log.info("memory profile %s: %s=%s overrides detection", profile.name, PROFILE_ENV_VAR, override)

@@ -12,8 +12,8 @@ __all__ = ("saved_or_selected_profile", "save_profile_choice")
 log = logging.getLogger(__name__)
 
 
-def saved_or_selected_profile(choice_path: Path, profiles_dir: Path) -> MemoryProfile:
-    """Blocking (reads files, probes hardware): call it off the event loop."""
+def saved_or_selected_profile(choice_path: Path, profiles_dir: Path, override: str | None = None) -> MemoryProfile:
+    """Blocking (reads files, probes hardware): call it off the event loop. ``override`` is ``MEMORY_PROFILE``."""
     try:
         saved = choice_path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
@@ -21,7 +21,7 @@ def saved_or_selected_profile(choice_path: Path, profiles_dir: Path) -> MemoryPr
     if saved:
         log.info("Using profile %r saved by /memory profile set (%s)", saved, choice_path)
         return load_profile(saved, profiles_dir)
-    return select_profile(profiles_dir=profiles_dir)
+    return select_profile(profiles_dir=profiles_dir, override=override)
 
 
 def save_profile_choice(choice_path: Path, name: str) -> None:

@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 
 from bot import MemoryBot
+from cogs.memory.runtime.config import load_settings
 
 
 @pytest.fixture
@@ -27,10 +28,16 @@ async def reload_cog(bot: MemoryBot) -> None:
     await bot.reload_extension("cogs.memory.cog")
 
 
+def set_port(monkeypatch: pytest.MonkeyPatch, bot: MemoryBot, port: int | None) -> None:
+    """The bot's settings with MEMORY_DASHBOARD_PORT (or without it), as launcher.py reads them from .env."""
+    environ = {} if port is None else {"MEMORY_DASHBOARD_PORT": str(port)}
+    monkeypatch.setattr(bot, "config", load_settings(environ, None))
+
+
 async def test_the_bot_serves_the_dashboard_when_a_port_is_set(discord_bot: MemoryBot,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     port = free_port()
-    monkeypatch.setenv("MEMORY_DASHBOARD_PORT", str(port))
+    set_port(monkeypatch, discord_bot, port)
     await reload_cog(discord_bot)
     cog = discord_bot.get_cog("MemoryDashboard")
     assert cog is not None and cog.dashboard.port == port
@@ -48,7 +55,7 @@ async def test_the_bot_serves_the_dashboard_when_a_port_is_set(discord_bot: Memo
 
 
 async def test_without_a_port_there_is_no_dashboard(discord_bot: MemoryBot, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("MEMORY_DASHBOARD_PORT", raising=False)
+    set_port(monkeypatch, discord_bot, None)
     await reload_cog(discord_bot)
     assert discord_bot.get_cog("MemoryDashboard") is None
 
@@ -58,7 +65,7 @@ async def test_a_taken_port_leaves_the_bot_running(discord_bot: MemoryBot, monke
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        monkeypatch.setenv("MEMORY_DASHBOARD_PORT", str(taken.getsockname()[1]))
+        set_port(monkeypatch, discord_bot, taken.getsockname()[1])
         await reload_cog(discord_bot)
     assert discord_bot.get_cog("MemoryCommands") is not None
     assert "could not listen" in caplog.text
@@ -68,7 +75,7 @@ async def test_a_slash_search_is_plotted_on_the_dashboard(memory_bot: MemoryBot,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.fixtures.discord import say
 
-    monkeypatch.setenv("MEMORY_DASHBOARD_PORT", str(free_port()))
+    set_port(monkeypatch, memory_bot, free_port())
     await reload_cog(memory_bot)
     recorder = memory_bot.get_cog("MemoryDashboard").dashboard.recorder
     await say("the picnic moved to Saturday", other, channel)

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from cogs.memory.dashboard import Dashboard, DashboardConfig
 from cogs.memory.dashboard.server import STATE
+from cogs.memory.runtime.config import load_settings
 from tests.fixtures.dashboard import CHANNEL, GUILD, FakeSource, SignedIn, csrf_from, fake_messages
 
 # Routes that carry their own credentials instead of the session: the sign-in link and the Prometheus scraper.
@@ -189,8 +190,8 @@ async def test_the_server_binds_only_where_configured(dashboard: Dashboard) -> N
 
 
 async def test_the_dashboard_is_off_unless_a_port_is_configured(tmp_path) -> None:
-    assert DashboardConfig.from_env(tmp_path, {}) is None
-    config = DashboardConfig.from_env(tmp_path, {"MEMORY_DASHBOARD_PORT": "8765"})
+    assert DashboardConfig.from_settings(tmp_path, load_settings({}, None)) is None
+    config = DashboardConfig.from_settings(tmp_path, load_settings({"MEMORY_DASHBOARD_PORT": "8765"}, None))
     assert config is not None and config.host == "127.0.0.1" and config.port == 8765
 
 

@@ -138,8 +138,8 @@ def test_an_embedding_prefix_must_be_a_string(tmp_path: Path) -> None:
 def test_the_multilingual_profile_is_never_picked_by_detection() -> None:
     profile = load_profile("cpu-multilingual")
     assert (profile.embedding_model, profile.embedding_query_prefix) == ("intfloat/multilingual-e5-small", "query: ")
-    assert select_profile(SMALL_CPU, environ={}).name == "cpu-small"
-    assert select_profile(TINY_CPU, environ={}).name == "cpu-tiny"
+    assert select_profile(SMALL_CPU).name == "cpu-small"
+    assert select_profile(TINY_CPU).name == "cpu-tiny"
 
 
 def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
@@ -175,28 +175,28 @@ def test_detector_passes_through_cuda_devices_and_mps() -> None:
     (gpu(80.0), "gpu-large"),
 ])
 def test_selection_picks_the_best_fitting_profile(hardware: HardwareInfo, expected: str) -> None:
-    assert select_profile(hardware, environ={}).name == expected
+    assert select_profile(hardware).name == expected
 
 
 def test_environment_override_wins(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="cogs.memory.runtime.profile"):
-        profile = select_profile(gpu(80.0), environ={"MEMORY_PROFILE": "cpu-small"})
+        profile = select_profile(gpu(80.0), override="cpu-small")
     assert profile.name == "cpu-small" and "MEMORY_PROFILE=cpu-small overrides detection" in caplog.text
 
 
 def test_environment_override_may_be_a_file(tmp_path: Path) -> None:
     path = write_profile(tmp_path, 'dtype = "float32"\n', name="mine")
-    assert select_profile(SMALL_CPU, environ={"MEMORY_PROFILE": str(path)}).name == "mine"
+    assert select_profile(SMALL_CPU, override=str(path)).name == "mine"
 
 
 def test_unknown_override_is_an_error() -> None:
     with pytest.raises(ProfileError, match=r"MEMORY_PROFILE: .*'tpu-huge' is not a profile"):
-        select_profile(SMALL_CPU, environ={"MEMORY_PROFILE": "tpu-huge"})
+        select_profile(SMALL_CPU, override="tpu-huge")
 
 
 def test_selection_logs_why_better_profiles_were_skipped(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="cogs.memory.runtime.profile"):
-        select_profile(SMALL_CPU, environ={})
+        select_profile(SMALL_CPU)
     assert "cpu-bf16: needs a CPU with native bf16" in caplog.text
 
 
@@ -257,14 +257,14 @@ def test_vnni_without_bf16_is_not_a_bf16_cpu() -> None:
                                 cuda=lambda: (), mps=lambda: False)
     hardware = detector.detect()
     assert (hardware.cpu_features, hardware.cpu_bf16) == (("avx2", "avx_vnni"), False)
-    assert select_profile(hardware, environ={}).name == "cpu-small"
+    assert select_profile(hardware).name == "cpu-small"
 
 
 def test_the_chosen_profile_is_logged_with_the_cpu_features(caplog: pytest.LogCaptureFixture) -> None:
     detector = HardwareDetector(cpuinfo=lambda: CPUINFO_AVX2, ram_gb=lambda: 16.0, cores=lambda: 2,
                                 cuda=lambda: (), mps=lambda: False)
     with caplog.at_level("INFO", logger="cogs.memory.runtime.profile"):
-        select_profile(detector.detect(), environ={})
+        select_profile(detector.detect())
     assert "cpu_features=avx2," in caplog.text
 
 

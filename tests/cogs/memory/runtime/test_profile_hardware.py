@@ -55,7 +55,7 @@ def test_on_windows_ram_and_cores_come_from_psutil(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize("process", [ProcessWithoutAffinity(), ProcessWithAffinity(8)], ids=["macos", "windows"])
 def test_without_proc_a_profile_still_fits(monkeypatch: pytest.MonkeyPatch, process: object) -> None:
     fake_platform(monkeypatch, process=process, logical_cpus=8, ram_gib=16.0)
-    assert select_profile(detect(""), environ={}).name == "cpu-small"
+    assert select_profile(detect("")).name == "cpu-small"
 
 
 def test_this_machine_reports_its_ram() -> None:
@@ -67,4 +67,4 @@ def test_this_machine_reports_its_ram() -> None:
 def test_a_cpu_under_4_gib_of_ram_gets_cpu_tiny(monkeypatch: pytest.MonkeyPatch, ram_gib: float,
                                                 expected: str) -> None:
     fake_platform(monkeypatch, process=ProcessWithAffinity(2), logical_cpus=2, ram_gib=ram_gib)
-    assert select_profile(detect("processor\t: 0\nflags\t\t: fpu avx2\n"), environ={}).name == expected
+    assert select_profile(detect("processor\t: 0\nflags\t\t: fpu avx2\n")).name == expected

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.runtime.config import database_url
 from cogs.memory.memory import Memory
 from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.runtime.profile import MemoryProfile
@@ -23,20 +22,6 @@ async def pg_memory(core_profile: MemoryProfile, db_path: Path, index_dir: Path,
     memory = await Memory.open(core_profile, db_path, index_dir, database_url)
     yield memory
     await memory.close()
-
-
-def test_no_database_url_means_sqlite() -> None:
-    assert database_url({}) is None and database_url({"DATABASE_URL": "  "}) is None
-
-
-def test_a_postgresql_database_url_is_used() -> None:
-    assert database_url({"DATABASE_URL": "postgresql://bot@db/memory"}) == "postgresql://bot@db/memory"
-
-
-def test_a_database_url_of_another_kind_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"^DATABASE_URL must be a postgresql:// URL \(or unset for SQLite\), "
-                                         r"not mysql:\.\.\.$"):
-        database_url({"DATABASE_URL": "mysql://bot:secret@db/memory"})
 
 
 async def test_a_database_url_keeps_memory_in_postgresql_not_the_sqlite_file(pg_memory: Memory, db_path: Path,

@@ -1,0 +1,59 @@
+"""The process's logging: the level ``LOG_LEVEL`` and ``-v``/``-q`` choose, and each library warning printed once."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cogs.memory.runtime.logs import chosen_level
+
+REPO = Path(__file__).resolve().parents[4]
+
+
+@pytest.mark.parametrize(("setting", "verbose", "quiet", "default", "expected"), [
+    (None, 0, 0, logging.INFO, logging.INFO),
+    (None, 1, 0, logging.INFO, logging.DEBUG),
+    (None, 0, 1, logging.INFO, logging.WARNING),
+    (None, 0, 2, logging.INFO, logging.ERROR),
+    ("ERROR", 0, 0, logging.INFO, logging.ERROR),
+    ("warning", 1, 0, logging.INFO, logging.INFO),
+    (None, 5, 0, logging.WARNING, logging.DEBUG),
+    ("CRITICAL", 0, 3, logging.INFO, logging.CRITICAL),
+])
+def test_log_level_is_the_setting_moved_a_step_per_flag(setting: str | None, verbose: int, quiet: int, default: int,
+                                                        expected: int) -> None:
+    assert chosen_level(setting, verbose, quiet, default) == expected
+
+
+# A fresh interpreter: the root handler as both entry points set it up, then a Hugging Face hub warning (as each
+# offline retry of a model download logs one) and a warnings.warn from a library.
+SCRIPT = """
+import logging, warnings
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+{route}
+from huggingface_hub.utils import logging as hub_logging
+hub_logging.get_logger("huggingface_hub.file_download").warning("offline: no cached file")
+warnings.warn("a library warning", UserWarning)
+"""
+
+
+def run_script(route: str) -> str:
+    done = subprocess.run([sys.executable, "-c", SCRIPT.format(route=route)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_without_routing_the_hub_warning_prints_twice() -> None:
+    assert run_script("").count("offline: no cached file") == 2  # what the fix is for
+
+
+def test_each_library_warning_prints_once_in_the_log_format() -> None:
+    printed = run_script("from cogs.memory.runtime.logs import route_library_logs; route_library_logs()")
+    assert printed.count("offline: no cached file") == 1
+    assert "WARNING huggingface_hub.file_download: offline: no cached file" in printed
+    assert printed.count("a library warning") == 1 and "WARNING py.warnings:" in printed
