@@ -157,7 +157,7 @@ async def until(condition: Callable[[], Awaitable[bool]], what: str, timeout_s: 
 async def capturing(url: str, spool_path: Path, embedder: EmbeddingService) -> AsyncIterator[IngestQueue]:
     """The bot's ingest over PostgreSQL with its spool, as Memory.open builds it (retries sped up)."""
     store = await PostgresStore.open(url)
-    queue = IngestQueue(store, embedder, DatabaseIndexes(embedder.model_name, embedder.dimension), retry=FAST_RETRY,
+    queue = IngestQueue(store, embedder, DatabaseIndexes(store, embedder.model_name, embedder.dimension), retry=FAST_RETRY,
                         spool=IngestSpool(spool_path))
     queue.start()
     try:
