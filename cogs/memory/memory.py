@@ -324,12 +324,12 @@ class Memory:
         """
         if self.erasures is None:
             return 0
-        ledger = await self.erasures.read()
+        entries = await self.erasures.read()
         recorded = await self.store.erasures()
-        known = {erasure.id for erasure in ledger}
+        known = {erasure.id for erasure in entries}
         others = [Erasure.from_json(entry) for erasure_id, entry in recorded.items() if erasure_id not in known]
         await self.erasures.append(*sorted(others, key=lambda erasure: erasure.at))
-        missing = sorted((erasure for erasure in ledger if erasure.id not in recorded), key=lambda e: e.at)
+        missing = sorted((erasure for erasure in entries if erasure.id not in recorded), key=lambda e: e.at)
         if not missing:
             return 0
         log.info("Applying %d erasures this database does not hold (it was restored from before them)", len(missing))
