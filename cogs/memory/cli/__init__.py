@@ -31,10 +31,11 @@ log = logging.getLogger(__name__)
 PROG = "python -m cogs.memory"
 DESCRIPTION = ("Memory from a terminal: import DiscordChatExporter JSON, search and ask what the bot would recall, "
                "see and forget what it holds, back up and restore.")
-EPILOG = """\
-options such as --db may come before or after the command; `COMMAND --help` lists a command's own.
-exit status: 0 it worked; 1 something failed (an import, damage found, an LLM answer, a backup refused);
-2 usage error (a bad option, an unknown or missing --guild, forget without --yes off a terminal)."""
+EXIT_STATUS = ("exit status: 0 it worked; 1 something failed (an import, damage found, an LLM answer, a backup "
+               "refused); 2 usage error (a bad option, an unknown or missing --guild, forget without --yes off a "
+               "terminal).")
+EPILOG = ("options such as --db may come before or after the command; `COMMAND --help` lists a command's own.\n"
+          + EXIT_STATUS.replace("refused); ", "refused);\n"))
 # The command groups, in the order --help lists them.
 GROUPS = (ingest, recall, overview, forget, database, dashboard)
 
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
         group.register(commands, parent)
+    for command in commands.choices.values():
+        command.epilog = EXIT_STATUS
     return parser
 
 
@@ -76,6 +79,9 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     term = Terminal(out, err, sys.stdin if stdin is None else stdin)
     if args.memory is None:  # these read the files or another server only: no profile, no models
         return await args.handler(args, term)
+    refusal = getattr(args, "refuse", None)  # what a command refuses before memory (and its model) opens
+    if refusal is not None and (code := refusal(args, term)) is not None:
+        return code
     return await with_memory(args, term)
 
 

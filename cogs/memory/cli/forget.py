@@ -28,7 +28,7 @@ def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentPars
     what.add_argument("--message", type=discord_id, metavar="ID", help="this one message")
     what.add_argument("--all", action="store_true", help="every message of the guild")
     forget.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
-    forget.set_defaults(handler=forget_messages, memory="read")
+    forget.set_defaults(handler=forget_messages, memory="read", refuse=unconfirmable)
 
 
 def plan(memory: Memory, args: argparse.Namespace) -> tuple[str, Callable[[], Awaitable[int]]]:
@@ -42,6 +42,14 @@ def plan(memory: Memory, args: argparse.Namespace) -> tuple[str, Callable[[], Aw
     if args.message is not None:
         return f"message {args.message} in guild {guild}", lambda: memory.forget_message(guild, args.message)
     return f"messages of guild {guild} (everything memory holds of it)", lambda: memory.delete_guild(guild)
+
+
+def unconfirmable(args: argparse.Namespace, term: Terminal) -> int | None:
+    """USAGE, after one line, when nobody can answer the confirmation: no --yes and stdin is not a terminal."""
+    if args.yes or term.stdin.isatty():
+        return None
+    print("error: forget asks for confirmation and stdin is not a terminal: add --yes", file=term.err)
+    return USAGE
 
 
 async def confirmed(what: str, term: Terminal) -> bool:
@@ -61,13 +69,9 @@ async def forget_messages(memory: Memory, args: argparse.Namespace, term: Termin
                   file=term.err)
             return FAILED
     what, action = plan(memory, args)
-    if not args.yes:
-        if not term.stdin.isatty():
-            print("error: forget asks for confirmation and stdin is not a terminal: add --yes", file=term.err)
-            return USAGE
-        if not await confirmed(what, term):
-            print("nothing forgotten", file=term.out)
-            return OK
+    if not args.yes and not await confirmed(what, term):
+        print("nothing forgotten", file=term.out)
+        return OK
     count = await action()
     if not await memory.purge():  # "forgot" means gone from the files too, not only from search
         print("the forgotten text is still in the database's write-ahead log (a long read held it); memory erases "
