@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,7 +46,8 @@ def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentPars
     reapply.set_defaults(handler=reapply_erasures, memory="read")
 
 
-def sqlite_file(command):
+def sqlite_file(command: Callable[[argparse.Namespace, Terminal], int],
+                ) -> Callable[[argparse.Namespace, Terminal], Awaitable[int]]:
     """``command`` run off the loop, refused while memory lives in PostgreSQL; a BackupError is one line, exit 1."""
     async def handler(args: argparse.Namespace, term: Terminal) -> int:
         if database_url():

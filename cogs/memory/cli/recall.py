@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from ..prompt import ANSWER_RECALL_LIMIT, build_chat_messages
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
-from .options import FAILED, OK, USAGE, Terminal, chosen_guild, discord_id, print_backlog, query_text, \
-    result_limit, utc_text, utc_time
+from .options import (FAILED, OK, USAGE, Terminal, chosen_guild, discord_id, print_backlog, query_text,
+                      result_limit, utc_text, utc_time)
 
 if TYPE_CHECKING:
     from ..memory import Memory
