@@ -33,7 +33,7 @@ from .vectors.index import IndexSaveError, IndexUsage
 if TYPE_CHECKING:
     from .rerank.service import RerankerService
 
-__all__ = ("Memory", "MemoryOpenError", "MemoryStats")
+__all__ = ("ChannelActivity", "Memory", "MemoryOpenError", "MemoryStats")
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,19 @@ class MemoryStats:
     index: IndexUsage
     embedding_model: str
     queued: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelActivity:
+    """One channel (or thread) as memory holds it: how many of its messages, and when the newest was written."""
+
+    channel_id: int
+    messages: int
+    last_message_at: datetime | None
+
+
+# After every stored message: the newest is the one just before it.
+_END_OF_TIME, _LAST_ID = float("inf"), 2**63 - 1
 
 
 def _embedder_for(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> EmbeddingService:
@@ -437,6 +450,16 @@ class Memory:
     async def stats(self, guild_id: int) -> MemoryStats:
         return MemoryStats(await self.store.count_messages(guild_id), await self.indexes.usage(guild_id),
                            self.embedder.display_name, self.ingest.queued)
+
+    async def channel_activity(self, guild_id: int) -> list[ChannelActivity]:
+        """Every channel memory holds messages of in ``guild_id``, by id (memory stores no names)."""
+        activity = []
+        for channel_id in await self.store.channel_ids(guild_id):
+            count = len(await self.store.refs_for_channel(guild_id, channel_id))
+            newest = await self.store.previous_in_channel(guild_id, channel_id, _END_OF_TIME, _LAST_ID)
+            when = None if newest is None else datetime.fromtimestamp(newest.created_at, UTC)
+            activity.append(ChannelActivity(channel_id, count, when))
+        return activity
 
     # -- profiles -------------------------------------------------------------------------------------------
 

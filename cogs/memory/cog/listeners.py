@@ -12,6 +12,7 @@ from discord.ext import commands, tasks
 from .audience import AudienceCache
 from .capture import is_chat_message, memory_space_id, record_from_message
 from .latency import Latencies
+from ..prompt import ANSWER_RECALL_LIMIT
 from .llm import ChatClient, LLMCheck, LLMConfig, LLMError, log_llm_check
 from .permissions import readable_channel_ids, readable_thread_parent_ids
 from .recall import (
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # Turns just above the asker's message: read as context and never recalled back (everyone can already see them).
 RECENT_TURNS = 6
-RECALL_LIMIT = 5
+RECALL_LIMIT = ANSWER_RECALL_LIMIT  # python -m cogs.memory ask recalls as many
 RECALL_FAILED_REPLY = "Sorry, I couldn't search my memory just now. Please try again in a moment."
 
 

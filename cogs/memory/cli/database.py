@@ -1,0 +1,137 @@
+"""The SQLite file itself: ``backup``, ``restore``, ``check`` (no profile, no models), and ``reapply-erasures``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..store.sqlite.backup import BackupError, backup_database, restore_database
+from ..store.sqlite.integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
+from ..store.sqlite.lock import DatabaseLock
+from .options import FAILED, OK, USAGE, Terminal, print_backlog
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+PENDING_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pending_vectors'"
+
+
+def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    backup = commands.add_parser("backup", parents=[parent], help="copy the database to DEST, safely while the bot runs",
+                                 description="Copy the SQLite database with SQLite's online backup API.")
+    # Kept as typed: Path would drop the trailing "/" that says DEST is a folder.
+    backup.add_argument("destination", metavar="DEST",
+                        help="a folder (an existing one, or a path ending in /) for a dated copy, or a new file")
+    backup.set_defaults(handler=sqlite_file(run_backup), memory=None)
+    restore = commands.add_parser("restore", parents=[parent],
+                                  help="replace the database with a backup (stop the bot first)",
+                                  description="Replace the database with a checked backup; the one it replaces is "
+                                              "kept beside it.")
+    restore.add_argument("source", type=Path, metavar="BACKUP.sqlite3")
+    restore.set_defaults(handler=sqlite_file(run_restore), memory=None)
+    check = commands.add_parser("check", parents=[parent],
+                                help="check the whole database for damage; rebuild a damaged keyword index",
+                                description="Check the whole database (its keyword index only while memory is "
+                                            "stopped); exit 1 on damage.")
+    check.set_defaults(handler=sqlite_file(run_check), memory=None)
+    reapply = commands.add_parser("reapply-erasures", parents=[parent],
+                                  help="apply again what the erasure ledger holds and the database lacks (run it "
+                                       "after pg_restore; memory also does it at every start)",
+                                  description="Apply the erasure ledger again, then say what it did.")
+    reapply.set_defaults(handler=reapply_erasures, memory="read")
+
+
+def sqlite_file(command: Callable[[argparse.Namespace, Terminal], int],
+                ) -> Callable[[argparse.Namespace, Terminal], Awaitable[int]]:
+    """``command`` run off the loop, refused while memory lives in PostgreSQL; a BackupError is one line, exit 1."""
+    async def handler(args: argparse.Namespace, term: Terminal) -> int:
+        if args.settings.database:
+            print(f"error: memory is kept in PostgreSQL (DATABASE_URL is set); {args.command} works on the SQLite "
+                  "file: use pg_dump and pg_restore", file=term.err)
+            return USAGE
+        try:
+            return await asyncio.to_thread(command, args, term)
+        except BackupError as error:
+            print(f"error: {error}", file=term.err)
+            return FAILED
+
+    return handler
+
+
+def run_backup(args: argparse.Namespace, term: Terminal) -> int:
+    made = backup_database(args.db, args.destination)
+    print(f"backed up {args.db} to {made.path}: {made.messages} messages, {made.size_bytes / 1e6:.1f} MB",
+          file=term.out)
+    return OK
+
+
+def run_restore(args: argparse.Namespace, term: Terminal) -> int:
+    done = restore_database(args.source, args.db, args.index_dir)
+    print(f"restored {args.source} into {args.db}: {done.messages} messages; the vector indexes are rebuilt from it "
+          "on the next start", file=term.out)
+    if done.replaced is not None:
+        print(f"the database it replaced is kept as {done.replaced}; delete it once the restore looks right",
+              file=term.out)
+    return OK
+
+
+def run_check(args: argparse.Namespace, term: Terminal) -> int:
+    """The whole database, with no time limit (a start checks only what 5 s allow)."""
+    out, err = term.out, term.err
+    if not args.db.is_file():
+        print(f"error: there is no memory database at {args.db}", file=err)
+        return FAILED
+    lock = DatabaseLock(args.db)
+    alone = lock.shared()  # and no restore meanwhile
+    try:
+        pages = quick_check(args.db, budget_s=None)
+        if not pages.ok:
+            print(f"error: the memory database {args.db} is damaged ({pages.problems[0]}; {len(pages.problems)} "
+                  f"problem(s) found). " + RESTORE_ADVICE.format(path=args.db), file=err)
+            return FAILED
+        if not alone:  # the keyword check holds the write lock throughout: it would stall the bot's writes
+            print(f"{args.db}: no damage found; its keyword index is checked only while memory is stopped", file=out)
+            return OK
+        keywords = check_fts(args.db, budget_s=None)
+        if not keywords.ok:
+            count = rebuild_fts(args.db)
+            print(f"the keyword index was damaged ({keywords.problems[0]}); rebuilt it from {count} messages",
+                  file=out)
+        elif not keywords.complete:
+            print(f"error: the keyword index of {args.db} could not be checked (the database stayed busy); try again",
+                  file=err)
+            return FAILED
+        print_backlog(vectors_waiting(args.db), err)
+    except sqlite3.Error as error:
+        print(f"error: {explain_open_failure(args.db, error)}", file=err)
+        return FAILED
+    finally:
+        lock.release()
+    print(f"{args.db}: no damage found", file=out)
+    return OK
+
+
+def vectors_waiting(db: Path) -> int:
+    """Stored messages waiting for a vector, read from the file alone (no model loaded)."""
+    from ..store.sqlite.pending import COUNT_PENDING
+
+    connection = sqlite3.connect(db, isolation_level=None)
+    try:
+        connection.execute("PRAGMA busy_timeout = 5000")
+        if not connection.execute(PENDING_TABLE).fetchone():  # a database no start has migrated yet
+            return 0
+        return connection.execute(COUNT_PENDING).fetchone()[0]
+    finally:
+        connection.close()
+
+
+async def reapply_erasures(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
+    """Opening memory applied them (``Memory.reapply_erasures``); this says what it did."""
+    applied, forgotten = memory.reapplied
+    print(f"erasures: {applied} applied again ({forgotten} messages forgotten); memory holds nothing the erasure "
+          f"ledger erased", file=term.out)
+    return OK

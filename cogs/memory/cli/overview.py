@@ -1,0 +1,91 @@
+"""What memory holds: ``stats`` (per guild, with the profile and reranker), ``guilds`` and ``channels``. Memory
+stores ids only, never a guild's or channel's name, so these print ids and say the names are unknown."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from .options import OK, USAGE, Terminal, chosen_guild, discord_id, utc_text
+
+if TYPE_CHECKING:
+    from ..memory import ChannelActivity, Memory
+
+NAMES_UNKNOWN = ("names: unknown here; memory stores ids only (Discord shows them with Developer Mode: right-click a "
+                 "server or channel, Copy ID)")
+
+
+def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    stats = commands.add_parser("stats", parents=[parent], help="per guild: messages, vectors pending, channels, "
+                                "last message; the profile and reranker", description="What memory holds per guild, "
+                                "and the profile and reranker it runs with. Loads no reranker.")
+    stats.add_argument("--guild", type=discord_id, help="only this guild id (default: every guild)")
+    stats.set_defaults(handler=show_stats, memory="read")
+    guilds = commands.add_parser("guilds", parents=[parent], help="the guilds in memory (ids), with their messages",
+                                 description="Every guild memory holds messages of, by id.")
+    guilds.set_defaults(handler=list_guilds, memory="read")
+    channels = commands.add_parser("channels", parents=[parent], help="one guild's channels in memory (ids)",
+                                   description="Every channel of a guild memory holds messages of, by id.")
+    channels.add_argument("--guild", type=discord_id, help="guild id (default: the only guild in memory)")
+    channels.set_defaults(handler=list_channels, memory="read")
+
+
+def last_text(activity: list[ChannelActivity]) -> str:
+    times = [channel.last_message_at for channel in activity if channel.last_message_at is not None]
+    return utc_text(max(times)) if times else "none"
+
+
+def reranker_text(memory: Memory) -> str:
+    from ..runtime.profile import reranks
+
+    settings = memory.profile.reranker
+    if not reranks(memory.profile):
+        return "off in this profile (recall keeps the first-stage order)"
+    return (f"{settings.model} ({settings.provider}, {settings.backend}); not loaded by this command: the bot loads "
+            "it at start, search and ask here when they rerank")
+
+
+async def show_stats(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
+    guilds = await memory.guild_ids()
+    if args.guild is not None:
+        if await chosen_guild(memory, args.guild, term.err) is None:
+            return USAGE
+        guilds = [args.guild]
+    print(f"profile: {memory.profile.name}; embedding model: {memory.embedder.display_name}", file=term.out)
+    print(f"reranker: {reranker_text(memory)}", file=term.out)
+    print(f"vectors pending: {await memory.vectors_pending()} (every guild)", file=term.out)
+    if not guilds:
+        print("no guilds in memory yet: import an export or run the bot", file=term.out)
+    for guild_id in guilds:
+        stats = await memory.stats(guild_id)
+        activity = await memory.channel_activity(guild_id)
+        pending = max(stats.messages - stats.index.vectors, 0)
+        print(f"guild {guild_id}: {stats.messages} messages, {stats.index.vectors} vectors ({pending} pending), "
+              f"{len(activity)} channels, last message {last_text(activity)}, vector index {stats.index.kind} "
+              f"{stats.index.file_bytes / 1e6:.1f} MB on disk", file=term.out)
+    return OK
+
+
+async def list_guilds(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
+    guilds = await memory.guild_ids()
+    if not guilds:
+        print("no guilds in memory yet: import an export or run the bot", file=term.out)
+        return OK
+    for guild_id in guilds:
+        activity = await memory.channel_activity(guild_id)
+        print(f"{guild_id}  name unknown  {(await memory.stats(guild_id)).messages} messages in {len(activity)} "
+              f"channels, last {last_text(activity)}", file=term.out)
+    print(NAMES_UNKNOWN, file=term.err)
+    return OK
+
+
+async def list_channels(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
+    guild_id = await chosen_guild(memory, args.guild, term.err)
+    if guild_id is None:
+        return USAGE
+    for channel in await memory.channel_activity(guild_id):
+        last = "none" if channel.last_message_at is None else utc_text(channel.last_message_at)
+        print(f"#{channel.channel_id}  name unknown  {channel.messages} messages (its threads' included), last {last}",
+              file=term.out)
+    print(NAMES_UNKNOWN, file=term.err)
+    return OK

@@ -1,0 +1,156 @@
+"""Recall from a terminal: ``search`` (what the bot would recall, with both scores) and ``ask`` (the answer it would
+give). A terminal knows no member's permissions: both see every channel, as the host would."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ..prompt import ANSWER_RECALL_LIMIT, build_chat_messages
+from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
+from .options import (FAILED, OK, USAGE, Terminal, chosen_guild, discord_id, print_backlog, query_text,
+                      result_limit, utc_text, utc_time)
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..runtime.profile import MemoryProfile
+
+HOST_NOTE = "answering as the host: a terminal knows no member's permissions, so every channel in memory is read"
+# The asker's name in the prompt: the bot puts the member's display name there.
+HOST_NAME = "The server's host"
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--guild", type=discord_id, help="guild id (default: the only guild in memory)")
+    parser.add_argument("--channel", type=discord_id, action="append", help="only this channel id (repeatable)")
+    parser.add_argument("--author", type=discord_id, action="append", help="only this author's id (repeatable)")
+    parser.add_argument("--after", type=utc_time, metavar="DATE",
+                        help="only messages after this time (2024-05-01 or 2024-05-01T12:30; UTC)")
+    parser.add_argument("--before", type=utc_time, metavar="DATE", help="only messages before this time (UTC)")
+
+
+def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    search = commands.add_parser("search", parents=[parent], help="search memory as the bot would recall it",
+                                 description="Search memory as the bot would recall it (every channel: a terminal "
+                                             "knows no member's permissions). Each hit shows its first-stage score "
+                                             "and its rerank score; times are UTC.")
+    search.add_argument("query", type=query_text, help=f"what to look for (at most {MAX_QUERY_CHARS} characters)")
+    add_filters(search)
+    search.add_argument("--limit", type=result_limit, default=10, help=f"how many results (1-{MAX_RESULTS})")
+    search.add_argument("--no-rerank", action="store_true", help="first stage only (vector + keyword fusion)")
+    search.add_argument("--explain", action="store_true",
+                        help="with each hit, why it was found: its rank before and after the reranker, and which "
+                             "side found it (as the dashboard's Search page shows it)")
+    search.set_defaults(handler=search_memory, memory="read")
+    ask = commands.add_parser("ask", parents=[parent], help="the answer the bot would give: recall, rerank, LLM",
+                              description="Recall, rerank and answer as the bot would, as the host (every channel). "
+                                          "The answer needs LLM_BASE_URL and LLM_MODEL (LLM_API_KEY if the endpoint "
+                                          "wants one); without them it prints the recalled messages.")
+    ask.add_argument("question", type=query_text, help=f"the question (at most {MAX_QUERY_CHARS} characters)")
+    add_filters(ask)
+    ask.set_defaults(handler=ask_memory, memory="read")
+
+
+async def filters_for(memory: Memory, args: argparse.Namespace, term: Terminal) -> SearchFilters | None:
+    """The search's filters; None (after one error line) when the guild is missing or unknown."""
+    guild_id = await chosen_guild(memory, args.guild, term.err)
+    if guild_id is None:
+        return None
+    return SearchFilters(guild_id=guild_id, channel_ids=frozenset(args.channel) if args.channel else None,
+                         author_ids=frozenset(args.author) if args.author else None,
+                         after=args.after, before=args.before)
+
+
+def format_hit(rank: int, hit: Candidate) -> str:
+    rerank = hit.get("rerank_score")
+    rerank_text = "-" if rerank is None else f"{rerank:.4f}"
+    text = " ".join(hit["content"].split())
+    # Memory stores channel ids only (no names): the id is what an admin can look up.
+    return (f"{rank:>2}. score={hit['score']:.4f} rerank_score={rerank_text} "
+            f"#{hit['channel_id']} {hit['author_name']} {utc_text(hit['created_at'])}\n    {text[:300]}")
+
+
+def format_explanation(rank: int, hit: Candidate) -> str:
+    """Why ``hit`` was found; the core does not break the first-stage score into its parts yet."""
+    after = rank if hit.get("rerank_score") is not None else "-"
+    return (f"    explain: rank before rerank {hit['rank']}, after {after}; found by "
+            f"{', '.join(hit['sources']) or '-'}; score parts: not reported")
+
+
+def format_rerank(status: dict) -> str:
+    """The reranker's part of this query, as /memory stats reports it per hour."""
+    last = status["last_query"]
+    runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded"
+    if last is None:
+        return f"rerank: {runs_on}, nothing scored ({status['reason'] or status['last_error'] or 'no candidates'})"
+    return (f"rerank: {last['by'] or runs_on}, {last['scored']} of {last['offered']} candidates scored in "
+            f"{last['ms']:,.0f} ms "
+            f"({last['cached']} from the score cache; prompt prefix cache hits so far: "
+            f"{status['prefix_cache_hits'] if status['prefix_cache_hits'] is not None else '-'})")
+
+
+def loading_line(profile: MemoryProfile) -> str:
+    """What a command says before it waits for the reranker: what loads, and what a first use costs."""
+    settings = profile.reranker
+    return (f"reranker: loading {settings.model} ({settings.provider}, {settings.backend}); a first use downloads it "
+            "and, on ONNX Runtime, exports it once (minutes); --no-rerank skips it")
+
+
+async def recall_hits(memory: Memory, query: str, filters: SearchFilters, limit: int, rerank: bool,
+                      term: Terminal) -> list[Candidate]:
+    from ..runtime.profile import reranks
+
+    if rerank and reranks(memory.profile):
+        print(loading_line(memory.profile), file=term.err)
+        await memory.load_reranker()  # the bot's recalls do not wait for the model; this one query does
+    return await memory.recall(query, filters, limit, rerank=rerank)
+
+
+async def search_memory(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
+    filters = await filters_for(memory, args, term)
+    if filters is None:
+        return USAGE
+    hits = await recall_hits(memory, args.query, filters, args.limit, not args.no_rerank, term)
+    if not hits:
+        print("no results", file=term.out)
+    for rank, hit in enumerate(hits, start=1):
+        print(format_hit(rank, hit), file=term.out)
+        if args.explain:
+            print(format_explanation(rank, hit), file=term.out)
+    if memory.reranker is not None and not args.no_rerank:
+        print(format_rerank(memory.reranker.status()), file=term.err)
+    print_backlog(await memory.vectors_pending(), term.err)
+    return OK
+
+
+async def ask_memory(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
+    """Recall and rerank as the bot's answer does (its recall limit), then ask the LLM the bot would ask."""
+    from ..cog.llm import ChatClient, LLMConfig, LLMError  # Discord-free; it lives beside the cog that uses it
+
+    filters = await filters_for(memory, args, term)
+    if filters is None:
+        return USAGE
+    print(HOST_NOTE, file=term.err)
+    hits = await recall_hits(memory, args.question, filters, ANSWER_RECALL_LIMIT, True, term)
+    print("recalled:" if hits else "recalled: nothing", file=term.out)
+    for rank, hit in enumerate(hits, start=1):
+        print(format_hit(rank, hit), file=term.out)
+    config = LLMConfig.from_settings(args.settings)
+    if config is None:
+        print("no answer: answers need an OpenAI-compatible endpoint: set LLM_BASE_URL (e.g. "
+              "http://localhost:11434/v1) and LLM_MODEL, and LLM_API_KEY if it wants one; the bot then replies with "
+              "the recalled messages above", file=term.err)
+        return OK
+    if not hits:  # as the bot: with nothing recalled it says so and asks no LLM
+        print("answer: nothing in memory answers that", file=term.out)
+        return OK
+    client = ChatClient(config)
+    try:
+        answer = await client.complete(build_chat_messages(HOST_NAME, args.question, hits))
+    except LLMError as error:
+        print(f"error: the LLM answer failed ({error}); the bot would reply with the recalled messages", file=term.err)
+        return FAILED
+    finally:
+        await client.close()
+    print(f"answer ({config.model}):\n{answer}", file=term.out)
+    return OK

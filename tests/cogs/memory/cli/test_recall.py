@@ -1,0 +1,107 @@
+"""``search`` filters and ``ask``; options after the command, --version, help for every command."""
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from cogs.memory.cli import build_parser, parse_args, version
+from tests.fixtures.discord import chat_completions_server
+
+
+def texts(out: str) -> list[str]:
+    return sorted(re.findall(r"^    (.*)$", out, flags=re.M))
+
+
+async def test_search_by_author(cli, two_guilds):
+    code, out, _ = await cli("search", "picnic", "--guild", "1", "--author", "6", "--no-rerank")
+    assert (code, texts(out)) == (0, ["I will bake a picnic cake", "picnic photos are up"])
+
+
+async def test_search_between_times_in_utc(cli, two_guilds):
+    _, out, _ = await cli("search", "picnic", "--guild", "1", "--after", "2024-05-01T12:00",
+                          "--before", "2024-05-01T14:04+02:00", "--no-rerank")
+    assert texts(out) == ["I will bake a picnic cake", "bring blankets to the picnic"]
+
+
+async def test_search_marks_times_utc(cli, two_guilds):
+    _, out, _ = await cli("search", "photos", "--guild", "1", "--channel", "21", "--no-rerank")
+    assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=- #21 bob 2024-05-01 12:05 UTC\n    picnic photos are up\n",
+                        out)
+
+
+def test_a_bad_date_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["search", "picnic", "--after", "May 1st"])
+    assert (exited.value.code, capsys.readouterr().err.splitlines()[-1]) == (
+        2, "python -m cogs.memory search: error: argument --after: must be a date like 2024-05-01 or "
+           "2024-05-01T12:30 (UTC); you gave 'May 1st'")
+
+
+def test_shared_options_come_before_or_after_the_command():
+    after = parse_args(["search", "x", "--db", "after.sqlite3", "--profile", "p"])
+    before = parse_args(["--db", "before.sqlite3", "search", "x"])
+    assert (after.db, after.profile, before.db, before.profile) == (Path("after.sqlite3"), "p",
+                                                                    Path("before.sqlite3"), None)
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["--version"])
+    assert (exited.value.code, capsys.readouterr().out) == (0, f"python -m cogs.memory {version()}\n")
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", version())
+
+
+def test_every_command_has_help_and_the_exit_codes_are_documented():
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {action.dest: action.help for action in commands._choices_actions}
+    assert set(helps) == set(commands.choices) and all(helps.values())
+    assert {"stats", "guilds", "channels", "forget", "ask"} <= set(helps)
+    assert "exit status: 0 it worked; 1 something failed" in parser.format_help()
+    assert "2 usage error" in parser.format_help()
+
+
+async def test_ask_without_an_llm_prints_what_it_recalled_and_what_to_set(cli, two_guilds, monkeypatch):
+    monkeypatch.delenv("LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("LLM_MODEL", raising=False)
+    code, out, err = await cli("ask", "when is the picnic", "--guild", "1")
+    assert code == 0
+    assert out.splitlines()[0] == "recalled:"
+    hits = re.findall(r"^ *\d+\. score=\d\.\d{4} rerank_score=(\S+) ", out, flags=re.M)
+    assert hits and all(re.fullmatch(r"-?\d\.\d{4}", score) for score in hits)
+    assert err.splitlines()[0] == ("answering as the host: a terminal knows no member's permissions, so every channel "
+                                   "in memory is read")
+    assert err.splitlines()[-1].startswith("no answer: answers need an OpenAI-compatible endpoint: set LLM_BASE_URL")
+
+
+async def test_ask_gives_the_llms_answer_from_the_recalled_messages(cli, two_guilds, monkeypatch):
+    prompts = []
+
+    async def answer(request: web.Request) -> web.Response:
+        prompts.append(await request.json())
+        return web.json_response({"choices": [{"message": {"content": "Saturday, with blankets."}}]})
+
+    async with chat_completions_server(answer) as url:
+        monkeypatch.setenv("LLM_BASE_URL", url)
+        monkeypatch.setenv("LLM_MODEL", "llama3")
+        monkeypatch.delenv("LLM_API_KEY", raising=False)
+        code, out, _ = await cli("ask", "when is the picnic", "--guild", "1", "--channel", "20")
+    assert (code, out.split("\n")[-3:]) == (0, ["answer (llama3):", "Saturday, with blankets.", ""])
+    user = prompts[0]["messages"][1]["content"]
+    assert user.startswith("The server's host asks:\nwhen is the picnic\n")
+    assert "> the picnic moved to Saturday" in user and "photos" not in user
+
+
+async def test_ask_says_when_the_llm_fails(cli, two_guilds, monkeypatch):
+    async def broken(request: web.Request) -> web.Response:
+        return web.Response(status=404, text="no such route")
+
+    async with chat_completions_server(broken) as url:
+        monkeypatch.setenv("LLM_BASE_URL", url)
+        monkeypatch.setenv("LLM_MODEL", "llama3")
+        code, _, err = await cli("ask", "when is the picnic", "--guild", "1")
+    assert code == 1 and err.splitlines()[-1].startswith("error: the LLM answer failed (")
