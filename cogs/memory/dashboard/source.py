@@ -62,13 +62,20 @@ class ProcessInfo:
 
 @dataclass(frozen=True, slots=True)
 class ScoreParts:
-    """What made up a hit's first-stage score. Each part is None where the core does not report it."""
+    """What made up a hit's first-stage score: each side's standardised score (None: that side did not return it)
+    times its weight, ``missing`` (what the sides that did not return it count), and the loans it received. Outside
+    the ``tail`` (the vector side's nearest, listed after everything ranked when the model reads too little of the
+    query) they add up to the first-stage score."""
 
     keyword: float | None = None
     vector: float | None = None
-    neighbour_loan: float | None = None
-    question_loan: float | None = None
-    reply_loan: float | None = None
+    vector_weight: float = 0.0
+    keyword_weight: float = 0.0
+    missing: float = 0.0
+    neighbour_loan: float = 0.0
+    question_loan: float = 0.0
+    reply_loan: float = 0.0
+    tail: bool = False
 
 
 @dataclass(frozen=True, slots=True)
