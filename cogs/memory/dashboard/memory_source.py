@@ -134,12 +134,12 @@ class MemorySource:
         catch_up = self._catch_up(guild_id) if self._catch_up is not None else None
         return GuildOverview(
             guild_id=guild_id, name=self._guild_name(guild_id) if self._guild_name else None,
-            messages=stats["messages"], channels=len(await memory.store.channel_ids(guild_id)),
-            vectors=stats["vectors"], vectors_waiting=max(stats["messages"] - stats["vectors"], 0),
+            messages=stats.messages, channels=len(await memory.store.channel_ids(guild_id)),
+            vectors=stats.index.vectors, vectors_waiting=max(stats.messages - stats.index.vectors, 0),
             catch_up=None if catch_up is None else CatchUpView(catch_up.channels, catch_up.done, catch_up.failed,
                                                                catch_up.finished_at),
-            retention_days=settings.retention_days, index_file_bytes=stats["index_file_bytes"],
-            index_memory_bytes=stats["index_size_bytes"])
+            retention_days=settings.retention_days, index_file_bytes=stats.index.file_bytes,
+            index_memory_bytes=stats.index.memory_bytes)
 
     async def process_info(self) -> ProcessInfo:
         memory = self.memory()
@@ -163,7 +163,7 @@ class MemorySource:
         memory = self.memory()
         stored = 0
         for guild_id in await memory.guild_ids():
-            stored += (await memory.stats(guild_id))["messages"]
+            stored += (await memory.stats(guild_id)).messages
         return stored, memory.queued
 
     async def channel_ids(self, guild_id: int) -> Sequence[int]:
@@ -185,10 +185,13 @@ class MemorySource:
             rerank_ms=timing.rerank_ms, candidates_offered=timing.offered, candidates_scored=timing.scored,
             cache_hits=timing.cached)
 
-    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int) -> BrowsePage:
+    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int,
+                     before_id: int | None = None) -> BrowsePage:
         memory = self.memory()
-        # One more than asked, to know whether an older page exists.
-        rows = await memory.history.recent_messages(guild_id, channel_id, before or datetime.now(UTC), limit + 1)
+        # One more than asked, to know whether an older page exists; a page ends on a (time, id) pair, so messages
+        # that share a timestamp across the boundary are not skipped.
+        rows = await memory.history.recent_messages(guild_id, channel_id, before or datetime.now(UTC), limit + 1,
+                                                    before_id if before is not None else None)
         views = []
         for row in rows[:limit]:
             stored = await memory.store.message(row.message_id)  # the author's name is not in the history row
@@ -196,8 +199,9 @@ class MemorySource:
                 message_id=row.message_id, author_name=stored.author_name if stored is not None else None,
                 content=row.content, created_at=datetime.fromtimestamp(row.created_at, UTC),
                 edited_at=datetime.fromtimestamp(row.edited_at, UTC) if row.edited_at is not None else None))
-        next_before = views[-1].created_at if len(rows) > limit and views else None
-        return BrowsePage(guild_id, channel_id, tuple(views), next_before)
+        more = len(rows) > limit and views
+        return BrowsePage(guild_id, channel_id, tuple(views), views[-1].created_at if more else None,
+                          views[-1].message_id if more else None)
 
     # -- controls -------------------------------------------------------------------------------------------
 

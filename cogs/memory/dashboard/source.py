@@ -131,12 +131,14 @@ class StoredMessageView:
 
 @dataclass(frozen=True, slots=True)
 class BrowsePage:
-    """A channel's stored messages, newest first; ``next_before`` pages on (None: the oldest was reached)."""
+    """A channel's stored messages, newest first; ``next_before`` and ``next_before_id`` (the last message's time
+    and id) page on (None: the oldest was reached)."""
 
     guild_id: int
     channel_id: int
     messages: tuple[StoredMessageView, ...]
     next_before: datetime | None
+    next_before_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +200,10 @@ class DashboardSource(Protocol):
 
     async def search(self, request: SearchRequest) -> SearchExplanation: ...
 
-    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int) -> BrowsePage: ...
+    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int,
+                     before_id: int | None = None) -> BrowsePage:
+        """Messages created before ``before``, or at it with an id below ``before_id``, newest first."""
+        ...
 
     async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
         """Forget, then erase from disk as the slash commands do; ``target_id`` is the guild's own id for "guild"."""
