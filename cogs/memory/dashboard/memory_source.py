@@ -44,6 +44,24 @@ def _file_bytes(*paths: Path) -> int:
     return sum(path.stat().st_size for path in paths if path.exists())
 
 
+def _passes(candidate: Mapping[str, Any], filters: SearchFilters) -> bool:
+    """Whether ``candidate`` passes the channel, author and date filters, as the stores apply them."""
+    created_at = datetime.fromisoformat(candidate["created_at"])
+    return ((filters.channel_ids is None or candidate["channel_id"] in filters.channel_ids)
+            and (filters.author_ids is None or candidate["author_id"] in filters.author_ids)
+            and (filters.after is None or created_at > filters.after)
+            and (filters.before is None or created_at < filters.before))
+
+
+async def _left_out(memory: Memory, query: str, filters: SearchFilters, limit: int) -> tuple[int | None, int | None]:
+    """How many of the guild's ``limit`` best first-stage hits ``filters`` leave out, of how many: one more first
+    stage over the whole guild (milliseconds, no reranking); (None, None) when no filter narrows the guild."""
+    if filters == SearchFilters(guild_id=filters.guild_id):
+        return None, None
+    hits = await memory.search(query, SearchFilters(guild_id=filters.guild_id), limit)
+    return sum(not _passes(hit, filters) for hit in hits), len(hits)
+
+
 def _parts(parts: CoreScoreParts | None) -> ScoreParts | None:
     if parts is None:
         return None
@@ -177,13 +195,15 @@ class MemorySource:
             channel_ids=frozenset({request.channel_id}) if request.channel_id is not None else None,
             author_ids=frozenset({request.author_id}) if request.author_id is not None else None,
             after=request.after, before=request.before)
-        hits, timing = await recorded_recall(self.memory(), request.query, filters, request.limit,
+        memory = self.memory()
+        hits, timing = await recorded_recall(memory, request.query, filters, request.limit,
                                              rerank=request.rerank, recorder=self._recorder)
+        filtered_out, filtered_of = await _left_out(memory, request.query, filters, request.limit)
         return SearchExplanation(
             request=request, hits=tuple(_hit(hit, i, timing.reranked) for i, hit in enumerate(hits, start=1)),
             reranked=timing.reranked, total_ms=timing.total_ms, first_stage_ms=timing.first_stage_ms,
             rerank_ms=timing.rerank_ms, candidates_offered=timing.offered, candidates_scored=timing.scored,
-            cache_hits=timing.cached)
+            cache_hits=timing.cached, filtered_out=filtered_out, filtered_of=filtered_of)
 
     async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int,
                      before_id: int | None = None) -> BrowsePage:

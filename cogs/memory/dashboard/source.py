@@ -118,6 +118,10 @@ class SearchExplanation:
     candidates_offered: int | None
     candidates_scored: int | None
     cache_hits: int | None
+    # With a channel, author or date filter: how many of the guild's ``filtered_of`` best first-stage hits (the same
+    # search over the whole guild) the filters left out. None without such a filter.
+    filtered_out: int | None = None
+    filtered_of: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

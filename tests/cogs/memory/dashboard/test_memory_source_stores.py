@@ -94,3 +94,20 @@ async def test_forgetting_a_message_takes_it_from_search(client: SignedIn, store
     assert 3 not in [hit["message_id"] for hit in after["hits"]]
     assert not await stored.has_message(3)
     assert (await get(client, "/api/overview"))["guilds"][0]["messages"] == 7
+
+
+# The count is the dashboard's own arithmetic over either store's search: SQLite alone is enough.
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+@pytest.mark.parametrize("narrowed, left_out", [("", (None, None)), (f"&channel={CHANNEL}", (0, 5)),
+                                                 ("&channel=11", (5, 5))])
+async def test_a_search_says_how_many_of_the_guilds_best_hits_its_filters_left_out(
+        client: SignedIn, store_kind: str, narrowed: str, left_out: tuple) -> None:
+    body = await get(client, f"/api/search?q=lake+cabin&guild={GUILD}&limit=5&rerank=false{narrowed}")
+    assert (body["filtered_out"], body["filtered_of"]) == left_out
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+async def test_the_search_page_says_what_its_filters_left_out(client: SignedIn, store_kind: str) -> None:
+    async with client.http.get(client.url(f"/search?q=lake+cabin&guild={GUILD}&limit=5&channel=11")) as response:
+        html = await response.text()
+    assert "The filters left out 5 of the guild's 5 best first-stage hits." in " ".join(html.split())
