@@ -54,9 +54,9 @@ def synthetic_source(count: int):
         async def search(self, request):
             return await self._cached(("search", request), lambda: FakeSource.search(self, request))
 
-        async def browse(self, guild_id, channel_id, before, limit):
-            return await self._cached(("browse", guild_id, channel_id, before, limit),
-                                      lambda: FakeSource.browse(self, guild_id, channel_id, before, limit))
+        async def browse(self, guild_id, channel_id, before, limit, before_id=None):
+            return await self._cached(("browse", guild_id, channel_id, before, limit, before_id),
+                                      lambda: FakeSource.browse(self, guild_id, channel_id, before, limit, before_id))
 
         async def guild_overviews(self):
             return await self._cached(("overviews",), lambda: FakeSource.guild_overviews(self))

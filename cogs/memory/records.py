@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NotRequired, TypedDict
 
-__all__ = ("Candidate", "MessageRecord", "SearchFilters", "MAX_RESULTS", "MAX_QUERY_CHARS", "checked_limit")
+__all__ = ("Candidate", "MessageRecord", "ScoreParts", "SearchFilters", "MAX_RESULTS", "MAX_QUERY_CHARS",
+           "checked_limit")
 
 # What a person's search may ask for, the same in /memory search and ``python -m cogs.memory search``.
 MAX_RESULTS = 50
@@ -52,6 +53,34 @@ class SearchFilters:
     exclude_message_ids: frozenset[int] = field(default_factory=frozenset)
 
 
+@dataclass(frozen=True, slots=True)
+class ScoreParts:
+    """What a candidate's first-stage score is made of (search/first_stage.py records it beside the arithmetic).
+
+    ``total`` is the score, up to float rounding: each side's standardised score times its weight, plus ``missing``
+    (what a side that did not return it counts: its lowest standardised score, times its weight; a message no side
+    returned starts there), plus what it received from the messages around it. Except in the ``tail``: the vector
+    side's nearest messages when the model reads too little of the query, kept out of the fusion, whose score only
+    orders them after everything ranked.
+    """
+
+    keyword: float | None  # the keyword side's standardised score; None: that side did not return it
+    vector: float | None  # the vector side's standardised score; None: that side did not return it
+    vector_weight: float  # the vector side's weight, scaled by the share of the query the model reads; 0: no part
+    keyword_weight: float  # the keyword side's weight: 1 - the vector weight the fusion used; 0: no part
+    missing: float = 0.0
+    neighbour_loan: float = 0.0  # from its next or previous message (context_weight, next_context_weight)
+    question_loan: float = 0.0  # from a question it may answer (questions.answers), and what that one got
+    reply_loan: float = 0.0  # from a question it replies to on Discord
+    tail: bool = False
+
+    @property
+    def total(self) -> float:
+        sides = sum(weight * score for weight, score in ((self.vector_weight, self.vector),
+                                                          (self.keyword_weight, self.keyword)) if score is not None)
+        return sides + self.missing + self.neighbour_loan + self.question_loan + self.reply_loan
+
+
 class Candidate(TypedDict):
     """One search result, best first by ``rank``. A dict because the reranker's public API takes and returns dicts."""
 
@@ -65,6 +94,7 @@ class Candidate(TypedDict):
     score: float  # first-stage: the fused vector and keyword score
     sources: list[str]  # "vector", "keyword", or ["context"] for a neighbour of a strong hit
     rank: int
+    parts: NotRequired[ScoreParts]  # set by the first stage: what ``score`` is made of
     rerank_score: NotRequired[float | None]  # set by recall: None when nothing reranked it
 
 

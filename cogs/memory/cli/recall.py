@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..prompt import ANSWER_RECALL_LIMIT, build_chat_messages
-from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
+from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, ScoreParts, SearchFilters
 from .options import (FAILED, OK, USAGE, Terminal, chosen_guild, discord_id, print_backlog, query_text,
                       result_limit, utc_text, utc_time)
 
@@ -39,8 +39,9 @@ def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentPars
     search.add_argument("--limit", type=result_limit, default=10, help=f"how many results (1-{MAX_RESULTS})")
     search.add_argument("--no-rerank", action="store_true", help="first stage only (vector + keyword fusion)")
     search.add_argument("--explain", action="store_true",
-                        help="with each hit, why it was found: its rank before and after the reranker, and which "
-                             "side found it (as the dashboard's Search page shows it)")
+                        help="with each hit, why it was found: its rank before and after the reranker, which "
+                             "side found it, and what its first-stage score is made of (as the dashboard's Search "
+                             "page shows it)")
     search.set_defaults(handler=search_memory, memory="read")
     ask = commands.add_parser("ask", parents=[parent], help="the answer the bot would give: recall, rerank, LLM",
                               description="Recall, rerank and answer as the bot would, as the host (every channel). "
@@ -71,10 +72,27 @@ def format_hit(rank: int, hit: Candidate) -> str:
 
 
 def format_explanation(rank: int, hit: Candidate) -> str:
-    """Why ``hit`` was found; the core does not break the first-stage score into its parts yet."""
+    """Why ``hit`` was found: its ranks, the sides that found it, and what its first-stage score is made of."""
     after = rank if hit.get("rerank_score") is not None else "-"
     return (f"    explain: rank before rerank {hit['rank']}, after {after}; found by "
-            f"{', '.join(hit['sources']) or '-'}; score parts: not reported")
+            f"{', '.join(hit['sources']) or '-'}\n    {format_parts(hit['score'], hit.get('parts'))}")
+
+
+def format_parts(score: float, parts: ScoreParts | None) -> str:
+    """``score`` as the sum of its parts (each side: standardised score x weight; loans from the messages around)."""
+    if parts is None:
+        return "score parts: not reported"
+    if parts.tail:
+        return ("score parts: none; the vector side's nearest, listed after everything ranked (the model reads too "
+                "little of the query to fuse it)")
+    terms = [f"{name} {value:.4f} x {weight:.4f}" for name, value, weight in (
+        ("keyword", parts.keyword, parts.keyword_weight), ("vector", parts.vector, parts.vector_weight))
+        if value is not None]
+    terms += [f"{name} {value:+.4f}" for name, value in (
+        ("not found by a side", parts.missing), ("loan from a neighbour", parts.neighbour_loan),
+        ("loan from a question", parts.question_loan),
+        ("loan from a question it replies to", parts.reply_loan)) if value]
+    return f"score {score:.4f} = " + " + ".join(terms or ["0"])
 
 
 def format_rerank(status: dict) -> str:

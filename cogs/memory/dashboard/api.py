@@ -13,7 +13,8 @@ from typing import Any
 from aiohttp import web
 
 from .controls import CONFIRM_TTL_S, forget_done, profile_done, settings_done
-from .params import BadParam, browse_limit, forget_kind, optional_date, required_id, search_request, settings_change
+from .params import (BadParam, browse_limit, forget_kind, optional_date, optional_id, required_id, search_request,
+                     settings_change)
 from .server import SESSION, STATE, who
 
 __all__ = ("add_routes", "to_json")
@@ -88,7 +89,8 @@ async def channels(request: web.Request) -> web.StreamResponse:
 async def browse(request: web.Request) -> web.StreamResponse:
     query = request.query
     page = await request.app[STATE].source.browse(required_id(query, "guild"), required_id(query, "channel"),
-                                                  optional_date(query, "before"), browse_limit(query))
+                                                  optional_date(query, "before"), browse_limit(query),
+                                                  optional_id(query, "before_id"))
     log.info("Dashboard API: browsed channel %d of guild %d, %s", page.channel_id, page.guild_id, who(request))
     return to_json(page)
 

@@ -1,7 +1,7 @@
 """``MemorySource``: the ``DashboardSource`` over the process's ``Memory``, through Memory's public methods only.
 
-Forgetting, settings and profile switches are the same core calls the slash commands make. What the core does not
-report yet (a hit's score parts) is left None; the two stages' times come from the reranker's own last-query record.
+Forgetting, settings and profile switches are the same core calls the slash commands make. A hit's score parts are
+the first stage's own record; the two stages' times come from the reranker's own last-query record.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import psutil
 
 from ..records import Candidate, SearchFilters
+from ..records import ScoreParts as CoreScoreParts
 from .metrics import MetricsRecorder, RecallSample
 from .source import (BrowsePage, CatchUpView, ExplainedHit, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
-                     ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange, SettingsView,
-                     SourceUnavailable, StoredMessageView)
+                     ProfileSwitchResult, ProfileView, ScoreParts, SearchExplanation, SearchRequest, SettingsChange,
+                     SettingsView, SourceUnavailable, StoredMessageView)
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -43,13 +44,39 @@ def _file_bytes(*paths: Path) -> int:
     return sum(path.stat().st_size for path in paths if path.exists())
 
 
+def _passes(candidate: Mapping[str, Any], filters: SearchFilters) -> bool:
+    """Whether ``candidate`` passes the channel, author and date filters, as the stores apply them."""
+    created_at = datetime.fromisoformat(candidate["created_at"])
+    return ((filters.channel_ids is None or candidate["channel_id"] in filters.channel_ids)
+            and (filters.author_ids is None or candidate["author_id"] in filters.author_ids)
+            and (filters.after is None or created_at > filters.after)
+            and (filters.before is None or created_at < filters.before))
+
+
+async def _left_out(memory: Memory, query: str, filters: SearchFilters, limit: int) -> tuple[int | None, int | None]:
+    """How many of the guild's ``limit`` best first-stage hits ``filters`` leave out, of how many: one more first
+    stage over the whole guild (milliseconds, no reranking); (None, None) when no filter narrows the guild."""
+    if filters == SearchFilters(guild_id=filters.guild_id):
+        return None, None
+    hits = await memory.search(query, SearchFilters(guild_id=filters.guild_id), limit)
+    return sum(not _passes(hit, filters) for hit in hits), len(hits)
+
+
+def _parts(parts: CoreScoreParts | None) -> ScoreParts | None:
+    if parts is None:
+        return None
+    return ScoreParts(keyword=parts.keyword, vector=parts.vector, vector_weight=parts.vector_weight,
+                      keyword_weight=parts.keyword_weight, missing=parts.missing, neighbour_loan=parts.neighbour_loan,
+                      question_loan=parts.question_loan, reply_loan=parts.reply_loan, tail=parts.tail)
+
+
 def _hit(candidate: Mapping[str, Any], position: int, reranked: bool) -> ExplainedHit:
     rerank_score = candidate.get("rerank_score")
     return ExplainedHit(
         message_id=candidate["message_id"], guild_id=candidate["guild_id"], channel_id=candidate["channel_id"],
         author_id=candidate["author_id"], author_name=candidate["author_name"], content=candidate["content"],
         created_at=datetime.fromisoformat(candidate["created_at"]), first_stage_score=float(candidate["score"]),
-        sources=tuple(candidate.get("sources", ())), parts=None,  # the core does not break the score down yet
+        sources=tuple(candidate.get("sources", ())), parts=_parts(candidate.get("parts")),
         rerank_score=None if rerank_score is None else float(rerank_score),
         rank_before=candidate.get("rank"), rank_after=position if reranked else None)
 
@@ -168,18 +195,23 @@ class MemorySource:
             channel_ids=frozenset({request.channel_id}) if request.channel_id is not None else None,
             author_ids=frozenset({request.author_id}) if request.author_id is not None else None,
             after=request.after, before=request.before)
-        hits, timing = await recorded_recall(self.memory(), request.query, filters, request.limit,
+        memory = self.memory()
+        hits, timing = await recorded_recall(memory, request.query, filters, request.limit,
                                              rerank=request.rerank, recorder=self._recorder)
+        filtered_out, filtered_of = await _left_out(memory, request.query, filters, request.limit)
         return SearchExplanation(
             request=request, hits=tuple(_hit(hit, i, timing.reranked) for i, hit in enumerate(hits, start=1)),
             reranked=timing.reranked, total_ms=timing.total_ms, first_stage_ms=timing.first_stage_ms,
             rerank_ms=timing.rerank_ms, candidates_offered=timing.offered, candidates_scored=timing.scored,
-            cache_hits=timing.cached)
+            cache_hits=timing.cached, filtered_out=filtered_out, filtered_of=filtered_of)
 
-    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int) -> BrowsePage:
+    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int,
+                     before_id: int | None = None) -> BrowsePage:
         memory = self.memory()
-        # One more than asked, to know whether an older page exists.
-        rows = await memory.history.recent_messages(guild_id, channel_id, before or datetime.now(UTC), limit + 1)
+        # One more than asked, to know whether an older page exists; a page ends on a (time, id) pair, so messages
+        # that share a timestamp across the boundary are not skipped.
+        rows = await memory.history.recent_messages(guild_id, channel_id, before or datetime.now(UTC), limit + 1,
+                                                    before_id if before is not None else None)
         views = []
         for row in rows[:limit]:
             stored = await memory.store.message(row.message_id)  # the author's name is not in the history row
@@ -187,8 +219,9 @@ class MemorySource:
                 message_id=row.message_id, author_name=stored.author_name if stored is not None else None,
                 content=row.content, created_at=datetime.fromtimestamp(row.created_at, UTC),
                 edited_at=datetime.fromtimestamp(row.edited_at, UTC) if row.edited_at is not None else None))
-        next_before = views[-1].created_at if len(rows) > limit and views else None
-        return BrowsePage(guild_id, channel_id, tuple(views), next_before)
+        more = len(rows) > limit and views
+        return BrowsePage(guild_id, channel_id, tuple(views), views[-1].created_at if more else None,
+                          views[-1].message_id if more else None)
 
     # -- controls -------------------------------------------------------------------------------------------
 

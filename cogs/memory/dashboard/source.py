@@ -62,13 +62,20 @@ class ProcessInfo:
 
 @dataclass(frozen=True, slots=True)
 class ScoreParts:
-    """What made up a hit's first-stage score. Each part is None where the core does not report it."""
+    """What made up a hit's first-stage score: each side's standardised score (None: that side did not return it)
+    times its weight, ``missing`` (what the sides that did not return it count), and the loans it received. Outside
+    the ``tail`` (the vector side's nearest, listed after everything ranked when the model reads too little of the
+    query) they add up to the first-stage score."""
 
     keyword: float | None = None
     vector: float | None = None
-    neighbour_loan: float | None = None
-    question_loan: float | None = None
-    reply_loan: float | None = None
+    vector_weight: float = 0.0
+    keyword_weight: float = 0.0
+    missing: float = 0.0
+    neighbour_loan: float = 0.0
+    question_loan: float = 0.0
+    reply_loan: float = 0.0
+    tail: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +118,10 @@ class SearchExplanation:
     candidates_offered: int | None
     candidates_scored: int | None
     cache_hits: int | None
+    # With a channel, author or date filter: how many of the guild's ``filtered_of`` best first-stage hits (the same
+    # search over the whole guild) the filters left out. None without such a filter.
+    filtered_out: int | None = None
+    filtered_of: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +135,14 @@ class StoredMessageView:
 
 @dataclass(frozen=True, slots=True)
 class BrowsePage:
-    """A channel's stored messages, newest first; ``next_before`` pages on (None: the oldest was reached)."""
+    """A channel's stored messages, newest first; ``next_before`` and ``next_before_id`` (the last message's time
+    and id) page on (None: the oldest was reached)."""
 
     guild_id: int
     channel_id: int
     messages: tuple[StoredMessageView, ...]
     next_before: datetime | None
+    next_before_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +204,10 @@ class DashboardSource(Protocol):
 
     async def search(self, request: SearchRequest) -> SearchExplanation: ...
 
-    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int) -> BrowsePage: ...
+    async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int,
+                     before_id: int | None = None) -> BrowsePage:
+        """Messages created before ``before``, or at it with an id below ``before_id``, newest first."""
+        ...
 
     async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
         """Forget, then erase from disk as the slash commands do; ``target_id`` is the guild's own id for "guild"."""

@@ -104,7 +104,8 @@ async def browse(request: web.Request) -> web.StreamResponse:
     if guild_id is not None:
         channels = await state.source.channel_ids(guild_id)
     if guild_id is not None and channel_id is not None:
-        page = await state.source.browse(guild_id, channel_id, optional_date(request.query, "before"), limit)
+        page = await state.source.browse(guild_id, channel_id, optional_date(request.query, "before"), limit,
+                                         optional_id(request.query, "before_id"))
         log.info("Dashboard: browsed channel %d of guild %d, %s", channel_id, guild_id, who(request))
     return state.render("browse.html", request, title="Browse", guilds=guilds, guild_id=guild_id,
                         channel_id=channel_id, channels=channels, page=page, limit=limit)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -17,7 +17,7 @@ import numpy as np
 from ..language import keywords as text
 from ..language import questions
 from ..language.coverage import covered_share, model_scripts
-from ..records import Candidate, SearchFilters, checked_limit
+from ..records import Candidate, ScoreParts, SearchFilters, checked_limit
 from ..store.rows import from_timestamp
 from ..vectors.embedding import Embedder
 from .ranking import RankingTuning
@@ -25,9 +25,9 @@ from .ranking import RankingTuning
 if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
 
-__all__ = ("CandidateRow", "ChannelWindow", "FirstStage", "Fused", "Hits", "Mode", "Neighbour", "Neighbours",
-           "Window", "characters_alone", "fuse", "fuse_sides", "narrows", "neighbours_in", "rows_wanted",
-           "spread_to_neighbours", "window_of", "within_budget")
+__all__ = ("CandidateRow", "ChannelWindow", "FirstStage", "Fused", "Hits", "Loans", "Mode", "Neighbour", "Neighbours",
+           "Side", "Spread", "Window", "characters_alone", "fuse", "fuse_sides", "narrows", "neighbours_in",
+           "rows_wanted", "score_parts", "spread_to_neighbours", "spread_with_loans", "window_of", "within_budget")
 
 log = logging.getLogger(__name__)
 
@@ -89,28 +89,43 @@ def _standardise(hits: Hits) -> tuple[dict[int, float], float]:
     return standard, min(standard.values())
 
 
+class Side(NamedTuple):
+    """One retriever's part in a fusion: its weight, its standardised scores and the score of what it missed."""
+
+    name: str  # "vector" or "keyword"
+    weight: float
+    scores: dict[int, float]
+    floor: float
+
+
+def _fusion(vector: Hits, keyword: Hits, vector_weight: float) -> tuple[dict[int, float], float, tuple[Side, ...]]:
+    sides = tuple(Side(name, weight, *_standardise(hits)) for name, weight, hits in (
+        ("vector", vector_weight, vector), ("keyword", 1.0 - vector_weight, keyword)) if hits)
+    rowids = set().union(*(side.scores.keys() for side in sides))
+    fused = {rowid: sum(weight * scores.get(rowid, floor) for _, weight, scores, floor in sides) for rowid in rowids}
+    return fused, sum(weight * floor for _, weight, _, floor in sides), sides
+
+
 def fuse(vector: Hits, keyword: Hits,
          vector_weight: float = DEFAULT_TUNING.vector_weight) -> tuple[dict[int, float], float]:
     """Convex combination of the two standardised score lists, and the fused score of a message neither returned.
 
     A side with no hits contributes nothing, so the other side's order stands.
     """
-    sides = [(weight, *_standardise(hits)) for weight, hits in ((vector_weight, vector), (1.0 - vector_weight, keyword))
-             if hits]
-    rowids = set().union(*(scores.keys() for _, scores, _ in sides))
-    fused = {rowid: sum(weight * scores.get(rowid, floor) for weight, scores, floor in sides) for rowid in rowids}
-    return fused, sum(weight * floor for weight, _, floor in sides)
+    fused, floor, _ = _fusion(vector, keyword, vector_weight)
+    return fused, floor
 
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """One query's fused scores, the score of a message neither side returned, which side found each, and the
-    hits ranked after every scored message (``tail``, best first)."""
+    """One query's fused scores, the score of a message neither side returned, which side found each, the hits
+    ranked after every scored message (``tail``, best first), and the sides fused (what ``score_parts`` reads)."""
 
     scores: dict[int, float]
     floor: float
     sources: dict[int, list[str]]
     tail: list[int] = field(default_factory=list)
+    sides: tuple[Side, ...] = ()
 
 
 def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits,
@@ -130,11 +145,26 @@ def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits,
             tail, vector = [rowid for rowid, _ in vector], []
         else:
             weight *= share
-    scores, floor = fuse(vector, keyword, weight)
+    scores, floor, sides = _fusion(vector, keyword, weight)
     sources: dict[int, list[str]] = {rowid: ["vector"] for rowid, _ in vector}
     for rowid, _ in keyword:
         sources.setdefault(rowid, []).append("keyword")
-    return Fused(scores, floor, sources, [rowid for rowid in tail if rowid not in scores])
+    return Fused(scores, floor, sources, [rowid for rowid in tail if rowid not in scores], sides)
+
+
+class Loans(NamedTuple):
+    """What a message received from the messages around it, by kind (ScoreParts' loans)."""
+
+    neighbour: float = 0.0
+    question: float = 0.0
+    reply: float = 0.0
+
+
+class Spread(NamedTuple):
+    """The scores after ``spread_with_loans``, and what each message that received something received."""
+
+    scores: dict[int, float]
+    loans: dict[int, Loans]
 
 
 def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor: float,
@@ -150,11 +180,28 @@ def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor
     does a next message that answers a question with a question). A neighbour that was not a candidate starts
     from ``floor``, the score of a message no side returned.
     """
+    return spread_with_loans(scores, neighbours, floor, weights, asking, answer_weight).scores
+
+
+def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: float,
+                      weights: tuple[float, float] = (DEFAULT_TUNING.context_weight,
+                                                      DEFAULT_TUNING.next_context_weight),
+                      asking: Collection[int] = (),
+                      answer_weight: float = DEFAULT_TUNING.answer_context_weight,
+                      replied: Mapping[int, Collection[int]] | None = None) -> Spread:
+    """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
+    on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan."""
     spread, received, replies = dict(scores), {}, {}
+    lent: dict[int, list[float]] = {}
+
+    def lend(target: int, amount: float, kind: int) -> None:
+        spread[target] = spread.get(target, floor) + amount
+        lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
+
     for rowid, (previous, following, answers, following_answers) in neighbours.items():
         score = max(scores[rowid], 0.0)
         if previous is not None and weights[0] * score > 0.0:
-            spread[previous] = spread.get(previous, floor) + weights[0] * score
+            lend(previous, weights[0] * score, 0)
         if rowid in asking:  # a question's loan is added below, with what it got itself
             replies[rowid] = answers
             for reply in answers:
@@ -162,15 +209,30 @@ def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor
         elif following is not None:
             received[following] = received.get(following, 0.0) + weights[1] * score
             if weights[1] * score > 0.0:
-                spread[following] = spread.get(following, floor) + weights[1] * score
+                lend(following, weights[1] * score, 0)
         if following in asking and following not in neighbours:
             replies[following] = following_answers
     for question, answers in replies.items():
         loan = answer_weight * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
         if loan > 0.0:
+            on_discord = replied.get(question, ()) if replied is not None else ()
             for reply in answers:
-                spread[reply] = spread.get(reply, floor) + loan
-    return spread
+                lend(reply, loan, 2 if reply in on_discord else 1)
+    return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})
+
+
+def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool = False) -> ScoreParts:
+    """What ``rowid``'s score is made of: its fused sides (``floor`` for a message no side returned) and its loans;
+    for a message that only fills the ``tail``, nothing its score is made of."""
+    if tail:
+        return ScoreParts(keyword=None, vector=None, vector_weight=0.0, keyword_weight=0.0, tail=True)
+    found = {side.name: side.scores[rowid] for side in fused.sides if rowid in side.scores}
+    weights = {side.name: side.weight for side in fused.sides}
+    missing = sum(side.weight * side.floor for side in fused.sides if rowid not in side.scores)
+    neighbour, question, reply = loans.get(rowid, Loans())
+    return ScoreParts(keyword=found.get("keyword"), vector=found.get("vector"),
+                      vector_weight=weights.get("vector", 0.0), keyword_weight=weights.get("keyword", 0.0),
+                      missing=missing, neighbour_loan=neighbour, question_loan=question, reply_loan=reply)
 
 
 def neighbours_in(window: Window, rows: dict[int, CandidateRow], reply_window: int = DEFAULT_TUNING.reply_window,
@@ -241,11 +303,12 @@ def rows_wanted(candidates: list[int], window: Window) -> list[int]:
     return sorted(set(candidates).union(*around) - {None})
 
 
-def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int) -> Candidate:
+def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Candidate:
     """A candidate row as a search result."""
     return Candidate(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
                      author_id=row.author_id, author_name=row.author_name, content=row.content,
-                     created_at=from_timestamp(row.created_at).isoformat(), score=score, sources=sources, rank=rank)
+                     created_at=from_timestamp(row.created_at).isoformat(), score=score, sources=sources, rank=rank,
+                     parts=parts)
 
 
 class FirstStage:
@@ -278,10 +341,13 @@ class FirstStage:
         neighbours = neighbours_in(window, rows, tuning.reply_window, tuning.replies_lent)
         heard = {*neighbours, *(neighbour.following for neighbour in neighbours.values())}
         asking = {rowid for rowid in heard if rowid in rows and questions.asks(rows[rowid].content)}
-        scores = spread_to_neighbours(fused.scores, neighbours, fused.floor,
-                                      (tuning.context_weight, tuning.next_context_weight), asking,
-                                      tuning.answer_context_weight)
+        # A question's Discord replies it may lend to (neighbours_in): told apart from the answers it guessed.
+        replied = {rowid: surroundings.replies[:tuning.replies_lent] for rowid, surroundings in window.items()}
+        scores, loans = spread_with_loans(fused.scores, neighbours, fused.floor,
+                                          (tuning.context_weight, tuning.next_context_weight), asking,
+                                          tuning.answer_context_weight, replied)
         ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
+        filling: set[int] = set()
         if len(ranked) < limit and fused.tail:
             # Below everything ranked, each a step lower than the one before (a candidate's score orders it).
             low = min((scores[rowid] for rowid in ranked), default=fused.floor) - 1.0
@@ -289,7 +355,9 @@ class FirstStage:
             scores.update((rowid, low - step) for step, rowid in enumerate(tail))
             fused.sources.update((rowid, ["vector"]) for rowid in tail)
             ranked += tail
-        return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank)
+            filling.update(tail)
+        return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank,
+                           score_parts(fused, loans, rowid, rowid in filling))
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
 
     async def _embed_query(self, query: str) -> np.ndarray:

@@ -102,9 +102,11 @@ class BackfillProgress:
 class HistoryLedger(Protocol):
     """Stored spans of a channel, and saved catch-up and backfill progress (times are timezone-aware UTC)."""
 
-    async def recent_messages(self, guild_id: int, channel_id: int, before: datetime,
-                              count: int) -> list[StoredMessage]:
-        """The channel's ``count`` newest stored messages created before ``before``, newest first."""
+    async def recent_messages(self, guild_id: int, channel_id: int, before: datetime, count: int,
+                              before_id: int | None = None) -> list[StoredMessage]:
+        """The channel's ``count`` newest stored messages created before ``before``, newest first; with
+        ``before_id``, those created at ``before`` itself with a smaller id too (a page ends on a (time, id) pair,
+        so messages sharing a timestamp across a page boundary are not skipped)."""
 
     async def messages_between(self, guild_id: int, channel_id: int, after: datetime,
                                until: datetime) -> list[StoredMessage]:

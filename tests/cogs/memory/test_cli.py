@@ -89,11 +89,17 @@ async def test_search_prints_first_stage_and_rerank_scores(cli, export_file):
 async def test_search_explain_says_why_each_hit_was_found(cli, export_file):
     await cli("import", str(export_file))
     _, out, _ = await cli("search", "when is the picnic", "--limit", "2", "--explain")
-    explained = re.findall(r"^    explain: rank before rerank (\d+), after (\d+); found by ([a-z, ]+); score parts: "
-                           r"not reported$", out, flags=re.M)
-    assert [after for _, after, _ in explained] == ["1", "2"]
+    explained = re.findall(r"^    explain: rank before rerank (\d+), after (\d+); found by ([a-z, ]+)\n"
+                           r"    score (-?\d+\.\d+) = (.+)$", out, flags=re.M)
+    assert [after for _, after, _, _, _ in explained] == ["1", "2"]
     assert all(int(before) >= 1 and {"vector", "keyword", "context"} >= set(found.split(", "))
-               for before, _, found in explained)
+               for before, _, found, _, _ in explained)
+    for _, _, found, score, terms in explained:  # the printed parts add up to the printed score
+        sides = re.findall(r"(keyword|vector) (-?\d+\.\d+) x (\d+\.\d+)", terms)
+        loans = re.findall(r"(?:not found by a side|loan from [a-z ]+) ([+-]\d+\.\d+)", terms)
+        assert {side for side, _, _ in sides} == set(found.split(", ")) - {"context"}
+        total = sum(float(value) * float(weight) for _, value, weight in sides) + sum(map(float, loans))
+        assert abs(total - float(score)) < 1e-3, (score, terms)
 
 
 async def test_search_without_rerank_has_no_rerank_score(cli, export_file):

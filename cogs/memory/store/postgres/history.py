@@ -21,6 +21,12 @@ SELECT message_id, content, created_at, edited_at FROM messages
 WHERE guild_id = $1 AND channel_id = $2 AND created_at < $3
 ORDER BY created_at DESC, message_id DESC LIMIT $4
 """
+# A page after the (created_at, message_id) it ended on; the first bound keeps the index range narrow.
+SELECT_RECENT_BEFORE_ROW = """
+SELECT message_id, content, created_at, edited_at FROM messages
+WHERE guild_id = $1 AND channel_id = $2 AND created_at <= $3 AND (created_at < $3 OR message_id < $4)
+ORDER BY created_at DESC, message_id DESC LIMIT $5
+"""
 SELECT_BETWEEN = """
 SELECT message_id, content, created_at, edited_at FROM messages
 WHERE guild_id = $1 AND channel_id = $2 AND created_at >= $3 AND created_at <= $4
@@ -74,9 +80,13 @@ class PostgresHistory:
         async with self._store.acquire() as conn:
             await conn.execute(sql, *params)
 
-    async def recent_messages(self, guild_id: int, channel_id: int, before: datetime,
-                              count: int) -> list[StoredMessage]:
-        rows = await self._store.fetch(SELECT_RECENT, guild_id, channel_id, to_timestamp(before), count)
+    async def recent_messages(self, guild_id: int, channel_id: int, before: datetime, count: int,
+                              before_id: int | None = None) -> list[StoredMessage]:
+        if before_id is None:
+            rows = await self._store.fetch(SELECT_RECENT, guild_id, channel_id, to_timestamp(before), count)
+        else:
+            rows = await self._store.fetch(SELECT_RECENT_BEFORE_ROW, guild_id, channel_id, to_timestamp(before),
+                                           before_id, count)
         return [StoredMessage(*row) for row in rows]
 
     async def messages_between(self, guild_id: int, channel_id: int, after: datetime,

@@ -28,6 +28,12 @@ SELECT message_id, content, created_at, edited_at FROM messages
 WHERE guild_id = ? AND channel_id = ? AND created_at < ?
 ORDER BY created_at DESC, message_id DESC LIMIT ?
 """
+# A page after the (created_at, message_id) it ended on; the first bound keeps the index range narrow.
+SELECT_RECENT_BEFORE_ROW = """
+SELECT message_id, content, created_at, edited_at FROM messages
+WHERE guild_id = ? AND channel_id = ? AND created_at <= ? AND (created_at < ? OR message_id < ?)
+ORDER BY created_at DESC, message_id DESC LIMIT ?
+"""
 SELECT_BETWEEN = """
 SELECT message_id, content, created_at, edited_at FROM messages
 WHERE guild_id = ? AND channel_id = ? AND created_at >= ? AND created_at <= ?
@@ -109,10 +115,15 @@ class SqliteHistory:
 
     # -- what memory holds ------------------------------------------------------------------------------------
 
-    async def recent_messages(self, guild_id: int, channel_id: int, before: datetime,
-                              count: int) -> list[StoredMessage]:
-        """The channel's ``count`` newest stored messages created before ``before``, newest first."""
-        return await self._store.read(_recent, guild_id, channel_id, to_timestamp(before), count)
+    async def recent_messages(self, guild_id: int, channel_id: int, before: datetime, count: int,
+                              before_id: int | None = None) -> list[StoredMessage]:
+        """The channel's ``count`` newest stored messages created before ``before`` (or at it, with an id below
+        ``before_id``), newest first."""
+        if before_id is None:
+            return await self._store.read(_recent, guild_id, channel_id, to_timestamp(before), count)
+        at = to_timestamp(before)
+        rows = await self._store.read(_all, SELECT_RECENT_BEFORE_ROW, (guild_id, channel_id, at, at, before_id, count))
+        return _stored(rows)
 
     async def messages_between(self, guild_id: int, channel_id: int, after: datetime,
                                until: datetime) -> list[StoredMessage]:

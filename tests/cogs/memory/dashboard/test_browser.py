@@ -146,6 +146,9 @@ async def test_an_admin_signs_in_reads_the_plots_searches_and_forgets(
     assert first[0] == "1" and first[2] != "-"  # reranked: rank after, and a rerank score
     # The tiny reranker's weights are random: its order is not the test's to predict, the first stage's hits are.
     assert "lake cabin" in await browser.text("#hits")
+    # Each hit explains its first-stage score: the sides' standardised scores times their weights, and any loans.
+    assert first[5].startswith("keyword ") and "\nvector " in first[5]
+    assert "×" in await browser.text("#hits")
     await browser.screenshot(shots, "search")
 
     await real_dashboard.sample_once(None, refresh_overviews=True)

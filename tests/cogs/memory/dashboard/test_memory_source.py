@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from cogs.memory.memory import Memory
 from tests.fixtures.dashboard import CHANNEL, GUILD, NONCE, NONCE_ID, SignedIn, files_holding
 
@@ -40,7 +42,11 @@ async def test_a_search_explains_each_hit_and_is_recorded(real_client: SignedIn,
     assert [hit["rerank_score"] for hit in body["hits"]] == sorted((h["rerank_score"] for h in body["hits"]),
                                                                    reverse=True)
     assert body["rerank_ms"] > 0 and body["first_stage_ms"] > 0 and body["candidates_scored"] >= 5
-    assert all(hit["parts"] is None for hit in body["hits"])  # the core does not break scores down yet
+    for hit in body["hits"]:  # what each first-stage score is made of adds up to it
+        parts = hit["parts"]
+        sides = sum(parts[f"{side}_weight"] * parts[side] for side in ("keyword", "vector") if parts[side] is not None)
+        loans = parts["neighbour_loan"] + parts["question_loan"] + parts["reply_loan"]
+        assert sides + parts["missing"] + loans == pytest.approx(hit["first_stage_score"], abs=1e-9)
     [point] = [p for p in (await get(real_client, "/api/performance"))["points"] if p["recalls"]]
     assert point["rerank_p50_ms"] == body["rerank_ms"]
 
@@ -50,7 +56,8 @@ async def test_browse_pages_a_channel_newest_first(real_client: SignedIn) -> Non
     ids = [m["message_id"] for m in first["messages"]]
     assert ids == [39, 37, 35, 33, 31] and first["messages"][0]["author_name"] == "member2"
     second = await get(real_client, f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=5"
-                                    f"&before={first['next_before'].replace('+', '%2B')}")
+                                    f"&before={first['next_before'].replace('+', '%2B')}"
+                                    f"&before_id={first['next_before_id']}")
     assert [m["message_id"] for m in second["messages"]] == [29, 27, 25, 23, 21]
 
 

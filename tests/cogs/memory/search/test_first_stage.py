@@ -90,8 +90,11 @@ async def test_results_carry_the_candidate_fields(engine: Any) -> None:
     assert hit == {
         "message_id": 1, "guild_id": GUILD, "channel_id": GENERAL, "author_id": ALICE, "author_name": "alice",
         "content": "Anyone up for pizza tonight?", "created_at": (T0 + timedelta(minutes=1)).isoformat(),
-        "score": hit["score"], "sources": ["vector", "keyword"], "rank": 1,
+        "score": hit["score"], "sources": ["vector", "keyword"], "rank": 1, "parts": hit["parts"],
     }
+    # Both sides found it, and what its score is made of adds up to it.
+    assert hit["parts"].keyword is not None and hit["parts"].vector is not None
+    assert hit["parts"].total == pytest.approx(hit["score"], abs=1e-9)
 
 
 async def test_ranks_are_consecutive_and_scores_descend(engine: Any) -> None:

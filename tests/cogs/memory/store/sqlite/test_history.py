@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store.postgres import schema
 from cogs.memory.store.postgres.indexes import DatabaseIndexes
 from cogs.memory.store.postgres.store import PostgresStore
+from cogs.memory.store.rows import from_timestamp
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory
@@ -96,6 +97,24 @@ async def test_recent_messages_are_the_newest_before_a_time_newest_first(ledger:
                                                                          channel_messages: None) -> None:
     recent = await ledger.recent_messages(1, 10, T0 + timedelta(minutes=3, seconds=30), 2)
     assert [(m.message_id, m.content) for m in recent] == [(3, "message 3"), (2, "message 2")]
+
+
+async def test_a_page_ending_among_messages_of_one_timestamp_goes_on_with_the_rest(
+        ledger: HistoryLedger, ingest: IngestQueue, make_record: RecordFactory) -> None:
+    # Five messages of the same second (a bot's burst, an import); pages of two, each after the (time, id) it ended on.
+    same = T0 + timedelta(minutes=7)
+    for message_id in range(11, 16):
+        await ingest.add(replace(make_record(message_id, f"burst {message_id}"), created_at=same))
+    await ingest.add(make_record(9, "before the burst", minute=5))
+    await ingest.flush(vectors=True)
+    pages, before, before_id = [], T0 + timedelta(hours=1), None
+    while True:
+        page = await ledger.recent_messages(1, 10, before, 2, before_id)
+        if not page:
+            break
+        pages.append([m.message_id for m in page])
+        before, before_id = from_timestamp(page[-1].created_at), page[-1].message_id
+    assert pages == [[15, 14], [13, 12], [11, 9]]
 
 
 async def test_messages_between_include_both_ends(ledger: HistoryLedger, channel_messages: None) -> None:

@@ -1,0 +1,113 @@
+"""The dashboard over a real Memory on either store (SQLite, and PostgreSQL through pgserver), end to end over HTTP:
+the overview counts, an explained search, browse pages that end among messages of one timestamp, and forget."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from cogs.memory.dashboard import Dashboard, DashboardConfig
+from cogs.memory.dashboard.memory_source import MemorySource
+from cogs.memory.memory import Memory
+from tests.fixtures.core import RecordFactory
+from tests.fixtures.dashboard import SignedIn
+
+GUILD, CHANNEL = 1, 10
+BURST = range(21, 26)  # five messages of one timestamp, as a bot's burst or an import leaves them
+
+
+@pytest.fixture
+async def stored(any_memory: Memory, make_record: RecordFactory) -> Memory:
+    await any_memory.add(make_record(1, "We should book the cabin by the lake for July", author_name="ann"))
+    await any_memory.add(make_record(2, "Has anyone fixed the printer on floor two?", author_name="ben"))
+    await any_memory.add(make_record(3, "The lake cabin has a boat we can borrow", author_name="cat"))
+    for message_id in BURST:
+        await any_memory.add(make_record(message_id, f"status report {message_id}", minute=30))
+    await any_memory.flush(vectors=True)
+    return any_memory
+
+
+@pytest.fixture
+async def client(stored: Memory, tmp_path: Path) -> AsyncIterator[SignedIn]:
+    source = MemorySource(lambda: stored, profiles_dir=tmp_path)
+    server = Dashboard(source, DashboardConfig(port=0, data_dir=tmp_path / "dashboard"))
+    await server.start()
+    try:
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            signed_in = SignedIn(server, http)
+            await signed_in.login()
+            yield signed_in
+    finally:
+        await server.stop()
+
+
+async def get(client: SignedIn, path: str) -> dict:
+    async with client.http.get(client.url(path)) as response:
+        assert response.status == 200, await response.text()
+        return await response.json()
+
+
+async def post(client: SignedIn, path: str, body: dict) -> dict:
+    async with client.http.post(client.url(path), json=body, headers={"X-CSRF-Token": client.csrf}) as response:
+        assert response.status == 200, await response.text()
+        return await response.json()
+
+
+async def test_the_overview_counts_what_the_store_holds(client: SignedIn, store_kind: str) -> None:
+    body = await get(client, "/api/overview")
+    [guild] = body["guilds"]
+    assert (guild["guild_id"], guild["messages"], guild["channels"], guild["vectors_waiting"]) == (GUILD, 8, 1, 0)
+    assert body["process"]["store_backend"] == store_kind
+
+
+async def test_a_search_explains_each_hit_on_either_store(client: SignedIn) -> None:
+    body = await get(client, f"/api/search?q=lake+cabin&guild={GUILD}&limit=5&rerank=false")
+    hits = body["hits"]
+    assert {hit["message_id"] for hit in hits[:2]} == {1, 3} and not body["reranked"]
+    for hit in hits:  # the parts add up to the first-stage score; a side that found it has its score
+        parts = hit["parts"]
+        sides = sum(parts[f"{side}_weight"] * parts[side] for side in ("keyword", "vector") if parts[side] is not None)
+        loans = parts["neighbour_loan"] + parts["question_loan"] + parts["reply_loan"]
+        assert sides + parts["missing"] + loans == pytest.approx(hit["first_stage_score"], abs=1e-9)
+        assert {side for side in ("keyword", "vector") if parts[side] is not None} == \
+            set(hit["sources"]) - {"context"}
+
+
+async def test_browse_pages_on_time_and_id_so_a_burst_is_not_skipped(client: SignedIn) -> None:
+    pages, path = [], f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=2"
+    while path:
+        page = await get(client, path)
+        pages.append([message["message_id"] for message in page["messages"]])
+        path = (f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=2&before_id={page['next_before_id']}"
+                f"&before={page['next_before'].replace('+', '%2B')}") if page["next_before"] else ""
+    assert pages == [[25, 24], [23, 22], [21, 3], [2, 1]]
+
+
+async def test_forgetting_a_message_takes_it_from_search(client: SignedIn, stored: Memory) -> None:
+    asked = await post(client, "/api/forget", {"kind": "message", "guild_id": GUILD, "target_id": 3})
+    done = await post(client, "/api/forget/confirm", {"pending_id": asked["pending_id"]})
+    assert done["message"].startswith(f"Forgot 1 message (message 3) in guild {GUILD}")
+    after = await get(client, f"/api/search?q=lake+cabin+boat&guild={GUILD}&limit=10&rerank=false")
+    assert 3 not in [hit["message_id"] for hit in after["hits"]]
+    assert not await stored.has_message(3)
+    assert (await get(client, "/api/overview"))["guilds"][0]["messages"] == 7
+
+
+# The count is the dashboard's own arithmetic over either store's search: SQLite alone is enough.
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+@pytest.mark.parametrize("narrowed, left_out", [("", (None, None)), (f"&channel={CHANNEL}", (0, 5)),
+                                                 ("&channel=11", (5, 5))])
+async def test_a_search_says_how_many_of_the_guilds_best_hits_its_filters_left_out(
+        client: SignedIn, store_kind: str, narrowed: str, left_out: tuple) -> None:
+    body = await get(client, f"/api/search?q=lake+cabin&guild={GUILD}&limit=5&rerank=false{narrowed}")
+    assert (body["filtered_out"], body["filtered_of"]) == left_out
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+async def test_the_search_page_says_what_its_filters_left_out(client: SignedIn, store_kind: str) -> None:
+    async with client.http.get(client.url(f"/search?q=lake+cabin&guild={GUILD}&limit=5&channel=11")) as response:
+        html = await response.text()
+    assert "The filters left out 5 of the guild's 5 best first-stage hits." in " ".join(html.split())
