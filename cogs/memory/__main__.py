@@ -31,6 +31,7 @@ from .store.protocol import DatabaseUnavailableError
 if TYPE_CHECKING:
     from .memory import Memory
     from .runtime.profile import MemoryProfile
+    from .rerank.service import RerankerStatus
 
 log = logging.getLogger(__name__)
 
@@ -139,16 +140,16 @@ def format_explanation(rank: int, hit: Candidate) -> str:
             f"{', '.join(hit['sources']) or '-'}; score parts: not reported")
 
 
-def format_rerank(status: dict) -> str:
+def format_rerank(status: RerankerStatus) -> str:
     """The reranker's part of this query, as /memory stats reports it per hour."""
-    last = status["last_query"]
-    runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded"
+    last = status.last_hour.last_query
+    runs_on = f"{status.backend} {status.dtype}" if status.backend else "not loaded"
     if last is None:
-        return f"rerank: {runs_on}, nothing scored ({status['reason'] or status['last_error'] or 'no candidates'})"
-    return (f"rerank: {last['by'] or runs_on}, {last['scored']} of {last['offered']} candidates scored in "
-            f"{last['ms']:,.0f} ms "
-            f"({last['cached']} from the score cache; prompt prefix cache hits so far: "
-            f"{status['prefix_cache_hits'] if status['prefix_cache_hits'] is not None else '-'})")
+        return f"rerank: {runs_on}, nothing scored ({status.reason or status.last_error or 'no candidates'})"
+    return (f"rerank: {last.by or runs_on}, {last.scored} of {last.offered} candidates scored in "
+            f"{last.ms:,.0f} ms "
+            f"({last.cached} from the score cache; prompt prefix cache hits so far: "
+            f"{status.prefix_cache_hits if status.prefix_cache_hits is not None else '-'})")
 
 
 async def search(memory, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
