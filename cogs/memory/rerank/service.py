@@ -320,7 +320,7 @@ class RerankerService:
         def run(fallback: bool = False) -> RerankScores:
             settings = self._profile.reranker
             scores: list[float | None] = [None] * len(texts)
-            by = None
+            by: str | None = None
             if not fallback and texts and self._providers:
                 head = texts[: settings.candidates]
                 head_scores, by = self._score(query, head, instruction or settings.instruction
