@@ -102,7 +102,7 @@ async def _start(workdir: Path, reranker_dir: Path | None) -> dict:
             result |= {"first_rerank_s": time.perf_counter() - searched,
                        "reranked": sum(hit["rerank_score"] is not None for hit in reranked),
                        "answered_at": time.time(),
-                       "reranker_backend": memory.reranker.status()["backend"]}
+                       "reranker_backend": memory.reranker.status().backend}
     finally:
         await memory.close()
     return result

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from .privacy import ledger
 from .privacy.admission import Admission
@@ -23,6 +23,7 @@ from .ingest.queue import FlushReport, IngestQueue
 from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .store.sqlite.purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
+from .search.second_stage import reranked
 from .ingest.reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
@@ -434,8 +435,9 @@ class Memory:
         if not rerank or reranker is None:
             return [{**candidate, "rerank_score": None} for candidate in await self.search(query, filters, limit)]
         candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))
-        # The reranker takes and returns plain dicts: copies of these candidates, each with its rerank_score.
-        return cast(list[Candidate], await reranker.arerank_results(query, list(candidates), top_k=limit))
+        # The reranker scores texts only (the first `candidates` of them, within its time budget); the order is ours.
+        scored = await reranker.ascore(query, [candidate["content"] for candidate in candidates])
+        return reranked(candidates, scored.scores, profile.reranker.min_score, limit)
 
     async def load_reranker(self) -> bool:
         """Build the profile's reranker if memory opened without one (a CLI command), and wait until it has loaded
@@ -481,7 +483,7 @@ class Memory:
             if embedder is not self.embedder:
                 await embedder.close()
             raise ProfileError(f"the reranker of profile {profile.name!r} did not load: "
-                               f"{self.reranker.status()['last_switch_error']}")
+                               f"{self.reranker.status().last_switch_error}")
         embedder.batch_size = profile.embedding_batch_size
         await self.ingest.settle(vectors=False)
         async with self.ingest.write_lock:

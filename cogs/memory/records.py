@@ -82,7 +82,7 @@ class ScoreParts:
 
 
 class Candidate(TypedDict):
-    """One search result, best first by ``rank``. A dict because the reranker's public API takes and returns dicts."""
+    """One search result, best first by ``rank``; recall adds ``rerank_score`` (search/second_stage.py)."""
 
     message_id: int
     guild_id: int

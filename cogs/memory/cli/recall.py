@@ -14,6 +14,7 @@ from .options import (FAILED, OK, USAGE, Terminal, chosen_guild, discord_id, pri
 if TYPE_CHECKING:
     from ..memory import Memory
     from ..runtime.profile import MemoryProfile
+    from ..rerank.service import RerankerStatus
 
 HOST_NOTE = "answering as the host: a terminal knows no member's permissions, so every channel in memory is read"
 # The asker's name in the prompt: the bot puts the member's display name there.
@@ -95,16 +96,16 @@ def format_parts(score: float, parts: ScoreParts | None) -> str:
     return f"score {score:.4f} = " + " + ".join(terms or ["0"])
 
 
-def format_rerank(status: dict) -> str:
+def format_rerank(status: RerankerStatus) -> str:
     """The reranker's part of this query, as /memory stats reports it per hour."""
-    last = status["last_query"]
-    runs_on = f"{status['backend']} {status['dtype']}" if status["backend"] else "not loaded"
+    last = status.last_hour.last_query
+    runs_on = f"{status.backend} {status.dtype}" if status.backend else "not loaded"
     if last is None:
-        return f"rerank: {runs_on}, nothing scored ({status['reason'] or status['last_error'] or 'no candidates'})"
-    return (f"rerank: {last['by'] or runs_on}, {last['scored']} of {last['offered']} candidates scored in "
-            f"{last['ms']:,.0f} ms "
-            f"({last['cached']} from the score cache; prompt prefix cache hits so far: "
-            f"{status['prefix_cache_hits'] if status['prefix_cache_hits'] is not None else '-'})")
+        return f"rerank: {runs_on}, nothing scored ({status.reason or status.last_error or 'no candidates'})"
+    return (f"rerank: {last.by or runs_on}, {last.scored} of {last.offered} candidates scored in "
+            f"{last.ms:,.0f} ms "
+            f"({last.cached} from the score cache; prompt prefix cache hits so far: "
+            f"{status.prefix_cache_hits if status.prefix_cache_hits is not None else '-'})")
 
 
 def loading_line(profile: MemoryProfile) -> str:

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from ..memory import MemoryStats
     from ..settings import GuildSettings
     from ..runtime.profile import MemoryProfile
+    from ..rerank.providers import ProviderStatus
+    from ..rerank.service import RerankerStatus
 
 MEMORY_LOADING = "Memory is still loading its models (this takes a minute after the bot starts). Try again shortly."
 MEMORY_FAILED = "Memory could not be opened; the bot's owner has been told in the logs."
@@ -143,35 +145,35 @@ def _latency(samples: Sequence[float]) -> str:
     return f"p50 {p50:.0f} ms · p95 {p95:.0f} ms ({len(ordered)} samples)"
 
 
-def _provider_state(provider: dict[str, Any]) -> str:
-    return f"unavailable: {provider['reason']}" if provider["state"] == "unavailable" else provider["state"]
+def _provider_state(provider: ProviderStatus) -> str:
+    return f"unavailable: {provider.reason}" if provider.state == "unavailable" else provider.state
 
 
-def _reranker(status: dict[str, Any] | None) -> str:
+def _reranker(status: RerankerStatus | None) -> str:
     """The model and each provider's state, in the order recalls try them."""
-    if status is None or status["provider"] == "none":
+    if status is None or status.provider == "none":
         return "off"
-    providers = status["providers"]
+    providers = status.providers
     if len(providers) == 1:
-        return f"{status['model']} ({providers[0]['provider']}, {_provider_state(providers[0])})"
-    chain = " → ".join(f"{p['provider']}: {_provider_state(p)}" for p in providers)
-    return f"{status['model']} ({chain})"
+        return f"{status.model} ({providers[0].provider}, {_provider_state(providers[0])})"
+    chain = " → ".join(f"{p.provider}: {_provider_state(p)}" for p in providers)
+    return f"{status.model} ({chain})"
 
 
-def reranking_summary(status: dict[str, Any]) -> str:
+def reranking_summary(status: RerankerStatus) -> str:
     """How the reranker ran over the last hour: backend and dtype, ms per query, candidates scored, cache hits, and
     which providers scored when more than one did."""
-    runs_on = status["providers"][0]["label"] if status["loaded"] else (
-        "loading" if status["loading"] else "not loaded yet")
-    if not status["queries_last_hour"]:
+    runs_on = status.providers[0].label if status.loaded else ("loading" if status.loading else "not loaded yet")
+    hour = status.last_hour
+    if not hour.queries_last_hour:
         return f"{runs_on} · no queries in the last hour"
-    prefix, queries, by = status["prefix_cache_hits"], status["queries_last_hour"], status["scored_by"]
+    prefix, queries, by = status.prefix_cache_hits, hour.queries_last_hour, hour.scored_by
     scored_by = "" if list(by) in ([], [runs_on]) else " · scored by " + ", ".join(
         f"{label} ({count})" for label, count in by.items())
-    return (f"{runs_on} · p50 {status['p50_ms']:,.0f} ms · p95 {status['p95_ms']:,.0f} ms per query "
-            f"({queries} {'query' if queries == 1 else 'queries'}) · {status['scored_per_recall']:.1f} of "
-            f"{status['offered_per_recall']:.1f} candidates scored per recall · cache hits: "
-            f"{status['cache_hits']:,} scores" + ("" if prefix is None else f", {prefix:,} prompt prefixes")
+    return (f"{runs_on} · p50 {hour.p50_ms:,.0f} ms · p95 {hour.p95_ms:,.0f} ms per query "
+            f"({queries} {'query' if queries == 1 else 'queries'}) · {hour.scored_per_recall:.1f} of "
+            f"{hour.offered_per_recall:.1f} candidates scored per recall · cache hits: "
+            f"{status.cache_hits:,} scores" + ("" if prefix is None else f", {prefix:,} prompt prefixes")
             + scored_by)
 
 
@@ -189,7 +191,7 @@ def catch_up_summary(status: CatchUpStatus | None) -> str:
     return f"{line}. {CATCHUP_UNREAD.format(failed=status.failed)}." if status.failed else f"{line}."
 
 
-def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: dict[str, Any] | None,
+def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: RerankerStatus | None,
                 latencies: dict[str, Sequence[float]], catch_up: CatchUpStatus | None = None) -> discord.Embed:
     embed = discord.Embed(title=f"Memory of {guild_name}")
     embed.add_field(name="Messages", value=f"{stats.messages:,}")
@@ -198,7 +200,7 @@ def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: dic
                                              f"{_mib(stats.index.file_bytes)} on disk")
     embed.add_field(name="Profile", value=f"{profile} (embeddings: {stats.embedding_model})", inline=False)
     embed.add_field(name="Reranker", value=_reranker(reranker), inline=False)
-    if reranker is not None and reranker["provider"] != "none":
+    if reranker is not None and reranker.provider != "none":
         embed.add_field(name="Reranking (last hour)", value=reranking_summary(reranker), inline=False)
     embed.add_field(name="Search latency", value=_latency(latencies["search"]), inline=False)
     embed.add_field(name="Recall latency (search + rerank)", value=_latency(latencies["recall"]), inline=False)

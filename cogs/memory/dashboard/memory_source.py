@@ -100,19 +100,19 @@ async def recorded_recall(memory: Memory, query: str, filters: SearchFilters, li
     through here. The rerank stage's figures are the reranker's own record of the query it scored; the first
     stage's time is the rest (two recalls at once could swap records: the figures are an admin's view)."""
     reranker = memory.reranker if rerank else None
-    before = reranker.status()["last_query"] if reranker is not None else None
+    before = reranker.status().last_hour.last_query if reranker is not None else None
     started = time.perf_counter()
     hits = await memory.recall(query, filters, limit, rerank=rerank)
     total_ms = (time.perf_counter() - started) * 1000
     reranked = any(hit.get("rerank_score") is not None for hit in hits)
-    last = reranker.status()["last_query"] if reranker is not None else None
+    last = reranker.status().last_hour.last_query if reranker is not None else None
     scored_now = last if last is not None and last != before else None
     if scored_now is None:
         timing = RecallTiming(total_ms, reranked, None if reranked else total_ms)
     else:
-        rerank_ms = float(scored_now["ms"])
-        timing = RecallTiming(total_ms, reranked, max(total_ms - rerank_ms, 0.0), rerank_ms, scored_now["offered"],
-                              scored_now["scored"], scored_now["cached"])
+        rerank_ms = float(scored_now.ms)
+        timing = RecallTiming(total_ms, reranked, max(total_ms - rerank_ms, 0.0), rerank_ms, scored_now.offered,
+                              scored_now.scored, scored_now.cached)
     if recorder is not None and timing.first_stage_ms is not None:
         recorder.record_recall(RecallSample(timing.first_stage_ms, timing.rerank_ms, timing.offered or 0,
                                             timing.scored or 0, timing.cached or 0))
@@ -171,8 +171,8 @@ class MemorySource:
             database_bytes = await asyncio.to_thread(_file_bytes, db_path, db_path.with_name(db_path.name + "-wal"))
         return ProcessInfo(
             profile=profile.name, embedding_model=memory.embedder.display_name,
-            reranker_model=status["model"] if status else None,
-            reranker_backend=f"{status['backend']} {status['dtype']}" if status and status["backend"] else None,
+            reranker_model=status.model if status else None,
+            reranker_backend=f"{status.backend} {status.dtype}" if status and status.backend else None,
             store_backend="sqlite" if sqlite else "postgresql", device=memory.embedder.device, dtype=profile.dtype,
             rss_bytes=psutil.Process().memory_info().rss, database_bytes=database_bytes,
             ingest_backlog=memory.queued)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from dataclasses import dataclass
 
 from .scorers import LocalBackend
 from .http import HttpScorer
@@ -14,6 +14,23 @@ from ..runtime.profile import ProviderSettings
 Backend = LocalBackend | HttpScorer
 # How long an http provider may take when neither its own timeout nor the recall's budget says.
 DEFAULT_HTTP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderStatus:
+    """One provider as `status()` reports it: its kind ("local", "http"), model, load state ("loaded", "loading",
+    "not loaded yet", "unavailable") and why, what scores ("onnx float32", "http"), and its last scoring error."""
+
+    provider: str
+    model: str
+    state: str
+    label: str
+    backend: str | None
+    dtype: str | None
+    device: str | None
+    reason: str | None
+    last_error: str | None
+    timeout_ms: int
 
 
 class Provider:
@@ -69,12 +86,11 @@ class Provider:
             return [None] * len(docs) if timeout <= 0 else backend.score(query, docs, timeout)
         return backend.score(query, docs, instruction, batch_size, deadline)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ProviderStatus:
         backend = self.backend
-        return {"provider": self.kind, "model": self.model_name, "state": self.state, "label": self.label,
-                "backend": getattr(backend, "backend", None), "dtype": getattr(backend, "dtype", None),
-                "device": self.device, "reason": self.load_error, "last_error": self.last_error,
-                "timeout_ms": self.settings.timeout_ms}
+        return ProviderStatus(self.kind, self.model_name, self.state, self.label, getattr(backend, "backend", None),
+                              getattr(backend, "dtype", None), self.device, self.load_error, self.last_error,
+                              self.settings.timeout_ms)
 
     def close(self) -> None:
         if self.backend is not None:

@@ -8,8 +8,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,10 @@ from .scorers import build_local_scorer
 from .cache import ScoreCache
 from .http import HttpRerankError, HttpScorer
 from .local import DEFAULT_INSTRUCTION, load_tokenizer
-from .providers import Backend, Provider
-from .stats import RerankStats
+from .providers import Backend, Provider, ProviderStatus
+from .stats import RerankStats, RerankSummary
 from ..runtime.config import ONNX_DIR
 from ..runtime.profile import HardwareDetector, MemoryProfile, ProviderSettings, provider_chain, resolve_device
-from ..records import checked_limit
 from ..runtime.workers import WorkerThread
 
 log = logging.getLogger(__name__)
@@ -31,24 +31,51 @@ DEFAULT_QUEUE_SIZE = 16
 DEFAULT_EXPORT_DIR = ONNX_DIR
 
 
-def _ordered(candidates: list[dict], scores: list[float | None], min_score: float, top_k: int | None) -> list[dict]:
-    """Scored by rerank_score (ties keep first-stage order), then the unscored in first-stage order."""
-    out = []
-    for candidate, score in zip(candidates, scores, strict=True):
-        copy = dict(candidate)
-        copy["rerank_score"] = score
-        out.append(copy)
-    scored = sorted((c for c in out if c["rerank_score"] is not None and c["rerank_score"] >= min_score),
-                    key=lambda c: -c["rerank_score"])
-    ranked = scored + [c for c in out if c["rerank_score"] is None]
-    return ranked if top_k is None else ranked[:top_k]
+@dataclass(frozen=True, slots=True)
+class RerankScores:
+    """One query's scores, one per text in the order given: None for a text no provider scored (past the profile's
+    candidate count or its time budget, a model still loading, a full queue, every provider failing)."""
+
+    scores: tuple[float | None, ...]
+    by: str | None = None  # what scored them ("onnx float32", "http"); None when nothing did
+
+    @property
+    def scored(self) -> int:
+        """How many texts the budget allowed to be scored."""
+        return sum(score is not None for score in self.scores)
+
+
+@dataclass(frozen=True, slots=True)
+class RerankerStatus:
+    """The first provider's state at the top level, every provider's in `providers`, and the last hour's figures."""
+
+    profile: str
+    provider: str  # the chain, "local → http", or "none"
+    model: str
+    device: str | None
+    backend: str | None  # "torch", "onnx", ...; None until loaded
+    dtype: str
+    loaded: bool
+    loading: bool
+    available: bool
+    reason: str | None  # why the first provider is unavailable
+    last_error: str | None
+    last_switch_error: str | None
+    providers: tuple[ProviderStatus, ...]
+    queue_depth: int
+    cache_entries: int
+    cache_hits: int
+    cache_misses: int
+    prefix_cache_hits: int | None  # None when no backend caches prompt prefixes
+    last_hour: RerankSummary
 
 
 class RerankerService:
-    """Scores first-stage candidates with the profile's providers, tried in order: the local model (Qwen3-Reranker
-    or a cross-encoder), a rerank server ("http"), or none. Never raises to the caller for a scoring problem: what
-    no provider scored keeps its first-stage order with rerank_score None. A recall that comes while the local model
-    is still loading (or being exported to ONNX) gets first-stage order at once; the load goes on meanwhile.
+    """Scores (query, text) pairs with the profile's providers, tried in order: the local model (Qwen3-Reranker or
+    a cross-encoder), a rerank server ("http"), or none. It knows nothing of candidates: the core orders them by
+    these scores. Never raises to the caller for a scoring problem: what no provider scored gets None. A query that
+    comes while the local model is still loading (or being exported to ONNX) gets no scores at once; the load goes
+    on meanwhile.
 
     `switch(profile)` replaces the profile and its models live; the Memory facade calls it from `switch_profile`.
     """
@@ -92,20 +119,18 @@ class RerankerService:
         """The first provider's backend, once loaded."""
         return self._providers[0].backend if self._providers else None
 
-    def rerank_results(self, query: str, candidates: list[dict], score_field: str = "content",
-                       top_k: int | None = None, instruction: str | None = None) -> list[dict]:
+    def score(self, query: str, texts: Sequence[str], *, instruction: str | None = None) -> RerankScores:
         """Blocking form (for threads, CLIs and benchmarks, never the event loop): waits for the models to load
-        first, then returns a new list of copies with `rerank_score`."""
+        first."""
         self.load()
-        job = self._job(query, candidates, score_field, top_k, instruction)
+        job = self._job(query, texts, instruction)
         future = self._submit(job)
         return job(fallback=True) if future is None else future.result()
 
-    async def arerank_results(self, query: str, candidates: list[dict], score_field: str = "content",
-                              top_k: int | None = None, instruction: str | None = None) -> list[dict]:
+    async def ascore(self, query: str, texts: Sequence[str], *, instruction: str | None = None) -> RerankScores:
         """Async form, the recall path: the work runs on the service's worker thread; the event loop only waits.
-        It does not wait for a model that is still loading (those candidates keep first-stage order)."""
-        job = self._job(query, candidates, score_field, top_k, instruction)
+        It does not wait for a model that is still loading (its texts get no score)."""
+        job = self._job(query, texts, instruction)
         future = self._submit(job)
         return job(fallback=True) if future is None else await asyncio.wrap_future(future)
 
@@ -130,38 +155,38 @@ class RerankerService:
             loading = [provider for provider in self._providers if provider.loading]
         await asyncio.to_thread(lambda: [provider.tokenizer_settled.wait() for provider in loading])
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> RerankerStatus:
         """The first provider's state at the top level (backend, dtype, loaded, ...), every provider's in
         `providers`, and the last hour's figures."""
         first = self._providers[0] if self._providers else Provider(ProviderSettings("none"), self._model_name)
         prefixes = [getattr(p.backend, "constant_prefixes", None) for p in self._providers]
-        return {
-            "profile": self._profile.name,
-            "provider": " → ".join(p.kind for p in self._providers) or "none",
-            "model": self._model_name,
-            "device": first.device,
-            "backend": getattr(first.backend, "backend", None),
-            "dtype": getattr(first.backend, "dtype", self._profile.dtype),
-            "loaded": first.backend is not None,
-            "loading": first.loading,
-            "available": first.load_error is None,
-            "reason": first.load_error,
-            "last_error": self._last_error,
-            "last_switch_error": self._last_switch_error,
-            "providers": [p.describe() for p in self._providers],
-            "queue_depth": self._worker.depth,
-            "cache_entries": len(self._cache),
-            "cache_hits": self._cache.hits,
-            "cache_misses": self._cache.misses,
-            "prefix_cache_hits": next((c.hits for c in prefixes if c is not None), None),
-            **self._stats.summary(),
-        }
+        return RerankerStatus(
+            profile=self._profile.name,
+            provider=" → ".join(p.kind for p in self._providers) or "none",
+            model=self._model_name,
+            device=first.device,
+            backend=getattr(first.backend, "backend", None),
+            dtype=getattr(first.backend, "dtype", self._profile.dtype),
+            loaded=first.backend is not None,
+            loading=first.loading,
+            available=first.load_error is None,
+            reason=first.load_error,
+            last_error=self._last_error,
+            last_switch_error=self._last_switch_error,
+            providers=tuple(p.describe() for p in self._providers),
+            queue_depth=self._worker.depth,
+            cache_entries=len(self._cache),
+            cache_hits=self._cache.hits,
+            cache_misses=self._cache.misses,
+            prefix_cache_hits=next((c.hits for c in prefixes if c is not None), None),
+            last_hour=self._stats.summary(),
+        )
 
     async def switch(self, profile: MemoryProfile, reranker_model: str | None = None, *,
                      device: str | None = None) -> bool:
         """Load what `profile` needs off the loop, then swap on the worker after the work already queued.
 
-        On failure the old profile and models stay and the reason is in `status()["last_switch_error"]`.
+        On failure the old profile and models stay and the reason is in `status().last_switch_error`.
         """
         model_name = reranker_model or profile.reranker.model
         providers = [Provider(settings, model_name) for settings in provider_chain(profile.reranker)]
@@ -275,46 +300,45 @@ class RerankerService:
 
     # --- worker side -------------------------------------------------------------------------------------------
 
-    def _submit(self, job: Callable[..., list[dict]]) -> Future | None:
+    def _submit(self, job: Callable[..., RerankScores]) -> Future | None:
         if self._closed:
-            log.warning("reranker is closed; returning first-stage order")
+            log.warning("reranker is closed; leaving the texts unscored (first-stage order)")
             return None
         try:
             return self._worker.submit(job, block=False)
         except queue.Full:
-            log.warning("reranker queue full (%d waiting); returning first-stage order", self._worker.capacity)
+            log.warning("reranker queue full (%d waiting); leaving the texts unscored (first-stage order)",
+                        self._worker.capacity)
             return None
 
-    def _job(self, query: str, candidates: list[dict], score_field: str, top_k: int | None,
-             instruction: str | None) -> Callable[..., list[dict]]:
-        if top_k is not None:
-            checked_limit(top_k)
+    def _job(self, query: str, texts: Sequence[str], instruction: str | None) -> Callable[..., RerankScores]:
         # The budget starts now: time spent waiting in the queue is part of the recall's wait.
         budget_ms = self._profile.reranker.time_budget_ms
         deadline = time.monotonic() + budget_ms / 1000 if budget_ms > 0 else None
-        candidates = list(candidates)
+        texts = list(texts)
 
-        def run(fallback: bool = False) -> list[dict]:
+        def run(fallback: bool = False) -> RerankScores:
             settings = self._profile.reranker
-            k = settings.top_k if top_k is None else top_k
-            scores: list[float | None] = [None] * len(candidates)
-            if not fallback and candidates and self._providers:
-                head = candidates[: settings.candidates]
-                docs = [str(c.get(score_field) or "") for c in head]
-                scores[: len(head)] = self._score(query, docs, instruction or settings.instruction
-                                                  or DEFAULT_INSTRUCTION, deadline)
-            return _ordered(candidates, scores, settings.min_score, k)
+            scores: list[float | None] = [None] * len(texts)
+            by: str | None = None
+            if not fallback and texts and self._providers:
+                head = texts[: settings.candidates]
+                head_scores, by = self._score(query, head, instruction or settings.instruction
+                                              or DEFAULT_INSTRUCTION, deadline)
+                scores[: len(head)] = head_scores
+            return RerankScores(tuple(scores), by)
 
         return run
 
-    def _score(self, query: str, docs: list[str], instruction: str, deadline: float | None) -> list[float | None]:
+    def _score(self, query: str, docs: list[str], instruction: str,
+               deadline: float | None) -> tuple[list[float | None], str | None]:
         """The providers in order, each with its cached scores first: one that fails, times out or scores nothing
-        hands the candidates to the next; one that scores part of them keeps the rest unscored, so a recall's
-        scores all come from one model."""
+        hands the texts to the next; one that scores part of them keeps the rest unscored, so a recall's scores all
+        come from one model. The scores, and the label of what scored them."""
         ready = [p for p in self._start_loading() if p.backend is not None]
         scores: list[float | None] = [None] * len(docs)
         if not ready:
-            return scores
+            return scores, None
         started, hits, by = time.perf_counter(), self._cache.hits, ready[0]
         for n, provider in enumerate(ready):
             keys = [(provider.model_name, instruction, query, doc) for doc in docs]
@@ -330,9 +354,10 @@ class RerankerService:
             if any(score is not None for score in scores):
                 by = provider
                 break
-        self._stats.record(1000 * (time.perf_counter() - started), len(docs),
-                           sum(score is not None for score in scores), self._cache.hits - hits, by.label)
-        return scores
+        scored = sum(score is not None for score in scores)
+        self._stats.record(1000 * (time.perf_counter() - started), len(docs), scored, self._cache.hits - hits,
+                           by.label)
+        return scores, by.label if scored else None
 
     def _score_with(self, provider: Provider, query: str, docs: list[str], instruction: str,
                     deadline: float | None, last: bool) -> list[float | None]:

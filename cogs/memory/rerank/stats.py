@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 WINDOW_S = 3600.0
 
@@ -23,6 +22,20 @@ class QueryRerank:
     scored: int
     cached: int
     by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RerankSummary:
+    """The last hour's reranking: queries, p50/p95 ms per query, mean candidates offered and scored per recall (None
+    without queries), how many recalls each backend scored, and the last query (kept past the hour)."""
+
+    queries_last_hour: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    offered_per_recall: float | None = None
+    scored_per_recall: float | None = None
+    scored_by: Mapping[str, int] = field(default_factory=dict)
+    last_query: QueryRerank | None = None
 
 
 def _percentile(ordered: list[float], fraction: float) -> float:
@@ -51,22 +64,20 @@ class RerankStats:
         while self._samples and self._samples[0].at < horizon:
             self._samples.popleft()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RerankSummary:
         """Queries in the window, p50/p95 ms per query, mean candidates offered and scored per recall, how many
         recalls each backend scored, the last one."""
         with self._lock:
             self._expire()
             samples = list(self._samples)
             last = self.last
-        out: dict[str, Any] = {"queries_last_hour": len(samples), "p50_ms": None, "p95_ms": None,
-                               "offered_per_recall": None, "scored_per_recall": None, "scored_by": {},
-                               "last_query": None if last is None else asdict(last)}
-        if samples:
-            ordered = sorted(s.ms for s in samples)
-            out.update(p50_ms=_percentile(ordered, 0.5), p95_ms=_percentile(ordered, 0.95),
-                       offered_per_recall=sum(s.offered for s in samples) / len(samples),
-                       scored_per_recall=sum(s.scored for s in samples) / len(samples))
-            for sample in samples:
-                if sample.scored and sample.by:
-                    out["scored_by"][sample.by] = out["scored_by"].get(sample.by, 0) + 1
-        return out
+        if not samples:
+            return RerankSummary(last_query=last)
+        ordered = sorted(s.ms for s in samples)
+        scored_by: dict[str, int] = {}
+        for sample in samples:
+            if sample.scored and sample.by:
+                scored_by[sample.by] = scored_by.get(sample.by, 0) + 1
+        return RerankSummary(len(samples), _percentile(ordered, 0.5), _percentile(ordered, 0.95),
+                             sum(s.offered for s in samples) / len(samples),
+                             sum(s.scored for s in samples) / len(samples), scored_by, last)

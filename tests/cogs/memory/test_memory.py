@@ -203,7 +203,7 @@ async def test_a_local_reranker_is_exported_beside_the_database(
         await memory.flush(vectors=True)
         await memory.reranker.aload()  # a recall does not wait for the model to load
         results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
-        backend = memory.reranker.status()["backend"]
+        backend = memory.reranker.status().backend
     finally:
         await memory.close()
     assert backend == "onnx" and results[0]["rerank_score"] is not None
@@ -227,7 +227,7 @@ async def test_auto_device_is_resolved_once_and_given_to_every_model(
         await memory.flush(vectors=True)
         await memory.reranker.aload()
         await memory.recall("picnic", SearchFilters(guild_id=1), 1)
-        devices = (memory.embedder.device, memory.reranker.status()["device"])
+        devices = (memory.embedder.device, memory.reranker.status().device)
     finally:
         await memory.close()
     assert (resolved, devices) == (["auto"], ("cpu", "cpu"))

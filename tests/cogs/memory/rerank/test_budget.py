@@ -10,7 +10,7 @@ from cogs.memory.rerank import local as _rerank_local
 from cogs.memory.rerank.local import LocalScorer
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
-from tests.fixtures.reranker import with_reranker
+from tests.fixtures.reranker import rerank_results, with_reranker
 
 # The prompt tails of DOCS after the shared prefix (default instruction), in tokens: 65 for the first four.
 TAIL_TOKENS = [23, 22, 10, 10, 18, 14, 24, 64, 19]
@@ -33,7 +33,7 @@ def machine(monkeypatch: pytest.MonkeyPatch, clock: dict[str, float], seconds_pe
 def unscored(profile: MemoryProfile) -> list[int]:
     service = RerankerService(profile)
     try:
-        results = service.rerank_results(QUERY, candidates(), top_k=None)
+        results = rerank_results(service, QUERY, candidates(), top_k=None)
     finally:
         service.close()
     return [r["message_id"] for r in results if r["rerank_score"] is None]
@@ -80,9 +80,9 @@ def test_the_speed_learned_on_one_recall_cuts_the_first_pack_of_the_next(
     packs = machine(monkeypatch, reranker_clock, 0.010)
     service = RerankerService(with_reranker(tiny_reranker_profile, time_budget_ms=500, batch_size=4))
     try:
-        service.rerank_results("a first question", candidates(["warm up"]))
+        rerank_results(service, "a first question", candidates(["warm up"]))
         packs.clear()
-        service.rerank_results(QUERY, candidates(), top_k=None)
+        rerank_results(service, QUERY, candidates(), top_k=None)
     finally:
         service.close()
     # 0.5 s fits 45 tokens: the first two candidates, not the whole first pack of four (65 tokens, 0.65 s).

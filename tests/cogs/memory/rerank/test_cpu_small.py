@@ -80,7 +80,7 @@ async def test_cpu_small_reranks_on_onnx_runtime_in_float32(memory: Memory) -> N
     await memory.reranker.aload()
     await recall(memory)
     status = memory.reranker.status()
-    assert (status["backend"], status["dtype"], status["loaded"]) == ("onnx", "float32", True)
+    assert (status.backend, status.dtype, status.loaded) == ("onnx", "float32", True)
 
 
 async def test_cpu_small_falls_back_to_torch_when_onnx_runtime_cannot_load(
@@ -93,7 +93,7 @@ async def test_cpu_small_falls_back_to_torch_when_onnx_runtime_cannot_load(
         status = memory.reranker.status()
     finally:
         await memory.close()
-    assert (status["backend"], status["dtype"]) == ("torch", "float32")
+    assert (status.backend, status.dtype) == ("torch", "float32")
 
 
 async def test_a_recall_during_the_first_onnx_export_gets_first_stage_order(
@@ -119,7 +119,7 @@ async def test_stats_say_loading_while_the_first_onnx_export_runs(
         slow_export.release.set()
     embed = stats_embed("G", STATS, "cpu-small", status, {"search": [], "recall": []})
     reranker_field = next(field.value for field in embed.fields if field.name == "Reranker")
-    assert (started, status["loading"], reranker_field) == (
+    assert (started, status.loading, reranker_field) == (
         True, True, f"{memory.profile.reranker.model} (local, loading)")
 
 

@@ -42,5 +42,5 @@ async def test_cpu_tiny_runs_its_cross_encoder_on_torch_in_float32(memory: Memor
     await memory.reranker.aload()
     await recall(memory)
     status = memory.reranker.status()
-    assert (status["backend"], status["dtype"], status["loaded"]) == ("torch", "float32", True)
+    assert (status.backend, status.dtype, status.loaded) == ("torch", "float32", True)
 

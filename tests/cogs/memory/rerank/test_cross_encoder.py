@@ -14,7 +14,7 @@ from cogs.memory.rerank.cross_encoder import CrossEncoderScorer
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
-from tests.fixtures.reranker import build_tiny_cross_encoder, with_reranker
+from tests.fixtures.reranker import build_tiny_cross_encoder, rerank_results, with_reranker
 
 
 def direct_logits(model_dir: Path, query: str, docs: list[str]) -> torch.Tensor:
@@ -35,7 +35,7 @@ def cross_encoder_profile(tiny_reranker_profile: MemoryProfile, tiny_cross_encod
 def _rerank(profile: MemoryProfile, export_dir: Path) -> tuple[list[dict], dict]:
     service = RerankerService(profile, export_dir=export_dir)
     try:
-        return service.rerank_results(QUERY, candidates(), top_k=None), service.status()
+        return rerank_results(service, QUERY, candidates(), top_k=None), service.status()
     finally:
         service.close()
 
@@ -60,7 +60,7 @@ def test_service_scores_a_cross_encoder_with_the_sigmoid_of_its_logit(
 ) -> None:
     results, status = _rerank(cross_encoder_profile, tmp_path)
     expected = torch.sigmoid(direct_logits(tiny_cross_encoder_dir, QUERY, DOCS)[:, 0]).tolist()
-    assert status["backend"] == "torch" and status["available"] is True
+    assert status.backend == "torch" and status.available is True
     for result in results:
         assert result["rerank_score"] == pytest.approx(expected[result["message_id"]], abs=1e-5)
 

@@ -13,6 +13,7 @@ import pytest
 from cogs.memory.rerank.http import rerank_url
 from cogs.memory.runtime.profile import MemoryProfile, RerankerSettings
 from cogs.memory.rerank.service import RerankerService
+from tests.fixtures.reranker import rerank_results
 
 DOCS = ["the sky is blue", "cats sleep a lot", "the support group met on Sunday"]
 
@@ -81,7 +82,7 @@ def candidates() -> list[dict]:
 def rerank(server: FakeRerankServer, budget_ms: int = 5000, api: str = "cohere") -> list[dict]:
     service = http_service(server, budget_ms, api)
     try:
-        return service.rerank_results("when did the group meet?", candidates())
+        return rerank_results(service, "when did the group meet?", candidates())
     finally:
         service.close()
 

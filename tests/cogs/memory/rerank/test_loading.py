@@ -18,7 +18,7 @@ from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_providers import STATS
 from tests.cogs.memory.rerank.test_service import DOCS, QUERY, candidates
 from tests.fixtures.core import RecordFactory
-from tests.fixtures.reranker import HeldCall, hold, with_reranker
+from tests.fixtures.reranker import HeldCall, arerank_results, hold, with_reranker
 from tests.fixtures.waiting import awaiting, eventually
 
 FIRST_STAGE = [(i, None) for i in range(len(DOCS))]
@@ -43,7 +43,7 @@ async def test_a_recall_while_the_model_loads_gets_first_stage_order(preloading:
                                                                      slow_load: HeldCall) -> None:
     service = RerankerService(preloading)
     try:
-        results = await service.arerank_results(QUERY, candidates(), top_k=None)
+        results = await arerank_results(service, QUERY, candidates(), top_k=None)
     finally:
         slow_load.release.set()
         await service.aclose()
@@ -54,10 +54,10 @@ async def test_the_load_goes_on_after_a_recall_that_did_not_wait(preloading: Mem
                                                                  slow_load: HeldCall) -> None:
     service = RerankerService(preloading)
     try:
-        await service.arerank_results(QUERY, candidates())
+        await arerank_results(service, QUERY, candidates())
         slow_load.release.set()
         await service.aload()
-        results = await service.arerank_results(QUERY, candidates(), top_k=None)
+        results = await arerank_results(service, QUERY, candidates(), top_k=None)
     finally:
         slow_load.release.set()
         await service.aclose()
@@ -73,16 +73,16 @@ async def test_a_preloading_profile_starts_loading_at_construction(preloading: M
     finally:
         slow_load.release.set()
         await service.aclose()
-    assert (started, status["loading"], status["loaded"]) == (True, True, False)
+    assert (started, status.loading, status.loaded) == (True, True, False)
 
 
 async def test_without_preload_the_first_recall_starts_the_load(tiny_reranker_profile: MemoryProfile,
                                                                 slow_load: HeldCall) -> None:
     service = RerankerService(tiny_reranker_profile)
     try:
-        before = service.status()["loading"]
-        results = await service.arerank_results(QUERY, candidates(), top_k=None)
-        after = service.status()["loading"]
+        before = service.status().loading
+        results = await arerank_results(service, QUERY, candidates(), top_k=None)
+        after = service.status().loading
     finally:
         slow_load.release.set()
         await service.aclose()
@@ -110,11 +110,11 @@ async def test_a_preloaded_model_has_the_instructions_prompt_ready_for_the_first
     service = RerankerService(preloading)
     try:
         await service.aload()
-        await service.arerank_results(QUERY, candidates())
+        await arerank_results(service, QUERY, candidates())
         status = service.status()
     finally:
         await service.aclose()
-    assert status["prefix_cache_hits"] == 1
+    assert status.prefix_cache_hits == 1
 
 
 async def test_stats_say_the_reranker_is_loading(preloading: MemoryProfile, slow_load: HeldCall) -> None:
@@ -153,5 +153,5 @@ async def test_memory_opens_once_the_preloading_rerankers_tokenizer_is_parsed(
         slow_load.release.set()
         if opening.done() and not opening.exception():
             await opening.result().close()
-    assert (open_before_the_tokenizer, slow_tokenizer.threads, status["loading"]) == (
+    assert (open_before_the_tokenizer, slow_tokenizer.threads, status.loading) == (
         False, [f"reranker-loader-{preloading.name}"], True)

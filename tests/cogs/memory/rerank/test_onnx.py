@@ -18,7 +18,7 @@ from cogs.memory.rerank.onnx import OnnxScorer
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_service import DOCS, INSTRUCTION, QUERY, candidates, official_scores
-from tests.fixtures.reranker import with_reranker
+from tests.fixtures.reranker import rerank_results, with_reranker
 
 
 @pytest.fixture(scope="module")
@@ -165,22 +165,22 @@ def onnx_profile(tiny_reranker_profile: MemoryProfile) -> MemoryProfile:
 def test_auto_runs_onnx_on_the_cpu(onnx_profile: MemoryProfile, onnx_export_root: Path) -> None:
     service = RerankerService(onnx_profile, export_dir=onnx_export_root)
     try:
-        results = service.rerank_results(QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
+        results = rerank_results(service, QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
         status = service.status()
     finally:
         service.close()
-    assert (status["backend"], status["dtype"]) == ("onnx", "float32")
+    assert (status.backend, status.dtype) == ("onnx", "float32")
     assert all(r["rerank_score"] is not None for r in results)
 
 
 def test_int8_profile_option_loads_the_int8_export(onnx_profile: MemoryProfile, onnx_export_root: Path) -> None:
     service = RerankerService(with_reranker(onnx_profile, int8=True), export_dir=onnx_export_root)
     try:
-        service.rerank_results(QUERY, candidates())
+        rerank_results(service, QUERY, candidates())
         status = service.status()
     finally:
         service.close()
-    assert (status["backend"], status["dtype"]) == ("onnx", "int8")
+    assert (status.backend, status.dtype) == ("onnx", "int8")
 
 
 def test_falls_back_to_torch_when_onnx_runtime_cannot_be_imported(
@@ -189,11 +189,11 @@ def test_falls_back_to_torch_when_onnx_runtime_cannot_be_imported(
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # makes `import onnxruntime` raise ImportError
     service = RerankerService(with_reranker(onnx_profile, backend="onnx"), export_dir=tmp_path)
     try:
-        results = service.rerank_results(QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
+        results = rerank_results(service, QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
         status, backend = service.status(), type(service._backend)
     finally:
         service.close()
-    assert status["backend"] == "torch" and backend is LocalScorer
+    assert status.backend == "torch" and backend is LocalScorer
     assert all(r["rerank_score"] is not None for r in results) and list(tmp_path.iterdir()) == []
 
 

@@ -15,7 +15,7 @@ from cogs.memory.runtime.profile import MemoryProfile, ProviderSettings, Reranke
 from cogs.memory.rerank.providers import Provider
 from cogs.memory.rerank.service import RerankerService
 from tests.cogs.memory.rerank.test_http import DOCS, FakeRerankServer, Handler, candidates
-from tests.fixtures.reranker import with_reranker
+from tests.fixtures.reranker import rerank_results, with_reranker
 
 QUESTION = "when did the group meet?"
 SERVER_ORDER = [(2, 0.3), (1, 0.2), (0, 0.1)]  # what a good FakeRerankServer answers
@@ -53,7 +53,7 @@ def chain(*providers: ProviderSettings, budget_ms: int = 5000) -> MemoryProfile:
 def rerank(profile: MemoryProfile) -> tuple[list[tuple[int, float | None]], dict]:
     service = RerankerService(profile)
     try:
-        results = service.rerank_results(QUESTION, candidates())
+        results = rerank_results(service, QUESTION, candidates())
         return [(r["message_id"], r["rerank_score"]) for r in results], service.status()
     finally:
         service.close()
@@ -83,7 +83,7 @@ def test_the_first_provider_that_answers_is_the_only_one_asked(servers: dict[str
 
 def test_when_every_provider_fails_first_stage_order_stays(servers: dict[str, FakeRerankServer]) -> None:
     scored, status = rerank(chain(http(servers["error"]), http(servers["hang"], timeout_ms=200)))
-    assert (scored, status["last_error"].endswith("timed out")) == ([(0, None), (1, None), (2, None)], True)
+    assert (scored, status.last_error.endswith("timed out")) == ([(0, None), (1, None), (2, None)], True)
 
 
 def test_the_local_model_is_the_fallback_for_a_failing_server(servers: dict[str, FakeRerankServer],
@@ -91,7 +91,7 @@ def test_the_local_model_is_the_fallback_for_a_failing_server(servers: dict[str,
     profile = with_reranker(tiny_reranker_profile, providers=(http(servers["error"]), ProviderSettings("local")))
     scored, status = rerank(profile)
     direct, _ = rerank(tiny_reranker_profile)
-    assert (scored, status["scored_by"]) == (direct, {"torch float32": 1})
+    assert (scored, status.last_hour.scored_by) == (direct, {"torch float32": 1})
 
 
 def test_a_provider_timeout_is_cut_to_what_the_recall_has_left() -> None:

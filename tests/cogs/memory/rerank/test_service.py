@@ -14,7 +14,7 @@ from cogs.memory.rerank import scorers as _rerank_backends
 from cogs.memory.rerank.local import LocalScorer
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
-from tests.fixtures.reranker import with_reranker
+from tests.fixtures.reranker import arerank_results, rerank_results, with_reranker
 from tests.fixtures.waiting import eventually
 
 # The official Qwen3-Reranker method, written out independently of the product code.
@@ -128,13 +128,13 @@ def test_fast_path_equals_the_official_method_when_truncating(tiny_reranker_dir:
 
 
 def test_results_are_sorted_by_rerank_score(service: RerankerService) -> None:
-    results = service.rerank_results(QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
+    results = rerank_results(service, QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
     scores = [r["rerank_score"] for r in results]
     assert scores == sorted(scores, reverse=True)
 
 
 def test_each_result_keeps_its_own_score_after_length_sorting(service: RerankerService, scorer: LocalScorer) -> None:
-    results = service.rerank_results(QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
+    results = rerank_results(service, QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
     expected = scorer.score(QUERY, DOCS, INSTRUCTION, batch_size=len(DOCS))
     for result in results:
         assert result["rerank_score"] == pytest.approx(expected[result["message_id"]], abs=1e-6)
@@ -142,17 +142,17 @@ def test_each_result_keeps_its_own_score_after_length_sorting(service: RerankerS
 
 def test_input_candidates_are_not_mutated(service: RerankerService) -> None:
     given = candidates()
-    service.rerank_results(QUERY, given)
+    rerank_results(service, QUERY, given)
     assert given == candidates()
 
 
 def test_top_k_cuts_the_result(service: RerankerService) -> None:
-    assert len(service.rerank_results(QUERY, candidates(), top_k=3)) == 3
+    assert len(rerank_results(service, QUERY, candidates(), top_k=3)) == 3
 
 
 def test_a_top_k_below_one_is_refused_not_sliced_by(service: RerankerService) -> None:
     with pytest.raises(ValueError, match="^limit must be a whole number of at least 1, not -5$"):
-        service.rerank_results(QUERY, candidates(), top_k=-5)
+        rerank_results(service, QUERY, candidates(), top_k=-5)
 
 
 def test_min_score_drops_scored_candidates_below_it(tiny_reranker_profile: MemoryProfile) -> None:
@@ -165,7 +165,7 @@ def test_min_score_drops_scored_candidates_below_it(tiny_reranker_profile: Memor
 def _rerank(profile: MemoryProfile, docs: list[str] = DOCS) -> list[dict]:
     service = RerankerService(profile)
     try:
-        return service.rerank_results(QUERY, candidates(docs), top_k=None)
+        return rerank_results(service, QUERY, candidates(docs), top_k=None)
     finally:
         service.close()
 
@@ -176,9 +176,9 @@ def test_only_the_profiles_candidate_count_is_scored(tiny_reranker_profile: Memo
 
 
 def test_repeated_query_is_served_from_the_cache(service: RerankerService, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = service.rerank_results(QUERY, candidates())
+    first = rerank_results(service, QUERY, candidates())
     monkeypatch.setattr(LocalScorer, "forward_tails", _must_not_run)
-    assert service.rerank_results(QUERY, candidates()) == first
+    assert rerank_results(service, QUERY, candidates()) == first
 
 
 def _must_not_run(*args: object) -> list[float]:
@@ -232,12 +232,12 @@ def test_provider_none_keeps_first_stage_order(tiny_reranker_profile: MemoryProf
 def test_load_failure_reports_unavailable_with_the_reason(tiny_reranker_profile: MemoryProfile) -> None:
     service = RerankerService(tiny_reranker_profile, reranker_model="/nonexistent/qwen3-reranker")
     try:
-        results = service.rerank_results(QUERY, candidates())
+        results = rerank_results(service, QUERY, candidates())
         status = service.status()
     finally:
         service.close()
     assert [r["rerank_score"] for r in results] == [None] * len(DOCS)
-    assert status["available"] is False and "/nonexistent/qwen3-reranker" in status["reason"]
+    assert status.available is False and "/nonexistent/qwen3-reranker" in status.reason
 
 
 def test_failed_load_is_not_retried_until_asked(
@@ -252,16 +252,16 @@ def test_failed_load_is_not_retried_until_asked(
     monkeypatch.setattr(_rerank_backends, "LocalScorer", failing_scorer)
     service = RerankerService(tiny_reranker_profile)
     try:
-        service.rerank_results(QUERY, candidates())
-        service.rerank_results(QUERY, candidates())
+        rerank_results(service, QUERY, candidates())
+        rerank_results(service, QUERY, candidates())
     finally:
         service.close()
     assert len(attempts) == 1
 
 
 async def test_async_form_gives_the_same_results(service: RerankerService) -> None:
-    expected = await asyncio.to_thread(service.rerank_results, QUERY, candidates())
-    assert await service.arerank_results(QUERY, candidates()) == expected
+    expected = await asyncio.to_thread(rerank_results, service, QUERY, candidates())
+    assert await arerank_results(service, QUERY, candidates()) == expected
 
 
 def test_full_queue_returns_first_stage_order_unscored(tiny_reranker_profile: MemoryProfile) -> None:
@@ -270,7 +270,7 @@ def test_full_queue_returns_first_stage_order_unscored(tiny_reranker_profile: Me
     try:
         service._worker.submit(release.wait, block=True)  # occupies the worker
         service._worker.submit(release.wait, block=True)  # fills the one queue slot
-        results = service.rerank_results(QUERY, candidates())
+        results = rerank_results(service, QUERY, candidates())
     finally:
         release.set()
         service.close()
@@ -280,16 +280,16 @@ def test_full_queue_returns_first_stage_order_unscored(tiny_reranker_profile: Me
 async def test_switch_replaces_profile_and_model(service: RerankerService, tiny_reranker_profile: MemoryProfile) -> None:
     new = dataclasses.replace(with_reranker(tiny_reranker_profile, max_length=64), name="test-tiny-short")
     assert await service.switch(new) is True
-    assert service.status()["profile"] == "test-tiny-short" and service._backend.max_length == 64
+    assert service.status().profile == "test-tiny-short" and service._backend.max_length == 64
 
 
 async def test_failed_switch_keeps_the_old_profile(service: RerankerService,
                                                    tiny_reranker_profile: MemoryProfile) -> None:
     await service.aload()  # recalls do not wait for a model still loading
-    before = await service.arerank_results(QUERY, candidates())
+    before = await arerank_results(service, QUERY, candidates())
     ok = await service.switch(with_reranker(tiny_reranker_profile, model="/nonexistent/model"))
-    assert not ok and "/nonexistent/model" in service.status()["last_switch_error"]
-    assert await service.arerank_results(QUERY, candidates()) == before
+    assert not ok and "/nonexistent/model" in service.status().last_switch_error
+    assert await arerank_results(service, QUERY, candidates()) == before
 
 
 async def test_work_queued_before_a_switch_finishes_on_the_old_model(
@@ -299,7 +299,7 @@ async def test_work_queued_before_a_switch_finishes_on_the_old_model(
     old_backend = service._backend
     release = threading.Event()
     service._worker.submit(release.wait, block=True)
-    queued = asyncio.ensure_future(service.arerank_results(QUERY, candidates(["only on the old model"])))
+    queued = asyncio.ensure_future(arerank_results(service, QUERY, candidates(["only on the old model"])))
     await eventually(lambda: service._worker.depth == 1, what="the rerank waits behind the held job")
     switching = asyncio.ensure_future(service.switch(tiny_reranker_profile))
     used: list[object] = []
@@ -319,8 +319,8 @@ async def test_work_queued_before_a_switch_finishes_on_the_old_model(
 def test_the_device_it_is_given_wins_over_the_profiles(tiny_reranker_profile: MemoryProfile) -> None:
     service = RerankerService(dataclasses.replace(tiny_reranker_profile, device="cuda"), device="cpu")
     try:
-        results = service.rerank_results(QUERY, candidates())
+        results = rerank_results(service, QUERY, candidates())
         status = service.status()
     finally:
         service.close()
-    assert (status["device"], results[0]["rerank_score"] is not None) == ("cpu", True)
+    assert (status.device, results[0]["rerank_score"] is not None) == ("cpu", True)
