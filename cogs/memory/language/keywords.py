@@ -9,6 +9,7 @@ from re import Match
 
 import Stemmer
 
+from .questions import QUERY_CUT_WORDS
 from .scripts import HAN, HAN_MARKS, HANGUL, KANA, SOUTHEAST_ASIAN, ranges
 
 __all__ = (
@@ -83,15 +84,6 @@ STOP_WORDS: frozenset[str] = frozenset(
     """.split()
 )
 
-# Chinese question words and question particles (simplified and traditional): like the English ones above they
-# carry no topic, and a query bigram across one ("么时", "候去") matches other messages by accident. A query's run
-# is cut at them before it is cut into bigrams; documents keep every bigram. Measured on bench/data/bilingual,
-# Chinese keyword-only: R@10 0.735 -> 0.753, R@50 0.894 -> 0.918, MRR@10 0.451 -> 0.516 (R@5 0.612 -> 0.582).
-# Cutting at 的/了 too, or dropping the one-character pieces left over, did worse; pronouns and 是 changed nothing.
-_QUESTION_WORDS = re.compile(
-    "什么时候|什麼時候|为什么|為什麼|什么|什麼|怎么样|怎麼樣|怎么|怎麼|怎样|怎樣|哪[里裡儿兒个個些天家条條场場种種位一几幾]?"
-    "|多少|几[点點岁歲个個天号號]|幾[点點岁歲个個天号號]|谁|誰|吗|嗎|呢"
-)
 # Porter, like the FTS5 tokenizer, so two query words that index as one term count once.
 _STEMMER = Stemmer.Stemmer("porter")
 # The previous message is context, not the message: cap it so it cannot crowd the message out of the
@@ -190,7 +182,7 @@ def _query_grams(run: Match[str]) -> list[str]:
     A lone character is kept as a prefix term, unless it is kana or Hangul: written against a name ("Kenjiは",
     "Sara의") that is a particle, which would match most messages, as a stray Latin letter would.
     """
-    pieces = _QUESTION_WORDS.split(run.group()) if run.lastgroup == "cjk" else [run.group()]
+    pieces = QUERY_CUT_WORDS.split(run.group()) if run.lastgroup == "cjk" else [run.group()]
     grams: list[str] = []
     for piece in pieces:
         units = piece if run.lastgroup == "cjk" else _CLUSTER.findall(piece)

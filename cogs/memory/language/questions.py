@@ -1,11 +1,12 @@
-"""Whether a chat message asks something, and which of the messages after it in the channel may answer it."""
+"""Whether a chat message asks something, and which of the messages after it in the channel may answer it; and the
+Chinese question words a keyword query is cut at. Both lists of question words live here, each for its job."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Sequence
 
-__all__ = ("answers", "asks")
+__all__ = ("QUERY_CUT_WORDS", "answers", "asks")
 
 # Question marks of the scripts that have their own: Latin and full-width (CJK), Arabic, Greek, Armenian,
 # Ethiopic, small forms.
@@ -37,6 +38,17 @@ _NOT_ASKING = re.compile(
     "没什么|沒什麼|任何|不怎么|不怎麼|什么都|什麼都|什么也|什麼也|谁都|誰都|哪儿都|哪裡都|哪里都|多少有点|多少有點"
     "|何か|何も|誰か|誰も|だれか|だれも|どこか|どこも|いつか|いつも|どうも|どうぞ|どうか"
     "|뭐든|무엇이든|어디든|언제나|언제든|누구나|누구든|어떻게든|왜냐하면"
+)
+
+# Where a Chinese query is cut before it becomes keyword bigrams (keywords.keyword_terms): question words and
+# question particles (simplified and traditional) carry no topic, like English stop words, and a query bigram across
+# one ("么时", "候去") matches other messages by accident. Documents keep every bigram. A wider list than the one
+# above: it also cuts at particles and measure-word forms, which ask nothing alone. Measured on bench/data/bilingual,
+# Chinese keyword-only: R@10 0.735 -> 0.753, R@50 0.894 -> 0.918, MRR@10 0.451 -> 0.516 (R@5 0.612 -> 0.582).
+# Cutting at 的/了 too, or dropping the one-character pieces left over, did worse; pronouns and 是 changed nothing.
+QUERY_CUT_WORDS = re.compile(
+    "什么时候|什麼時候|为什么|為什麼|什么|什麼|怎么样|怎麼樣|怎么|怎麼|怎样|怎樣|哪[里裡儿兒个個些天家条條场場种種位一几幾]?"
+    "|多少|几[点點岁歲个個天号號]|幾[点點岁歲个個天号號]|谁|誰|吗|嗎|呢"
 )
 
 
