@@ -350,8 +350,9 @@ class Memory:
         return self.ingest.queued
 
     @property
-    def db_path(self) -> Path:
-        return self.store.path
+    def db_path(self) -> Path | None:
+        """The local database file; None when memory lives in PostgreSQL."""
+        return self.store.local_file()
 
     async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]:
         """(stored, deleted): which of ``message_ids`` memory holds, and which were deleted (never stored again)."""

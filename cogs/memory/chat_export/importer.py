@@ -18,7 +18,6 @@ from ..ingest.queue import FlushReport, IngestError, stored_content
 from ..store.sqlite.integrity import disk_nearly_full
 from ..memory import Memory
 from ..records import MessageRecord
-from ..store.sqlite.store import SqliteStore
 from ..store.protocol import DatabaseUnavailableError
 
 __all__ = ("FileReport", "import_exports")
@@ -153,9 +152,9 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
         progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
         outcome = await _store(memory, to_store, progress)
     reason = outcome.reason
-    on_disk = isinstance(memory.store, SqliteStore)  # PostgreSQL's disk is the server's
-    if outcome.not_stored and on_disk and disk_nearly_full(memory.db_path):  # what to do, beside the database's words
-        reason = f"the disk holding {memory.db_path} is full; free some space"
+    db_path = memory.db_path  # None on PostgreSQL, whose disk is the server's
+    if outcome.not_stored and db_path is not None and disk_nearly_full(db_path):  # what to do, beside the database's words
+        reason = f"the disk holding {db_path} is full; free some space"
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
                       len(records) - len(stored) - len(to_store) + outcome.refused,
                       len(export.rejected) + outcome.rejected,

@@ -163,17 +163,15 @@ class MemorySource:
         memory = self.memory()
         profile, reranker = memory.profile, memory.reranker
         status = reranker.status() if reranker is not None else None
-        # PostgreSQL's store has no file; its index registry says so (Memory.stats tells the two apart the same way).
-        sqlite = not str(getattr(memory.indexes, "kind", "")).startswith("pgvector")
         database_bytes = 0
-        if sqlite:
-            db_path = memory.db_path
+        db_path = memory.db_path  # None on PostgreSQL: the database is the server's
+        if db_path is not None:
             database_bytes = await asyncio.to_thread(_file_bytes, db_path, db_path.with_name(db_path.name + "-wal"))
         return ProcessInfo(
             profile=profile.name, embedding_model=memory.embedder.display_name,
             reranker_model=status.model if status else None,
             reranker_backend=f"{status.backend} {status.dtype}" if status and status.backend else None,
-            store_backend="sqlite" if sqlite else "postgresql", device=memory.embedder.device, dtype=profile.dtype,
+            store_backend="sqlite" if db_path is not None else "postgresql", device=memory.embedder.device, dtype=profile.dtype,
             rss_bytes=psutil.Process().memory_info().rss, database_bytes=database_bytes,
             ingest_backlog=memory.queued)
 

@@ -46,6 +46,8 @@ class Store(Protocol):
     means one message. Writes go through ``write``, one transaction per ingest step.
     """
 
+    def local_file(self) -> Path | None: ...  # the database file (SQLite); None when it lives on a server
+
     async def close(self) -> None: ...
 
     # -- writes

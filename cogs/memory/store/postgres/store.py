@@ -142,6 +142,10 @@ class PostgresStore(PostgresPendingMixin):
         self._spare = range(0)
         self._forgotten = False
 
+    def local_file(self) -> None:
+        """None: the database lives on its server."""
+        return None
+
     @classmethod
     async def open(cls, url: str, query_logger: QueryLogger | None = None, max_size: int = 8) -> PostgresStore:
         """Raises ``DatabaseUnavailableError`` when the server cannot be reached or refuses the login."""

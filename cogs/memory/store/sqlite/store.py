@@ -119,6 +119,10 @@ class SqliteStore(PendingVectorsMixin):
         # A setting is read, changed and written back: two changes to one guild at once must not lose either.
         self._settings_lock = asyncio.Lock()
 
+    def local_file(self) -> Path:
+        """The database file."""
+        return self.path
+
     @classmethod
     async def open(cls, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> SqliteStore:
         """Open (or create) the database: checked, migrated, its keyword index rebuilt if damaged.
