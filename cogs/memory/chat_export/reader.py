@@ -108,6 +108,8 @@ def _record(message: dict[str, Any], channel: ExportedChannel) -> MessageRecord 
         edited_at=_timestamp(message.get("timestampEdited")),
         reply_to_id=int(reply_to) if reply_to else None,
         author_is_bot=bool(author.get("isBot", False)),
+        # An export cannot tell this bot's messages from another's (or a webhook's, which it marks as bots too).
+        automated=bool(author.get("isBot", False)),
         attachments=_attachments(message),
         private_thread=channel.private_thread,
     )

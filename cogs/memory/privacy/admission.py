@@ -30,6 +30,8 @@ def refusal(record: MessageRecord, rules: GuildRules, now: float) -> str | None:
     disabled = rules.settings.capture_disabled_channel_ids
     if record.channel_id in disabled or record.parent_channel_id in disabled:
         return "capture is off in its channel"
+    if record.automated and not rules.settings.store_bot_messages:
+        return "it was written by a bot or a webhook"
     if record.author_id in rules.opted_out:
         return "its author opted out"
     created = record.created_at.timestamp()
