@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from .reader import Export, ExportError, read_export
 from ..ingest.queue import FlushReport, IngestError, stored_content
 from ..store.sqlite.integrity import disk_nearly_full
 from ..memory import Memory
+from ..privacy.admission import SHORT_REASONS
 from ..records import MessageRecord
 from ..store.sqlite.store import SqliteStore
 from ..store.protocol import DatabaseUnavailableError
@@ -33,8 +35,9 @@ MAX_REJECTS_SHOWN = 10
 
 @dataclass(frozen=True, slots=True)
 class FileReport:
-    """What one export came to. ``skipped``: deleted on Discord since, or nothing to remember (no text, no file).
-    ``not_stored``: messages memory should have stored and did not (a write failed; ``reason`` says why)."""
+    """What one export came to; the counts add up to the file's messages. ``skipped``: not meant to be stored, for
+    the reasons in ``skip_reasons`` (system notices, bots, opted out, forgotten, deleted on Discord since, nothing to
+    remember). ``not_stored``: messages memory should have stored and did not (a write failed; ``reason`` says why)."""
 
     path: Path
     channel: str
@@ -47,13 +50,30 @@ class FileReport:
     # Messages in memory (this file's or earlier) stored and still waiting for a vector once it was stored.
     vectors_pending: int = 0
     vectors_error: str | None = None
+    # (why, how many) for each reason some were skipped, most first; the counts add up to ``skipped``.
+    skip_reasons: tuple[tuple[str, int], ...] = ()
 
     def line(self) -> str:
+        why = ", ".join(f"{count} {_plural(reason, count)}" for reason, count in self.skip_reasons)
         text = (f"{self.path}: {self.channel}: {self.stored} stored, {self.already_stored} already stored, "
-                f"{self.skipped} skipped, {self.rejected} rejected")
+                f"{self.skipped} skipped{f' ({why})' if why else ''}, {self.rejected} rejected")
         if self.not_stored:
             text += f", {self.not_stored} NOT stored ({self.reason or 'see the log above'})"
         return text
+
+
+# The reasons a message of an export is skipped besides the admission rule's (SHORT_REASONS).
+SYSTEM_MESSAGE = "system message"
+DELETED_SINCE = "deleted since"
+EMPTY = "empty"
+
+
+def _plural(reason: str, count: int) -> str:
+    return f"{reason}s" if reason == SYSTEM_MESSAGE and count != 1 else reason
+
+
+def _reasons(skips: Counter[str]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(((reason, count) for reason, count in skips.items() if count), key=lambda p: (-p[1], p[0])))
 
 
 class Progress:
@@ -106,7 +126,8 @@ class _Outcome:
     reason: str | None
     vectors_pending: int = 0  # stored, and waiting for a vector (the model or the vectors' write failed)
     vectors_error: str | None = None
-    refused: int = 0  # refused by the admission rule as they were written
+    # Refused by the admission rule as they were written (an opt-out or a forget during the import), by reason.
+    refused: Counter[str] | None = None
 
 
 async def _store(memory: Memory, records: list[MessageRecord], progress: Progress) -> _Outcome:
@@ -133,9 +154,12 @@ async def _store(memory: Memory, records: list[MessageRecord], progress: Progres
     rejected = set(report.rejected) & set(tally.waiting)
     # Refused as they were written (an opt-out or a forget during the import): skipped, not failed.
     waiting = set(tally.waiting)
-    refused = set(await memory.refused([record for record in records if record.message_id in waiting])) - rejected
+    refused = {message_id: why for message_id, why in
+               (await memory.refused([record for record in records if record.message_id in waiting])).items()
+               if message_id not in rejected}
     return _Outcome(tally.stored, len(waiting) - len(rejected) - len(refused), len(rejected), reason,
-                    report.vectors_pending, report.vectors_error, len(refused))
+                    report.vectors_pending, report.vectors_error,
+                    Counter(SHORT_REASONS.get(why, why) for why in refused.values()))
 
 
 async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> FileReport:
@@ -148,6 +172,10 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     # as it writes, if an opt-out or a forget comes while this file is imported.
     refused = await memory.refused(new)
     to_store = [r for r in new if r.message_id not in refused and stored_content(r.content, r.attachments)]
+    skips = Counter(SHORT_REASONS.get(why, why) for why in refused.values())
+    skips[SYSTEM_MESSAGE] += export.notices
+    skips[DELETED_SINCE] += len(records) - len(stored) - len(new)
+    skips[EMPTY] += len(new) - len(refused) - len(to_store)
     outcome = _Outcome(0, 0, 0, None)
     if to_store:
         progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
@@ -156,10 +184,10 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     on_disk = isinstance(memory.store, SqliteStore)  # PostgreSQL's disk is the server's
     if outcome.not_stored and on_disk and disk_nearly_full(memory.db_path):  # what to do, beside the database's words
         reason = f"the disk holding {memory.db_path} is full; free some space"
+    skips.update(outcome.refused or Counter())
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
-                      len(records) - len(stored) - len(to_store) + outcome.refused,
-                      len(export.rejected) + outcome.rejected,
-                      outcome.not_stored, reason, outcome.vectors_pending, outcome.vectors_error)
+                      sum(skips.values()), len(export.rejected) + outcome.rejected,
+                      outcome.not_stored, reason, outcome.vectors_pending, outcome.vectors_error, _reasons(skips))
 
 
 def _show_rejected(path: Path, export: Export, err: TextIO) -> None:
@@ -188,8 +216,9 @@ async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err
         try:
             report = await _import(memory, path, export, err)
         except DatabaseUnavailableError as error:  # gone before this file's first message was queued
-            report = FileReport(path, f"#{export.channel.channel_name} (guild {export.channel.guild_id})", 0, 0, 0,
-                                0, len(export.records), str(error))
+            report = FileReport(path, f"#{export.channel.channel_name} (guild {export.channel.guild_id})", 0, 0,
+                                export.notices, len(export.rejected), len(export.records), str(error),
+                                skip_reasons=_reasons(Counter({SYSTEM_MESSAGE: export.notices})))
         reports.append(report)
         print(report.line(), file=out)
         if report.not_stored:
