@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from ..store.sqlite.integrity import disk_nearly_full
 from ..memory import Memory
 from ..privacy.admission import SHORT_REASONS
 from ..records import MessageRecord
+from ..runtime.progress import TerminalProgress
 from ..store.sqlite.store import SqliteStore
 from ..store.protocol import DatabaseUnavailableError
 
@@ -27,8 +27,8 @@ __all__ = ("FileReport", "import_exports")
 
 log = logging.getLogger(__name__)
 
-# The progress line is redrawn, with the count of stored messages read back, after this many are queued.
-PROGRESS_EVERY = 200
+# While a file is queued and written, the count of its stored messages is read back this often for the progress.
+PROGRESS_SECONDS = 0.5
 # Rejected messages listed one per line for each file; past this, a count.
 MAX_REJECTS_SHOWN = 10
 
@@ -76,25 +76,6 @@ def _reasons(skips: Counter[str]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(((reason, count) for reason, count in skips.items() if count), key=lambda p: (-p[1], p[0])))
 
 
-class Progress:
-    """A one-line progress bar on stderr: messages stored of those to store, and the rate."""
-
-    def __init__(self, label: str, total: int, out: TextIO) -> None:
-        self.label, self.total, self.out = label, total, out
-        self.started = time.perf_counter()
-
-    def show(self, done: int) -> None:
-        width = 30
-        filled = width * done // max(self.total, 1)
-        rate = done / max(time.perf_counter() - self.started, 1e-9)
-        self.out.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {rate:.0f} msg/s")
-        self.out.flush()
-
-    def finish(self, done: int) -> None:
-        self.show(done)
-        self.out.write("\n")
-
-
 class _StoredTally:
     """Counts the queued messages the database holds so far, by asking it."""
 
@@ -130,27 +111,39 @@ class _Outcome:
     refused: Counter[str] | None = None
 
 
-async def _store(memory: Memory, records: list[MessageRecord], progress: Progress) -> _Outcome:
-    """Queue ``records``, wait for them, and count what the database holds, with the words of a failure."""
+async def _queue_and_flush(memory: Memory, records: list[MessageRecord], tally: _StoredTally) -> FlushReport:
+    for record in records:
+        await memory.add(record)
+        tally.queued(record.message_id)
+    return await memory.flush()
+
+
+async def _store(memory: Memory, records: list[MessageRecord], progress: TerminalProgress) -> _Outcome:
+    """Queue ``records``, wait for them, and count what the database holds, with the words of a failure.
+
+    The progress shows what the database holds, read back while the messages are queued and written: queued is not
+    stored (the queue takes thousands a second, the writer and the disk decide how fast they are kept)."""
     tally = _StoredTally(memory)
     report = FlushReport()
     reason: str | None = None
+    work = asyncio.create_task(_queue_and_flush(memory, records, tally))
     try:
-        for done, record in enumerate(records, start=1):
-            await memory.add(record)
-            tally.queued(record.message_id)
-            if done % PROGRESS_EVERY == 0:
-                progress.show(await tally.update())
-        report = await memory.flush()
+        while not work.done():
+            await asyncio.wait({work}, timeout=PROGRESS_SECONDS)
+            if not work.done():
+                await _show_stored(tally, progress)
+        report = work.result()
     except IngestError as error:  # what was not stored is counted below, and the file's report gives the reason
         report, reason = error.report, error.report.error
     except DatabaseUnavailableError as error:  # the server went away: what it confirmed before counts as stored
         reason = str(error)
+    finally:
+        work.cancel()  # only when this import itself was cancelled; done otherwise
     try:
-        progress.finish(await tally.update())
+        progress.update(await tally.update())
     except DatabaseUnavailableError as error:
-        progress.finish(tally.stored)
         reason = reason or str(error)
+    progress.close()
     rejected = set(report.rejected) & set(tally.waiting)
     # Refused as they were written (an opt-out or a forget during the import): skipped, not failed.
     waiting = set(tally.waiting)
@@ -160,6 +153,13 @@ async def _store(memory: Memory, records: list[MessageRecord], progress: Progres
     return _Outcome(tally.stored, len(waiting) - len(rejected) - len(refused), len(rejected), reason,
                     report.vectors_pending, report.vectors_error,
                     Counter(SHORT_REASONS.get(why, why) for why in refused.values()))
+
+
+async def _show_stored(tally: _StoredTally, progress: TerminalProgress) -> None:
+    try:
+        progress.update(await tally.update())
+    except DatabaseUnavailableError as error:  # the writer meets it too, and its failure is the one reported
+        log.debug("Progress not read back: %s", error)
 
 
 async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> FileReport:
@@ -178,7 +178,7 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     skips[EMPTY] += len(new) - len(refused) - len(to_store)
     outcome = _Outcome(0, 0, 0, None)
     if to_store:
-        progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
+        progress = TerminalProgress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
         outcome = await _store(memory, to_store, progress)
     reason = outcome.reason
     on_disk = isinstance(memory.store, SqliteStore)  # PostgreSQL's disk is the server's

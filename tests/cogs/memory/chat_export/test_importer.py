@@ -192,4 +192,12 @@ async def test_the_progress_bar_counts_stored_messages_not_queued_ones(
     path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "blankets", 1)])
     with write_lock_held(db_path):
         _, _, err = await run_import(memory, path)
-    assert err.split("\n")[0] == "\rPicnic Club #general [..............................] 0/2 0 msg/s"
+    assert err.split("\n")[0] == "Picnic Club #general: 0/2 (0%)"
+
+
+async def test_away_from_a_terminal_progress_is_plain_lines_ending_with_what_was_stored(
+    memory: Memory, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "blankets", 1)])
+    _, _, err = await run_import(memory, path)
+    assert "\r" not in err and re.fullmatch(r"Picnic Club #general: 2/2 \(100%\), \d+ msg/s, done in 00:\d\d\n", err)
