@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from .store.sqlite.backup import BackupError, backup_database, restore_database
 from .runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, database_url
+from .runtime.progress import TerminalProgress
 from .store.sqlite.lock import DatabaseLock
 from .store.sqlite.integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from .records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
@@ -194,22 +195,24 @@ def print_backlog(waiting: int, err: TextIO) -> None:
 
 
 class TableProgress:
-    """Progress of the copy on stderr: one line per table, rewritten in place while it runs."""
+    """Progress of the copy on stderr, a table at a time: a bar on a terminal, plain lines elsewhere."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.table: str | None = None
+        self._progress: TerminalProgress | None = None
 
     def __call__(self, table: str, done: int, total: int, skipped: int) -> None:
-        if self.table not in (None, table):
-            self.out.write("\n")
+        if self._progress is None or self.table != table:
+            self.finish()
+            self._progress = TerminalProgress(table, total, self.out, unit="row")
         self.table = table
-        self.out.write(f"\r{table}: {done}/{total} ({skipped} already there)")
-        self.out.flush()
+        self._progress.update(done, f"{skipped} already there")
 
     def finish(self) -> None:
-        if self.table is not None:
-            self.out.write("\n")
+        if self._progress is not None:
+            self._progress.close()
+            self._progress = None
 
 
 async def vector_key_for(args: argparse.Namespace, stored: dict[str, int]) -> str:

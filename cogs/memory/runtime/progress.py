@@ -37,6 +37,7 @@ class TerminalProgress:
         self._started = self._last_line = clock()
         self._done = self._last_done = 0
         self._next_step = 1  # the next line is due at this many PLAIN_LINES-ths of total
+        self._note = ""
         self._bar: tqdm | None = None
         if _is_terminal(out):
             self._bar = tqdm(total=total, desc=label, unit=f" {unit}", file=out, mininterval=0.5, dynamic_ncols=True)
@@ -45,9 +46,13 @@ class TerminalProgress:
     def done(self) -> int:
         return self._done
 
-    def update(self, done: int) -> None:
-        """``done`` items are done now (a count, not an increment; it never goes back)."""
+    def update(self, done: int, note: str = "") -> None:
+        """``done`` items are done now (a count, not an increment; it never goes back); ``note`` is shown beside it
+        ("12 already there")."""
         done = max(done, self._done)
+        if note != self._note and self._bar is not None:
+            self._bar.set_postfix_str(note, refresh=False)
+        self._note = note
         if self._bar is not None:
             self._bar.update(done - self._done)
             self._done = done
@@ -71,6 +76,8 @@ class TerminalProgress:
         text = f"{self.label}: {self._done}/{self.total}"
         if self.total:
             text += f" ({100 * self._done // self.total}%)"
+        if self._note:
+            text += f", {self._note}"
         if self._done >= self.total:
             text += f", {rate:.0f} {self.unit}/s, done in {_duration(elapsed)}"
         elif rate > 0:
