@@ -27,8 +27,10 @@ __all__ = ("FileReport", "import_exports")
 
 log = logging.getLogger(__name__)
 
-# While a file is queued and written, the count of its stored messages is read back this often for the progress.
-PROGRESS_SECONDS = 0.5
+# The count of stored messages is read back for the progress after this many are queued, and then, while the last
+# ones are written, this often.
+PROGRESS_EVERY = 200
+PROGRESS_SECONDS = 2.0
 # Rejected messages listed one per line for each file; past this, a count.
 MAX_REJECTS_SHOWN = 10
 
@@ -111,34 +113,38 @@ class _Outcome:
     refused: Counter[str] | None = None
 
 
-async def _queue_and_flush(memory: Memory, records: list[MessageRecord], tally: _StoredTally) -> FlushReport:
-    for record in records:
-        await memory.add(record)
-        tally.queued(record.message_id)
-    return await memory.flush()
-
-
-async def _store(memory: Memory, records: list[MessageRecord], progress: TerminalProgress) -> _Outcome:
-    """Queue ``records``, wait for them, and count what the database holds, with the words of a failure.
-
-    The progress shows what the database holds, read back while the messages are queued and written: queued is not
-    stored (the queue takes thousands a second, the writer and the disk decide how fast they are kept)."""
-    tally = _StoredTally(memory)
-    report = FlushReport()
-    reason: str | None = None
-    work = asyncio.create_task(_queue_and_flush(memory, records, tally))
+async def _flush(memory: Memory, tally: _StoredTally, progress: TerminalProgress) -> FlushReport:
+    """``memory.flush()``, reading back what is stored meanwhile for the progress."""
+    work = asyncio.create_task(memory.flush())
     try:
         while not work.done():
             await asyncio.wait({work}, timeout=PROGRESS_SECONDS)
             if not work.done():
                 await _show_stored(tally, progress)
-        report = work.result()
+        return work.result()
+    finally:
+        work.cancel()  # only when this import itself was cancelled; done otherwise
+
+
+async def _store(memory: Memory, records: list[MessageRecord], progress: TerminalProgress) -> _Outcome:
+    """Queue ``records``, wait for them, and count what the database holds, with the words of a failure.
+
+    The progress shows what the database holds, read back while the messages are queued and while the last ones are
+    written: queued is not stored (the writer and the disk decide how fast messages are kept)."""
+    tally = _StoredTally(memory)
+    report = FlushReport()
+    reason: str | None = None
+    try:
+        for done, record in enumerate(records, start=1):
+            await memory.add(record)
+            tally.queued(record.message_id)
+            if done % PROGRESS_EVERY == 0:
+                progress.update(await tally.update())
+        report = await _flush(memory, tally, progress)
     except IngestError as error:  # what was not stored is counted below, and the file's report gives the reason
         report, reason = error.report, error.report.error
     except DatabaseUnavailableError as error:  # the server went away: what it confirmed before counts as stored
         reason = str(error)
-    finally:
-        work.cancel()  # only when this import itself was cancelled; done otherwise
     try:
         progress.update(await tally.update())
     except DatabaseUnavailableError as error:
