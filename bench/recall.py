@@ -56,6 +56,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters
+from cogs.memory.runtime.progress import TerminalProgress
 
 from . import ablation, structure
 from .alone import AloneBaseline
@@ -224,9 +225,14 @@ async def ingested(args: argparse.Namespace, records: list[MessageRecord], datab
         try:
             recorder = _TextRecorder(memory.embedder, memo)
             started = time.perf_counter()
-            for record in records:
+            # On stderr, so stdout's JSON is untouched; ingest's queue is bounded, so what is handed over trails
+            # what is stored by at most the queue, and the bar ends once every vector is written.
+            progress = TerminalProgress(f"ingest {len(records)} messages", len(records), sys.stderr)
+            for done, record in enumerate(records, start=1):
                 await memory.add(record)
+                progress.update(done)
             await memory.flush(vectors=True)
+            progress.close()
             ingest_s = time.perf_counter() - started
 
             # The model alone, twice, keeping the faster: a first pass over new text lengths pays warm-up,

@@ -47,6 +47,7 @@ from cogs.memory.language import keywords as text
 from cogs.memory.runtime.config import DTYPES
 from cogs.memory.vectors.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
+from cogs.memory.runtime.progress import TerminalProgress
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
@@ -196,9 +197,14 @@ async def ingest_all(store: Any, embedder: Any, indexes: Any, records: list[Mess
         texts = await warm_up(workdir / "warm-up", model, records)
         embed_only.append(await time_embed_only(model, texts))
     started = time.perf_counter()
-    for record in records:
+    # On stderr, so stdout's JSON is untouched; the queue holds 4 batches, so what is handed over trails what is
+    # stored by at most that much, and the bar ends once every vector is written.
+    progress = TerminalProgress(f"ingest {len(records)} messages", len(records), sys.stderr)
+    for done, record in enumerate(records, start=1):
         await ingest.add(record)
+        progress.update(done)
     await ingest.flush(vectors=True)
+    progress.close()
     result["ingest_msgs_per_s"] = round(len(records) / (time.perf_counter() - started), 1)
     if embed_only:
         # Timed before and after ingest: the mean cancels other load that drifts during the run.

@@ -30,6 +30,8 @@ class MessageRecord:
     edited_at: datetime | None = None
     reply_to_id: int | None = None
     author_is_bot: bool = False
+    # Written by another bot or a webhook (not this bot): stored only where the guild's ``store_bot_messages`` is on.
+    automated: bool = False
     # Short text stand-ins for attachments and embeds (file names, embed titles); appended to the indexed text.
     attachments: tuple[str, ...] = ()
     # Only for a thread's message: a private thread stays limited to its members even once it leaves the cache.

@@ -28,6 +28,8 @@ class GuildSettings:
     retention_days: int | None = None
     # Forget a member's messages when they leave the server.
     forget_on_leave: bool = False
+    # Store other bots' and webhooks' messages (a level-up bot's posts are noise in recall); this bot's own are kept.
+    store_bot_messages: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GuildSettings:
@@ -37,6 +39,7 @@ class GuildSettings:
             capture_disabled_channel_ids=frozenset(int(x) for x in data.get("capture_disabled_channel_ids", ())),
             retention_days=data.get("retention_days"),
             forget_on_leave=bool(data.get("forget_on_leave", False)),
+            store_bot_messages=bool(data.get("store_bot_messages", False)),
         )
 
     def to_json(self) -> dict[str, Any]:

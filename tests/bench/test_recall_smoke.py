@@ -41,6 +41,15 @@ def test_recall_bench_writes_the_contract_json(tmp_path: Path) -> None:
     assert set(result["per_category"]) == {"1", "2"}
 
 
+def test_ingest_progress_goes_to_stderr_as_plain_lines(tmp_path: Path, capsys) -> None:
+    recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
+                 "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
+                 "--mode", "hybrid", "--candidates", "10", "--db", str(tmp_path), "--json", str(tmp_path / "r.json")])
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.startswith("ingest 5 messages: ")]
+    assert (lines[-1].startswith("ingest 5 messages: 5/5 (100%), "), "ingest 5 messages" in captured.out) == (True, False)
+
+
 def test_with_a_database_url_it_runs_both_stores_side_by_side(tmp_path: Path, postgres_server_url: str) -> None:
     out = tmp_path / "both.json"
     recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,23 +17,28 @@ from .reader import Export, ExportError, read_export
 from ..ingest.queue import FlushReport, IngestError, stored_content
 from ..store.sqlite.integrity import disk_nearly_full
 from ..memory import Memory
+from ..privacy.admission import SHORT_REASONS
 from ..records import MessageRecord
+from ..runtime.progress import TerminalProgress
 from ..store.protocol import DatabaseUnavailableError
 
 __all__ = ("FileReport", "import_exports")
 
 log = logging.getLogger(__name__)
 
-# The progress line is redrawn, with the count of stored messages read back, after this many are queued.
+# The count of stored messages is read back for the progress after this many are queued, and then, while the last
+# ones are written, this often.
 PROGRESS_EVERY = 200
+PROGRESS_SECONDS = 2.0
 # Rejected messages listed one per line for each file; past this, a count.
 MAX_REJECTS_SHOWN = 10
 
 
 @dataclass(frozen=True, slots=True)
 class FileReport:
-    """What one export came to. ``skipped``: deleted on Discord since, or nothing to remember (no text, no file).
-    ``not_stored``: messages memory should have stored and did not (a write failed; ``reason`` says why)."""
+    """What one export came to; the counts add up to the file's messages. ``skipped``: not meant to be stored, for
+    the reasons in ``skip_reasons`` (system notices, bots, opted out, forgotten, deleted on Discord since, nothing to
+    remember). ``not_stored``: messages memory should have stored and did not (a write failed; ``reason`` says why)."""
 
     path: Path
     channel: str
@@ -46,32 +51,30 @@ class FileReport:
     # Messages in memory (this file's or earlier) stored and still waiting for a vector once it was stored.
     vectors_pending: int = 0
     vectors_error: str | None = None
+    # (why, how many) for each reason some were skipped, most first; the counts add up to ``skipped``.
+    skip_reasons: tuple[tuple[str, int], ...] = ()
 
     def line(self) -> str:
+        why = ", ".join(f"{count} {_plural(reason, count)}" for reason, count in self.skip_reasons)
         text = (f"{self.path}: {self.channel}: {self.stored} stored, {self.already_stored} already stored, "
-                f"{self.skipped} skipped, {self.rejected} rejected")
+                f"{self.skipped} skipped{f' ({why})' if why else ''}, {self.rejected} rejected")
         if self.not_stored:
             text += f", {self.not_stored} NOT stored ({self.reason or 'see the log above'})"
         return text
 
 
-class Progress:
-    """A one-line progress bar on stderr: messages stored of those to store, and the rate."""
+# The reasons a message of an export is skipped besides the admission rule's (SHORT_REASONS).
+SYSTEM_MESSAGE = "system message"
+DELETED_SINCE = "deleted since"
+EMPTY = "empty"
 
-    def __init__(self, label: str, total: int, out: TextIO) -> None:
-        self.label, self.total, self.out = label, total, out
-        self.started = time.perf_counter()
 
-    def show(self, done: int) -> None:
-        width = 30
-        filled = width * done // max(self.total, 1)
-        rate = done / max(time.perf_counter() - self.started, 1e-9)
-        self.out.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {rate:.0f} msg/s")
-        self.out.flush()
+def _plural(reason: str, count: int) -> str:
+    return f"{reason}s" if reason == SYSTEM_MESSAGE and count != 1 else reason
 
-    def finish(self, done: int) -> None:
-        self.show(done)
-        self.out.write("\n")
+
+def _reasons(skips: Counter[str]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(((reason, count) for reason, count in skips.items() if count), key=lambda p: (-p[1], p[0])))
 
 
 class _StoredTally:
@@ -105,11 +108,28 @@ class _Outcome:
     reason: str | None
     vectors_pending: int = 0  # stored, and waiting for a vector (the model or the vectors' write failed)
     vectors_error: str | None = None
-    refused: int = 0  # refused by the admission rule as they were written
+    # Refused by the admission rule as they were written (an opt-out or a forget during the import), by reason.
+    refused: Counter[str] | None = None
 
 
-async def _store(memory: Memory, records: list[MessageRecord], progress: Progress) -> _Outcome:
-    """Queue ``records``, wait for them, and count what the database holds, with the words of a failure."""
+async def _flush(memory: Memory, tally: _StoredTally, progress: TerminalProgress) -> FlushReport:
+    """``memory.flush()``, reading back what is stored meanwhile for the progress."""
+    work = asyncio.create_task(memory.flush())
+    try:
+        while not work.done():
+            await asyncio.wait({work}, timeout=PROGRESS_SECONDS)
+            if not work.done():
+                await _show_stored(tally, progress)
+        return work.result()
+    finally:
+        work.cancel()  # only when this import itself was cancelled; done otherwise
+
+
+async def _store(memory: Memory, records: list[MessageRecord], progress: TerminalProgress) -> _Outcome:
+    """Queue ``records``, wait for them, and count what the database holds, with the words of a failure.
+
+    The progress shows what the database holds, read back while the messages are queued and while the last ones are
+    written: queued is not stored (the writer and the disk decide how fast messages are kept)."""
     tally = _StoredTally(memory)
     report = FlushReport()
     reason: str | None = None
@@ -118,23 +138,33 @@ async def _store(memory: Memory, records: list[MessageRecord], progress: Progres
             await memory.add(record)
             tally.queued(record.message_id)
             if done % PROGRESS_EVERY == 0:
-                progress.show(await tally.update())
-        report = await memory.flush()
+                progress.update(await tally.update())
+        report = await _flush(memory, tally, progress)
     except IngestError as error:  # what was not stored is counted below, and the file's report gives the reason
         report, reason = error.report, error.report.error
     except DatabaseUnavailableError as error:  # the server went away: what it confirmed before counts as stored
         reason = str(error)
     try:
-        progress.finish(await tally.update())
+        progress.update(await tally.update())
     except DatabaseUnavailableError as error:
-        progress.finish(tally.stored)
         reason = reason or str(error)
+    progress.close()
     rejected = set(report.rejected) & set(tally.waiting)
     # Refused as they were written (an opt-out or a forget during the import): skipped, not failed.
     waiting = set(tally.waiting)
-    refused = set(await memory.refused([record for record in records if record.message_id in waiting])) - rejected
+    refused = {message_id: why for message_id, why in
+               (await memory.refused([record for record in records if record.message_id in waiting])).items()
+               if message_id not in rejected}
     return _Outcome(tally.stored, len(waiting) - len(rejected) - len(refused), len(rejected), reason,
-                    report.vectors_pending, report.vectors_error, len(refused))
+                    report.vectors_pending, report.vectors_error,
+                    Counter(SHORT_REASONS.get(why, why) for why in refused.values()))
+
+
+async def _show_stored(tally: _StoredTally, progress: TerminalProgress) -> None:
+    try:
+        progress.update(await tally.update())
+    except DatabaseUnavailableError as error:  # the writer meets it too, and its failure is the one reported
+        log.debug("Progress not read back: %s", error)
 
 
 async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> FileReport:
@@ -147,18 +177,22 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     # as it writes, if an opt-out or a forget comes while this file is imported.
     refused = await memory.refused(new)
     to_store = [r for r in new if r.message_id not in refused and stored_content(r.content, r.attachments)]
+    skips = Counter(SHORT_REASONS.get(why, why) for why in refused.values())
+    skips[SYSTEM_MESSAGE] += export.notices
+    skips[DELETED_SINCE] += len(records) - len(stored) - len(new)
+    skips[EMPTY] += len(new) - len(refused) - len(to_store)
     outcome = _Outcome(0, 0, 0, None)
     if to_store:
-        progress = Progress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
+        progress = TerminalProgress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
         outcome = await _store(memory, to_store, progress)
     reason = outcome.reason
     db_path = memory.db_path  # None on PostgreSQL, whose disk is the server's
     if outcome.not_stored and db_path is not None and disk_nearly_full(db_path):  # what to do, beside the database's words
         reason = f"the disk holding {db_path} is full; free some space"
+    skips.update(outcome.refused or Counter())
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
-                      len(records) - len(stored) - len(to_store) + outcome.refused,
-                      len(export.rejected) + outcome.rejected,
-                      outcome.not_stored, reason, outcome.vectors_pending, outcome.vectors_error)
+                      sum(skips.values()), len(export.rejected) + outcome.rejected,
+                      outcome.not_stored, reason, outcome.vectors_pending, outcome.vectors_error, _reasons(skips))
 
 
 def _show_rejected(path: Path, export: Export, err: TextIO) -> None:
@@ -187,8 +221,9 @@ async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err
         try:
             report = await _import(memory, path, export, err)
         except DatabaseUnavailableError as error:  # gone before this file's first message was queued
-            report = FileReport(path, f"#{export.channel.channel_name} (guild {export.channel.guild_id})", 0, 0, 0,
-                                0, len(export.records), str(error))
+            report = FileReport(path, f"#{export.channel.channel_name} (guild {export.channel.guild_id})", 0, 0,
+                                export.notices, len(export.rejected), len(export.records), str(error),
+                                skip_reasons=_reasons(Counter({SYSTEM_MESSAGE: export.notices})))
         reports.append(report)
         print(report.line(), file=out)
         if report.not_stored:

@@ -44,11 +44,13 @@ class RejectedMessage:
 
 @dataclass(frozen=True, slots=True)
 class Export:
-    """One export file: its channel, its chat messages oldest first, and the messages rejected."""
+    """One export file: its channel, its chat messages oldest first, the messages rejected, and how many were system
+    notices (joins, pins, thread creations): together, every message of the file."""
 
     channel: ExportedChannel
     records: list[MessageRecord]
     rejected: list[RejectedMessage]
+    notices: int = 0
 
 
 def _timestamp(raw: str | None) -> datetime | None:
@@ -108,6 +110,8 @@ def _record(message: dict[str, Any], channel: ExportedChannel) -> MessageRecord 
         edited_at=_timestamp(message.get("timestampEdited")),
         reply_to_id=int(reply_to) if reply_to else None,
         author_is_bot=bool(author.get("isBot", False)),
+        # An export cannot tell this bot's messages from another's (or a webhook's, which it marks as bots too).
+        automated=bool(author.get("isBot", False)),
         attachments=_attachments(message),
         private_thread=channel.private_thread,
     )
@@ -155,6 +159,7 @@ def read_export(path: Path) -> Export:
     channel = _channel(data, path)
     records: list[MessageRecord] = []
     rejected: list[RejectedMessage] = []
+    notices = 0
     for position, message in enumerate(data["messages"]):
         try:
             if not isinstance(message, dict):
@@ -164,6 +169,8 @@ def read_export(path: Path) -> Export:
             message_id = message.get("id") if isinstance(message, dict) else None
             rejected.append(RejectedMessage(str(message_id) if message_id else f"#{position + 1}", _reason(error)))
             continue
-        if record is not None:
+        if record is None:
+            notices += 1
+        else:
             records.append(record)
-    return Export(channel, records, rejected)
+    return Export(channel, records, rejected, notices)

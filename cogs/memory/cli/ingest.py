@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..store.protocol import DatabaseUnavailableError
+from ..runtime.progress import TerminalProgress
 from .options import FAILED, OK, USAGE, Terminal, load_profile_for, postgres_url
 
 if TYPE_CHECKING:
@@ -38,22 +39,24 @@ async def import_files(memory: Memory, args: argparse.Namespace, term: Terminal)
 
 
 class TableProgress:
-    """Progress of the copy on stderr: one line per table, rewritten in place while it runs."""
+    """Progress of the copy on stderr, a table at a time: a bar on a terminal, plain lines elsewhere."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.table: str | None = None
+        self._progress: TerminalProgress | None = None
 
     def __call__(self, table: str, done: int, total: int, skipped: int) -> None:
-        if self.table not in (None, table):
-            self.out.write("\n")
+        if self._progress is None or self.table != table:
+            self.finish()
+            self._progress = TerminalProgress(table, total, self.out, unit="row")
         self.table = table
-        self.out.write(f"\r{table}: {done}/{total} ({skipped} already there)")
-        self.out.flush()
+        self._progress.update(done, f"{skipped} already there")
 
     def finish(self) -> None:
-        if self.table is not None:
-            self.out.write("\n")
+        if self._progress is not None:
+            self._progress.close()
+            self._progress = None
 
 
 async def vector_key_for(args: argparse.Namespace, stored: dict[str, int]) -> str:

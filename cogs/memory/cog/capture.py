@@ -41,6 +41,17 @@ def _stand_ins(message: discord.Message) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _automated(message: discord.Message) -> bool:
+    """Written by a webhook or by another bot; this bot's own messages (its answers) are kept as they always were."""
+    if message.webhook_id is not None:
+        return True
+    if not message.author.bot:
+        return False
+    # In a DM the only bot is this one: bots cannot write to each other there.
+    me = message.guild.me if message.guild is not None else None
+    return me is not None and message.author.id != me.id
+
+
 def record_from_message(message: discord.Message) -> MessageRecord:
     channel = message.channel
     is_thread = isinstance(channel, discord.Thread)
@@ -59,6 +70,7 @@ def record_from_message(message: discord.Message) -> MessageRecord:
         edited_at=message.edited_at,
         reply_to_id=reference.message_id if reference is not None else None,
         author_is_bot=message.author.bot,
+        automated=_automated(message),
         attachments=_stand_ins(message),
         private_thread=is_thread and channel.type not in PUBLIC_THREAD_TYPES,
     )

@@ -286,6 +286,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         capture="Whether messages in 'capture_channel' are remembered",
         retention_days="Forget messages older than this many days (0 keeps everything)",
         forget_on_leave="Forget a member's messages when they leave the server",
+        store_bot_messages="Remember other bots' and webhooks' messages (this bot's own are always kept)",
     )
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
@@ -300,6 +301,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         capture: bool | None = None,
         retention_days: app_commands.Range[int, 0, 3650] | None = None,
         forget_on_leave: bool | None = None,
+        store_bot_messages: bool | None = None,
     ) -> None:
         memory = self.memory()
         current = await memory.settings(interaction.guild_id)
@@ -321,6 +323,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             changes["retention_days"] = retention_days or None
         if forget_on_leave is not None:
             changes["forget_on_leave"] = forget_on_leave
+        if store_bot_messages is not None:
+            changes["store_bot_messages"] = store_bot_messages
         if changes:
             current = current.with_changes(**changes)
             await memory.save_settings(interaction.guild_id, current)

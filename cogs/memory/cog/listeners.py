@@ -98,10 +98,11 @@ class MemoryListeners(commands.Cog):
         settings = await memory.settings(guild_id)
         # The rule is the core's (admission.py: ingest refuses these as it writes); checked here, from the caches,
         # only so that what it would refuse is not queued.
-        if message.channel.id not in settings.capture_disabled_channel_ids and not await memory.is_opted_out(
-            guild_id, message.author.id
-        ):
-            await memory.add(record_from_message(message))
+        record = record_from_message(message)
+        if (message.channel.id not in settings.capture_disabled_channel_ids
+                and (settings.store_bot_messages or not record.automated)
+                and not await memory.is_opted_out(guild_id, message.author.id)):
+            await memory.add(record)
         if message.guild is not None and await self._wants_recall(message, settings):
             await self.recall_and_reply(message)
 

@@ -92,6 +92,7 @@ def settings_summary(settings: GuildSettings) -> str:
             f"Not captured: {_channels(settings.capture_disabled_channel_ids)}",
             f"Retention: {retention}",
             f"Forget members who leave: {'yes' if settings.forget_on_leave else 'no'}",
+            f"Other bots' and webhooks' messages: {'stored' if settings.store_bot_messages else 'not stored'}",
         ]
     )
 

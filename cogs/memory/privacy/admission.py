@@ -13,7 +13,16 @@ from ..records import MessageRecord
 from ..settings import GuildSettings
 from ..store.protocol import Store
 
-__all__ = ("Admission", "GuildRules", "refusal")
+__all__ = ("Admission", "GuildRules", "SHORT_REASONS", "refusal")
+
+CAPTURE_OFF = "capture is off in its channel"
+BOT_OR_WEBHOOK = "it was written by a bot or a webhook"
+OPTED_OUT = "its author opted out"
+FORGOTTEN = "it was forgotten, or said while capture was off"
+PAST_RETENTION = "it is older than the guild keeps messages"
+# Each refusal in a few words, for a tally ("3 skipped (2 opted out, 1 bot or webhook)").
+SHORT_REASONS = {CAPTURE_OFF: "capture off", BOT_OR_WEBHOOK: "bot or webhook", OPTED_OUT: "opted out",
+                 FORGOTTEN: "forgotten", PAST_RETENTION: "past retention"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,16 +38,18 @@ def refusal(record: MessageRecord, rules: GuildRules, now: float) -> str | None:
     """Why live capture would not store ``record`` now, or None when it would."""
     disabled = rules.settings.capture_disabled_channel_ids
     if record.channel_id in disabled or record.parent_channel_id in disabled:
-        return "capture is off in its channel"
+        return CAPTURE_OFF
+    if record.automated and not rules.settings.store_bot_messages:
+        return BOT_OR_WEBHOOK
     if record.author_id in rules.opted_out:
-        return "its author opted out"
+        return OPTED_OUT
     created = record.created_at.timestamp()
     if any(exclusion.covers(record.channel_id, record.parent_channel_id, record.author_id, record.message_id, created)
            for exclusion in rules.exclusions):
-        return "it was forgotten, or said while capture was off"
+        return FORGOTTEN
     days = rules.settings.retention_days
     if days and created < now - days * 86_400:
-        return "it is older than the guild keeps messages"
+        return PAST_RETENTION
     return None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -68,8 +69,25 @@ async def test_each_file_says_what_it_stored(memory: Memory, tmp_path: Path) -> 
                                          message(33, "")], channel_id="20")
     await run_import(memory, first)
     code, out, _ = await run_import(memory, second)
-    assert (code, out) == (0, f"{second}: #general (guild 1): 1 stored, 1 already stored, 1 skipped, 0 rejected\n"
+    assert (code, out) == (0, f"{second}: #general (guild 1): 1 stored, 1 already stored, 1 skipped (1 empty), "
+                              "0 rejected\n"
                               "imported 1 of 1 file(s): 1 stored, 1 already stored, 1 skipped, 0 rejected\n")
+
+
+async def test_every_message_of_a_file_is_accounted_for(memory: Memory, tmp_path: Path) -> None:
+    bot = {"id": "6", "name": "levelbot", "nickname": None, "isBot": True}
+    messages = [message(30, "the picnic moved to Saturday"), message(31, "bring blankets"),
+                message(32, "") | {"type": "ChannelPinnedMessage"}, message(33, "") | {"type": "GuildMemberJoin"},
+                message(34, "picnic") | {"type": "ThreadCreated"}, message(35, "alice reached level 5") | {"author": bot},
+                message(36, ""), message(37, None)]
+    first = write(tmp_path / "a.json", messages[:1])
+    await run_import(memory, first)
+    path = write(tmp_path / "b.json", messages)
+    code, out, _ = await run_import(memory, path)
+    line = out.splitlines()[0]
+    counts = [int(count) for count in re.findall(r"(\d+) (?:stored|already stored|skipped|rejected)\b", line)]
+    assert (code, line, sum(counts)) == (1, f"{path}: #general (guild 1): 1 stored, 1 already stored, 5 skipped "
+                                            "(3 system messages, 1 bot or webhook, 1 empty), 1 rejected", len(messages))
 
 
 async def test_a_reimport_embeds_nothing_again(memory: Memory, tmp_path: Path) -> None:
@@ -174,4 +192,12 @@ async def test_the_progress_bar_counts_stored_messages_not_queued_ones(
     path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "blankets", 1)])
     with write_lock_held(db_path):
         _, _, err = await run_import(memory, path)
-    assert err.split("\n")[0] == "\rPicnic Club #general [..............................] 0/2 0 msg/s"
+    assert err.split("\n")[0] == "Picnic Club #general: 0/2 (0%)"
+
+
+async def test_away_from_a_terminal_progress_is_plain_lines_ending_with_what_was_stored(
+    memory: Memory, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "blankets", 1)])
+    _, _, err = await run_import(memory, path)
+    assert "\r" not in err and re.fullmatch(r"Picnic Club #general: 2/2 \(100%\), \d+ msg/s, done in 00:\d\d\n", err)

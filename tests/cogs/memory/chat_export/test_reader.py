@@ -53,6 +53,11 @@ def test_system_messages_are_skipped(write):
     assert [r.message_id for r in records] == [31]
 
 
+def test_system_messages_are_counted(write):
+    messages = [message(30, "", type="ChannelPinnedMessage"), message(31, "hi"), message(32, "", type="ThreadCreated")]
+    assert read_export(write(export(messages))).notices == 2
+
+
 def test_a_reply_keeps_its_parent(write):
     records = read_export(write(export([message(31, "yes", type="Reply", reference={"messageId": "30"})]))).records
     assert records[0].reply_to_id == 30

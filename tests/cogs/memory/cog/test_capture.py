@@ -171,3 +171,30 @@ async def test_a_forward_is_no_reply_to_what_it_forwards(memory_bot, guild, chan
     rows = await fetchall(memory_bot.memory.store, "SELECT reply_to_id FROM messages WHERE message_id = ?",
                           (int(data["id"]),))
     assert rows == [(None,)]
+
+
+def another_bot(guild):
+    """A member that is another bot (a level-up bot, say)."""
+    state = backend.get_state()
+    user = state.store_user(backend.facts.make_user_dict("levelbot", "0001", None, bot=True))
+    return backend.make_member(user, guild)
+
+
+async def test_another_bots_message_is_not_remembered_by_default(memory_bot, guild, channel):
+    await say("levelbot: the picnic planner reached level 5 on Saturday", another_bot(guild), channel)
+    assert await remembered(memory_bot, guild) == []
+
+
+async def test_another_bots_message_is_remembered_when_the_guild_asks(memory_bot, guild, channel):
+    memory = memory_bot.memory
+    await memory.save_settings(guild.id, (await memory.settings(guild.id)).with_changes(store_bot_messages=True))
+    await say("levelbot: the picnic planner reached level 5 on Saturday", another_bot(guild), channel)
+    assert await remembered(memory_bot, guild) == ["levelbot: the picnic planner reached level 5 on Saturday"]
+
+
+async def test_a_bots_message_queued_before_the_setting_is_refused_by_the_core(memory_bot, guild, channel):
+    from cogs.memory.cog.capture import record_from_message
+
+    message = backend.make_message("levelbot: the picnic moved to Saturday", another_bot(guild), channel)
+    await memory_bot.memory.add(record_from_message(message))  # what catch-up and backfill hand to ingest
+    assert await remembered(memory_bot, guild) == []

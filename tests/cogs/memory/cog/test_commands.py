@@ -255,7 +255,13 @@ async def test_an_admin_turns_on_auto_recall_in_a_channel(memory_bot, slash, cha
     http = await slash.run("memory settings", admin, channel, auto_recall=True, recall_channel=channel)
     assert http.last.content == (
         f"**Memory settings for this server**\nAuto-recall: on in <#{channel.id}>\nNot captured: none\n"
-        "Retention: keep everything\nForget members who leave: no")
+        "Retention: keep everything\nForget members who leave: no\nOther bots' and webhooks' messages: not stored")
+
+
+async def test_an_admin_lets_other_bots_messages_be_stored(memory_bot, slash, guild, channel, admin):
+    http = await slash.run("memory settings", admin, channel, store_bot_messages=True)
+    assert (http.last.content.splitlines()[-1], (await memory_bot.memory.settings(guild.id)).store_bot_messages) == (
+        "Other bots' and webhooks' messages: stored", True)
 
 
 async def test_capture_channel_without_capture_says_how(memory_bot, slash, channel, admin):
