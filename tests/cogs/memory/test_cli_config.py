@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory import __main__ as cli
+from cogs.memory import cli
 
 REPO = Path(__file__).resolve().parents[3]
 
