@@ -11,20 +11,8 @@ from cogs.memory.memory import Memory
 from tests.fixtures.dashboard import CHANNEL, GUILD, NONCE, NONCE_ID, SignedIn, files_holding
 
 
-async def get(client: SignedIn, path: str) -> dict:
-    async with client.http.get(client.url(path)) as response:
-        assert response.status == 200, await response.text()
-        return await response.json()
-
-
-async def post(client: SignedIn, path: str, body: dict) -> dict:
-    async with client.http.post(client.url(path), json=body, headers={"X-CSRF-Token": client.csrf}) as response:
-        assert response.status == 200, await response.text()
-        return await response.json()
-
-
 async def test_the_overview_counts_what_memory_holds(real_client: SignedIn) -> None:
-    body = await get(real_client, "/api/overview")
+    body = await real_client.get_json("/api/overview")
     [guild] = body["guilds"]
     assert (guild["guild_id"], guild["name"], guild["messages"], guild["channels"]) == (GUILD, "Real guild", 41, 2)
     assert guild["vectors"] == 41 and guild["vectors_waiting"] == 0 and guild["index_file_bytes"] > 0
@@ -35,7 +23,7 @@ async def test_the_overview_counts_what_memory_holds(real_client: SignedIn) -> N
 
 
 async def test_a_search_explains_each_hit_and_is_recorded(real_client: SignedIn, real_dashboard) -> None:
-    body = await get(real_client, f"/api/search?q=lake+cabin+booked&guild={GUILD}&limit=5")
+    body = await real_client.get_json(f"/api/search?q=lake+cabin+booked&guild={GUILD}&limit=5")
     assert body["reranked"] and len(body["hits"]) == 5
     assert [hit["rank_after"] for hit in body["hits"]] == [1, 2, 3, 4, 5]
     assert all(hit["rerank_score"] is not None and hit["rank_before"] >= 1 and hit["sources"] for hit in body["hits"])
@@ -47,15 +35,15 @@ async def test_a_search_explains_each_hit_and_is_recorded(real_client: SignedIn,
         sides = sum(parts[f"{side}_weight"] * parts[side] for side in ("keyword", "vector") if parts[side] is not None)
         loans = parts["neighbour_loan"] + parts["question_loan"] + parts["reply_loan"]
         assert sides + parts["missing"] + loans == pytest.approx(hit["first_stage_score"], abs=1e-9)
-    [point] = [p for p in (await get(real_client, "/api/performance"))["points"] if p["recalls"]]
+    [point] = [p for p in (await real_client.get_json("/api/performance"))["points"] if p["recalls"]]
     assert point["rerank_p50_ms"] == body["rerank_ms"]
 
 
 async def test_browse_pages_a_channel_newest_first(real_client: SignedIn) -> None:
-    first = await get(real_client, f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=5")
+    first = await real_client.get_json(f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=5")
     ids = [m["message_id"] for m in first["messages"]]
     assert ids == [39, 37, 35, 33, 31] and first["messages"][0]["author_name"] == "member2"
-    second = await get(real_client, f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=5"
+    second = await real_client.get_json(f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=5"
                                     f"&before={first['next_before'].replace('+', '%2B')}"
                                     f"&before_id={first['next_before_id']}")
     assert [m["message_id"] for m in second["messages"]] == [29, 27, 25, 23, 21]
@@ -64,32 +52,32 @@ async def test_browse_pages_a_channel_newest_first(real_client: SignedIn) -> Non
 async def test_forgetting_a_message_takes_it_from_search_and_from_the_files(
         real_client: SignedIn, real_memory: Memory, tmp_path: Path) -> None:
     assert files_holding(tmp_path, NONCE.encode())
-    found = await get(real_client, f"/api/search?q={NONCE}&guild={GUILD}&limit=3&rerank=false")
+    found = await real_client.get_json(f"/api/search?q={NONCE}&guild={GUILD}&limit=3&rerank=false")
     assert found["hits"][0]["message_id"] == NONCE_ID
-    asked = await post(real_client, "/api/forget", {"kind": "message", "guild_id": GUILD, "target_id": NONCE_ID})
-    done = await post(real_client, "/api/forget/confirm", {"pending_id": asked["pending_id"]})
+    asked = await real_client.post_json("/api/forget", {"kind": "message", "guild_id": GUILD, "target_id": NONCE_ID})
+    done = await real_client.post_json("/api/forget/confirm", {"pending_id": asked["pending_id"]})
     assert done["message"] == f"Forgot 1 message (message {NONCE_ID}) in guild {GUILD}; erased from the files too."
-    after = await get(real_client, f"/api/search?q={NONCE}&guild={GUILD}&limit=50&rerank=false")
+    after = await real_client.get_json(f"/api/search?q={NONCE}&guild={GUILD}&limit=50&rerank=false")
     assert NONCE_ID not in [hit["message_id"] for hit in after["hits"]]
     assert await asyncio.to_thread(files_holding, tmp_path, NONCE.encode()) == []
     assert not await real_memory.has_message(NONCE_ID)
 
 
 async def test_forgetting_a_member_uses_the_cores_forget(real_client: SignedIn, real_memory: Memory) -> None:
-    asked = await post(real_client, "/api/forget", {"kind": "member", "guild_id": GUILD, "target_id": 101})
-    done = await post(real_client, "/api/forget/confirm", {"pending_id": asked["pending_id"]})
+    asked = await real_client.post_json("/api/forget", {"kind": "member", "guild_id": GUILD, "target_id": 101})
+    done = await real_client.post_json("/api/forget/confirm", {"pending_id": asked["pending_id"]})
     assert done["message"] == f"Forgot 13 messages of member 101 in guild {GUILD}; erased from the files too."
     assert (await real_memory.stats(GUILD)).messages == 28
 
 
 async def test_a_message_of_another_guild_is_not_forgotten(real_client: SignedIn, real_memory: Memory) -> None:
-    asked = await post(real_client, "/api/forget", {"kind": "message", "guild_id": 999, "target_id": NONCE_ID})
-    done = await post(real_client, "/api/forget/confirm", {"pending_id": asked["pending_id"]})
+    asked = await real_client.post_json("/api/forget", {"kind": "message", "guild_id": 999, "target_id": NONCE_ID})
+    done = await real_client.post_json("/api/forget/confirm", {"pending_id": asked["pending_id"]})
     assert done["result"]["count"] == 0 and await real_memory.has_message(NONCE_ID)
 
 
 async def test_settings_saved_from_the_dashboard_are_memorys(real_client: SignedIn, real_memory: Memory) -> None:
-    done = await post(real_client, "/api/settings", {"guild_id": GUILD, "retention_days": 30, "auto_recall": True})
+    done = await real_client.post_json("/api/settings", {"guild_id": GUILD, "retention_days": 30, "auto_recall": True})
     assert done["message"] == (f"Saved the settings of guild {GUILD}: auto recall on, retention 30 days, "
                                "forget on leave off.")
     saved = await real_memory.settings(GUILD)

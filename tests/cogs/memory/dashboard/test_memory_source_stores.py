@@ -44,27 +44,15 @@ async def client(stored: Memory, tmp_path: Path) -> AsyncIterator[SignedIn]:
         await server.stop()
 
 
-async def get(client: SignedIn, path: str) -> dict:
-    async with client.http.get(client.url(path)) as response:
-        assert response.status == 200, await response.text()
-        return await response.json()
-
-
-async def post(client: SignedIn, path: str, body: dict) -> dict:
-    async with client.http.post(client.url(path), json=body, headers={"X-CSRF-Token": client.csrf}) as response:
-        assert response.status == 200, await response.text()
-        return await response.json()
-
-
 async def test_the_overview_counts_what_the_store_holds(client: SignedIn, store_kind: str) -> None:
-    body = await get(client, "/api/overview")
+    body = await client.get_json("/api/overview")
     [guild] = body["guilds"]
     assert (guild["guild_id"], guild["messages"], guild["channels"], guild["vectors_waiting"]) == (GUILD, 8, 1, 0)
     assert body["process"]["store_backend"] == store_kind
 
 
 async def test_a_search_explains_each_hit_on_either_store(client: SignedIn) -> None:
-    body = await get(client, f"/api/search?q=lake+cabin&guild={GUILD}&limit=5&rerank=false")
+    body = await client.get_json(f"/api/search?q=lake+cabin&guild={GUILD}&limit=5&rerank=false")
     hits = body["hits"]
     assert {hit["message_id"] for hit in hits[:2]} == {1, 3} and not body["reranked"]
     for hit in hits:  # the parts add up to the first-stage score; a side that found it has its score
@@ -79,7 +67,7 @@ async def test_a_search_explains_each_hit_on_either_store(client: SignedIn) -> N
 async def test_browse_pages_on_time_and_id_so_a_burst_is_not_skipped(client: SignedIn) -> None:
     pages, path = [], f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=2"
     while path:
-        page = await get(client, path)
+        page = await client.get_json(path)
         pages.append([message["message_id"] for message in page["messages"]])
         path = (f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=2&before_id={page['next_before_id']}"
                 f"&before={page['next_before'].replace('+', '%2B')}") if page["next_before"] else ""
@@ -87,13 +75,13 @@ async def test_browse_pages_on_time_and_id_so_a_burst_is_not_skipped(client: Sig
 
 
 async def test_forgetting_a_message_takes_it_from_search(client: SignedIn, stored: Memory) -> None:
-    asked = await post(client, "/api/forget", {"kind": "message", "guild_id": GUILD, "target_id": 3})
-    done = await post(client, "/api/forget/confirm", {"pending_id": asked["pending_id"]})
+    asked = await client.post_json("/api/forget", {"kind": "message", "guild_id": GUILD, "target_id": 3})
+    done = await client.post_json("/api/forget/confirm", {"pending_id": asked["pending_id"]})
     assert done["message"].startswith(f"Forgot 1 message (message 3) in guild {GUILD}")
-    after = await get(client, f"/api/search?q=lake+cabin+boat&guild={GUILD}&limit=10&rerank=false")
+    after = await client.get_json(f"/api/search?q=lake+cabin+boat&guild={GUILD}&limit=10&rerank=false")
     assert 3 not in [hit["message_id"] for hit in after["hits"]]
     assert not await stored.has_message(3)
-    assert (await get(client, "/api/overview"))["guilds"][0]["messages"] == 7
+    assert (await client.get_json("/api/overview"))["guilds"][0]["messages"] == 7
 
 
 # The count is the dashboard's own arithmetic over either store's search: SQLite alone is enough.
@@ -102,7 +90,7 @@ async def test_forgetting_a_message_takes_it_from_search(client: SignedIn, store
                                                  ("&channel=11", (5, 5))])
 async def test_a_search_says_how_many_of_the_guilds_best_hits_its_filters_left_out(
         client: SignedIn, store_kind: str, narrowed: str, left_out: tuple) -> None:
-    body = await get(client, f"/api/search?q=lake+cabin&guild={GUILD}&limit=5&rerank=false{narrowed}")
+    body = await client.get_json(f"/api/search?q=lake+cabin&guild={GUILD}&limit=5&rerank=false{narrowed}")
     assert (body["filtered_out"], body["filtered_of"]) == left_out
 
 
