@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 from .privacy import ledger
 from .privacy.admission import Admission
 from .privacy.ledger import LEDGER_NAME, Erasure, ErasureLedger
+from .privacy.purge_schedule import PurgeScheduler
 from .store.backend import open_backend
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .store.history import Exclusion
 from .ingest.queue import FlushReport, IngestQueue
 from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
-from .store.sqlite.purge import PurgeScheduler
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .search.second_stage import reranked
 from .ingest.reembed import reembed_all
@@ -29,6 +29,7 @@ from .settings import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
                              VectorIndexes)
+from .vectors.files import disk_nearly_full
 from .vectors.index import IndexSaveError, IndexUsage
 
 if TYPE_CHECKING:
@@ -353,6 +354,12 @@ class Memory:
     def db_path(self) -> Path | None:
         """The local database file; None when memory lives in PostgreSQL."""
         return self.store.local_file()
+
+    def disk_nearly_full(self) -> bool:
+        """Whether the disk holding the local database is (nearly) full; False on PostgreSQL, whose disk is the
+        server's."""
+        path = self.db_path
+        return path is not None and disk_nearly_full(path)
 
     async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]:
         """(stored, deleted): which of ``message_ids`` memory holds, and which were deleted (never stored again)."""

@@ -15,7 +15,6 @@ from typing import TextIO
 
 from .reader import Export, ExportError, read_export
 from ..ingest.queue import FlushReport, IngestError, stored_content
-from ..store.sqlite.integrity import disk_nearly_full
 from ..memory import Memory
 from ..privacy.admission import SHORT_REASONS
 from ..records import MessageRecord
@@ -186,9 +185,8 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
         progress = TerminalProgress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
         outcome = await _store(memory, to_store, progress)
     reason = outcome.reason
-    db_path = memory.db_path  # None on PostgreSQL, whose disk is the server's
-    if outcome.not_stored and db_path is not None and disk_nearly_full(db_path):  # what to do, beside the database's words
-        reason = f"the disk holding {db_path} is full; free some space"
+    if outcome.not_stored and memory.disk_nearly_full():  # what to do, beside the database's words
+        reason = f"the disk holding {memory.db_path} is full; free some space"
     skips.update(outcome.refused or Counter())
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
                       sum(skips.values()), len(export.rejected) + outcome.rejected,

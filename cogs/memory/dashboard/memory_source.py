@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import psutil
 
 from ..records import Candidate, SearchFilters
-from ..records import ScoreParts as CoreScoreParts
 from .metrics import MetricsRecorder, RecallSample
 from .source import (BrowsePage, CatchUpView, ExplainedHit, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
-                     ProfileSwitchResult, ProfileView, ScoreParts, SearchExplanation, SearchRequest, SettingsChange,
+                     ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange,
                      SettingsView, SourceUnavailable, StoredMessageView)
 
 if TYPE_CHECKING:
@@ -62,21 +61,13 @@ async def _left_out(memory: Memory, query: str, filters: SearchFilters, limit: i
     return sum(not _passes(hit, filters) for hit in hits), len(hits)
 
 
-def _parts(parts: CoreScoreParts | None) -> ScoreParts | None:
-    if parts is None:
-        return None
-    return ScoreParts(keyword=parts.keyword, vector=parts.vector, vector_weight=parts.vector_weight,
-                      keyword_weight=parts.keyword_weight, missing=parts.missing, neighbour_loan=parts.neighbour_loan,
-                      question_loan=parts.question_loan, reply_loan=parts.reply_loan, tail=parts.tail)
-
-
 def _hit(candidate: Mapping[str, Any], position: int, reranked: bool) -> ExplainedHit:
     rerank_score = candidate.get("rerank_score")
     return ExplainedHit(
         message_id=candidate["message_id"], guild_id=candidate["guild_id"], channel_id=candidate["channel_id"],
         author_id=candidate["author_id"], author_name=candidate["author_name"], content=candidate["content"],
         created_at=datetime.fromisoformat(candidate["created_at"]), first_stage_score=float(candidate["score"]),
-        sources=tuple(candidate.get("sources", ())), parts=_parts(candidate.get("parts")),
+        sources=tuple(candidate.get("sources", ())), parts=candidate.get("parts"),
         rerank_score=None if rerank_score is None else float(rerank_score),
         rank_before=candidate.get("rank"), rank_after=position if reranked else None)
 

@@ -1,7 +1,8 @@
 """What the dashboard needs from memory: the ``DashboardSource`` protocol and the frozen records that cross it.
 
 The dashboard is typed against this protocol only; ``memory_source.MemorySource`` implements it over ``Memory``,
-and the tests implement it with a fake. Nothing here imports the memory core.
+and the tests implement it with a fake. Nothing here imports the memory core but its shared records (``records``:
+a hit's ``ScoreParts`` is the first stage's own record).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
+
+from ..records import ScoreParts
 
 __all__ = ("BrowsePage", "CatchUpView", "DashboardSource", "ExplainedHit", "ForgetKind", "ForgetResult",
            "GuildOverview", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "ScoreParts", "SearchExplanation",
@@ -58,24 +61,6 @@ class ProcessInfo:
     rss_bytes: int
     database_bytes: int  # the SQLite file and its WAL; 0 for PostgreSQL
     ingest_backlog: int  # messages waiting to be stored or embedded
-
-
-@dataclass(frozen=True, slots=True)
-class ScoreParts:
-    """What made up a hit's first-stage score: each side's standardised score (None: that side did not return it)
-    times its weight, ``missing`` (what the sides that did not return it count), and the loans it received. Outside
-    the ``tail`` (the vector side's nearest, listed after everything ranked when the model reads too little of the
-    query) they add up to the first-stage score."""
-
-    keyword: float | None = None
-    vector: float | None = None
-    vector_weight: float = 0.0
-    keyword_weight: float = 0.0
-    missing: float = 0.0
-    neighbour_loan: float = 0.0
-    question_loan: float = 0.0
-    reply_loan: float = 0.0
-    tail: bool = False
 
 
 @dataclass(frozen=True, slots=True)

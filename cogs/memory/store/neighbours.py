@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-__all__ = ("select_neighbour_ids",)
+__all__ = ("CREATE_REPLY_INDEX", "select_neighbour_ids")
 
 # Each row ``c``'s previous row id in its channel, then the reply_window + 1 after it, nearest first.
 _NEXT_ID = """
@@ -17,6 +17,12 @@ _NEXT_ID = """
    WHERE n.guild_id = c.guild_id AND n.channel_id = c.channel_id
      AND (n.created_at, n.message_id) > (c.created_at, c.message_id)
    ORDER BY n.created_at, n.message_id LIMIT 1 OFFSET {offset})"""
+# The index that finds a message's replies (Discord's reply), however far below it they come: both stores' migrations
+# create it (SQLite's 0009_replies, PostgreSQL's 0005_replies).
+CREATE_REPLY_INDEX = """
+CREATE INDEX messages_reply_to ON messages (reply_to_id, guild_id, channel_id, created_at, message_id)
+WHERE reply_to_id IS NOT NULL
+"""
 # Each row ``c``'s replies (Discord's reply), earliest first; the messages_reply_to index finds them.
 _REPLY_ID = """
   (SELECT r.id FROM messages AS r

@@ -1,5 +1,6 @@
 """The file a vector index is saved in: its format, written atomically (no temporary file left on failure), read
-with checks, and every failure named in words an admin can act on."""
+with checks, and every failure named in words an admin can act on (``why``, ``disk_nearly_full``: the stores' files
+use them too)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import stat
 import zipfile
 from collections.abc import Callable
@@ -16,8 +18,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-__all__ = ("IndexFileError", "IndexMeta", "IndexSaveError", "read_index_file", "why", "write_atomically",
-           "write_index_file")
+__all__ = ("IndexFileError", "IndexMeta", "IndexSaveError", "disk_nearly_full", "read_index_file", "why",
+           "write_atomically", "write_index_file")
 
 # An .npz archive: "meta" (the JSON header below, as bytes) and the arrays the index is saved as ("index", a
 # faiss.serialize_index blob, and for an HNSW graph its labels' row ids and live flags). Format 1 held IVF indexes.
@@ -62,6 +64,18 @@ def why(error: OSError) -> str:
     # A rename names its target second: that is where the folder in the way is.
     path = error.filename2 or error.filename
     return f"{reason} ({path})" if path else reason
+
+
+# Below this much free space, a write there fails for want of room (SQLite needs 32 KiB for its -shm file alone).
+NEARLY_FULL_BYTES = 1 << 20
+
+
+def disk_nearly_full(path: Path) -> bool:
+    """Whether the disk holding ``path`` has less than 1 MiB free: a write there fails for want of room."""
+    try:
+        return shutil.disk_usage(path.parent).free < NEARLY_FULL_BYTES
+    except OSError:
+        return False
 
 
 def check_readable(path: Path) -> None:

@@ -8,6 +8,7 @@ import time
 import asyncpg
 
 from ..migration import SELECT_APPLIED, Migration
+from ..neighbours import CREATE_REPLY_INDEX
 
 __all__ = ("DIMENSION", "MIGRATIONS", "Migration", "ROWID_BLOCK", "apply_migrations")
 
@@ -181,16 +182,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX embeddings_vector ON embeddings USING hnsw (vector vector_ip_ops)",
         ),
     ),
+    # Search looks up the replies (Discord's reply) to a question, as on SQLite (migrations.py, 0009_replies).
+    Migration("0005_replies", (CREATE_REPLY_INDEX,)),
     Migration(
-        # Search looks up the replies (Discord's reply) to a question, as on SQLite (migrations.py, 0009_replies).
-        "0005_replies",
-        ("""
-         CREATE INDEX messages_reply_to ON messages (reply_to_id, guild_id, channel_id, created_at, message_id)
-         WHERE reply_to_id IS NOT NULL
-         """,),
-    ),
-    Migration(
-        # The erasure ledger's entries this database has applied, by any process (erasures.py, SQLite's
+        # The erasure ledger's entries this database has applied, by any process (privacy/ledger.py, SQLite's
         # 0010_erasures): each process copies those its own ledger file lacks, and applies those the table lacks.
         "0006_erasures",
         ("CREATE TABLE erasures (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL, entry TEXT NOT NULL)",),

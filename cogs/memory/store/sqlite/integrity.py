@@ -4,19 +4,18 @@ rebuilt from the messages table when damaged, and every reason it cannot open sa
 from __future__ import annotations
 
 import logging
-import shutil
 import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from ...vectors.files import why
+from ...vectors.files import disk_nearly_full, why
 from ...language.keywords import fts_document
 from ..protocol import StoreOpenError
 
 __all__ = ("FTS_CHECK_BUDGET_S", "QUICK_CHECK_BUDGET_S", "CheckResult", "StoreOpenError", "check_before_open",
-           "check_fts", "disk_nearly_full", "explain_open_failure", "make_room_for", "quick_check", "rebuild_fts",
+           "check_fts", "explain_open_failure", "make_room_for", "quick_check", "rebuild_fts",
            "repair_fts")
 
 log = logging.getLogger(__name__)
@@ -29,8 +28,6 @@ FTS_CHECK_BUDGET_S = 5.0
 # quick_check lists at most this many problems; one is enough to refuse the database.
 _MAX_PROBLEMS = 20
 _REBUILD_PAGE = 2_000
-# Below this much free space, an I/O error while opening is the disk being full (SQLite needs 32 KiB for -shm).
-_NEARLY_FULL_BYTES = 1 << 20
 
 QUICK_CHECK = f"PRAGMA quick_check({_MAX_PROBLEMS})"
 FTS_INTEGRITY_CHECK = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 0)"
@@ -193,11 +190,3 @@ def explain_open_failure(path: Path, error: sqlite3.Error | OSError) -> str:
     if code == sqlite3.SQLITE_BUSY:
         return f"{path} is locked by another process ({error}); try again once it is done"
     return f"cannot use {path}: {error}"
-
-
-def disk_nearly_full(path: Path) -> bool:
-    """Whether the disk holding ``path`` has less than 1 MiB free: a write there fails for want of room."""
-    try:
-        return shutil.disk_usage(path.parent).free < _NEARLY_FULL_BYTES
-    except OSError:
-        return False

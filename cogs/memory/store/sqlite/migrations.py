@@ -9,6 +9,7 @@ import aiosqlite
 
 from ...language.keywords import fts_document
 from ..migration import SELECT_APPLIED, Migration
+from ..neighbours import CREATE_REPLY_INDEX
 
 __all__ = ("FTS_TOKENIZER", "MIGRATIONS", "Migration", "apply_migrations")
 
@@ -225,16 +226,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    # Search looks up the replies (Discord's reply) to a question: what answers it, however far below it comes.
+    Migration("0009_replies", (CREATE_REPLY_INDEX,)),
     Migration(
-        # Search looks up the replies (Discord's reply) to a question: what answers it, however far below it comes.
-        "0009_replies",
-        ("""
-         CREATE INDEX messages_reply_to ON messages (reply_to_id, guild_id, channel_id, created_at, message_id)
-         WHERE reply_to_id IS NOT NULL
-         """,),
-    ),
-    Migration(
-        # The erasure ledger's entries this database has applied (erasures.py): one that a restored or replaced
+        # The erasure ledger's entries this database has applied (privacy/ledger.py): one that a restored or replaced
         # database lacks is applied again as memory opens.
         "0010_erasures",
         ("CREATE TABLE erasures (id TEXT PRIMARY KEY, at REAL NOT NULL, entry TEXT NOT NULL)",),

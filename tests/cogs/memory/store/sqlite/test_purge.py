@@ -20,7 +20,6 @@ from cogs.memory.store.sqlite import purge
 from cogs.memory.vectors import index as vector_index
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
-from cogs.memory.store.sqlite.purge import PurgeScheduler
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory, fetchall
@@ -297,31 +296,3 @@ async def test_stale_index_files_are_removed_and_current_ones_kept(
         (index_dir / name).write_bytes(b"vectors")
     await indexes.remove_stale_files()
     assert sorted(path.name for path in index_dir.iterdir()) == [current]
-
-
-async def test_a_stream_of_forgets_costs_one_background_purge() -> None:
-    runs: list[int] = []
-
-    async def count_purge() -> bool:
-        runs.append(1)
-        return True
-
-    scheduler = PurgeScheduler(count_purge, delay=0.0)
-    for _ in range(5):
-        scheduler.soon()
-    await scheduler.wait_idle()
-    await scheduler.close()
-    assert len(runs) == 1
-
-
-async def test_a_purge_that_could_not_finish_is_tried_again() -> None:
-    outcomes = [False, True]
-
-    async def flaky_purge() -> bool:
-        return outcomes.pop(0)
-
-    scheduler = PurgeScheduler(flaky_purge, delay=0.0)
-    scheduler.soon()
-    await scheduler.wait_idle()
-    await scheduler.close()
-    assert outcomes == []
