@@ -9,9 +9,9 @@ import pytest
 
 from bench import ablation, recall
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.records import SearchFilters
+from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.runtime.profile import MemoryProfile
-from cogs.memory.search.first_stage import CandidateRow, ChannelWindow, FirstStage, neighbours_in
+from cogs.memory.search.first_stage import ChannelWindow, FirstStage, neighbours_in
 from cogs.memory.search.ranking import RankingTuning
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
@@ -19,7 +19,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.vectors.index import IndexRegistry
 from cogs.memory.vectors.stored import VectorSource
 from tests.bench.test_recall_smoke import MESSAGES, QUERIES, write_jsonl
-from tests.fixtures.core import RecordFactory
+from tests.fixtures.core import T0, RecordFactory
 
 GUILD = 4
 # "take your amp to Hank" -> "is he expensive" -> "he did mine for 80": only the question's loan finds the answer;
@@ -61,7 +61,7 @@ async def test_neighbour_spread_off_loses_the_remark_after_a_hit(engine: SqliteS
 
 def test_replies_off_lends_nothing_through_discord_replies(core_profile: MemoryProfile) -> None:
     # 1 asks; 2 is next; 9 replies to 1 through Discord's reply, far below.
-    rows = {rowid: CandidateRow(rowid, GUILD, 41, author, "", "", 0.0)
+    rows = {rowid: MessageRecord(rowid, GUILD, 41, None, author, "", "", T0)
             for rowid, author in [(1, "jo"), (2, "sam"), (9, "kat")]}
     window = {1: ChannelWindow(None, (2,), (9,))}
     engine = FirstStage(None, core_profile)  # type: ignore[arg-type]  # the replies rule never reaches the model

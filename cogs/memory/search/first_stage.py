@@ -17,15 +17,14 @@ import numpy as np
 from ..language import keywords as text
 from ..language import questions
 from ..language.coverage import covered_share, model_scripts
-from ..records import Candidate, ScoreParts, SearchFilters, checked_limit
-from ..store.rows import from_timestamp
+from ..records import Candidate, MessageRecord, ScoreParts, SearchFilters, checked_limit
 from ..vectors.embedding import Embedder
 from .ranking import RankingTuning
 
 if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
 
-__all__ = ("CandidateRow", "ChannelWindow", "FirstStage", "Fused", "Hits", "Loans", "Mode", "Neighbour", "Neighbours",
+__all__ = ("ChannelWindow", "FirstStage", "Fused", "Hits", "Loans", "Mode", "Neighbour", "Neighbours",
            "Side", "Spread", "Window", "characters_alone", "fuse", "fuse_sides", "narrows", "neighbours_in",
            "rows_wanted", "score_parts", "spread_to_neighbours", "spread_with_loans", "window_of", "within_budget")
 
@@ -53,18 +52,6 @@ class Neighbour(NamedTuple):
     following: int | None
     answers: tuple[int, ...]
     following_answers: tuple[int, ...]
-
-
-class CandidateRow(NamedTuple):
-    """A message as a store's candidate look-up reads it (after its row id)."""
-
-    message_id: int
-    guild_id: int
-    channel_id: int
-    author_id: int
-    author_name: str
-    content: str
-    created_at: Any  # a store's timestamp: epoch seconds on SQLite, a datetime on PostgreSQL
 
 
 Window = dict[int, ChannelWindow]
@@ -235,7 +222,7 @@ def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool
                       missing=missing, neighbour_loan=neighbour, question_loan=question, reply_loan=reply)
 
 
-def neighbours_in(window: Window, rows: dict[int, CandidateRow], reply_window: int = DEFAULT_TUNING.reply_window,
+def neighbours_in(window: Window, rows: dict[int, MessageRecord], reply_window: int = DEFAULT_TUNING.reply_window,
                   replies_lent: int = DEFAULT_TUNING.replies_lent) -> Neighbours:
     """Each source's previous and next message from ``window``, and what may answer it and its next message, were
     they questions: among the next ``reply_window`` messages that pass (``rows``), by questions.answers, and for the
@@ -303,11 +290,11 @@ def rows_wanted(candidates: list[int], window: Window) -> list[int]:
     return sorted(set(candidates).union(*around) - {None})
 
 
-def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Candidate:
+def _candidate(row: MessageRecord, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Candidate:
     """A candidate row as a search result."""
     return Candidate(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
                      author_id=row.author_id, author_name=row.author_name, content=row.content,
-                     created_at=from_timestamp(row.created_at).isoformat(), score=score, sources=sources, rank=rank,
+                     created_at=row.created_at.isoformat(), score=score, sources=sources, rank=rank,
                      parts=parts)
 
 
@@ -373,7 +360,7 @@ class FirstStage:
         raise NotImplementedError
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
+                                filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
         """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
         raise NotImplementedError
 

@@ -12,8 +12,8 @@ import numpy as np
 from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
-__all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "VectorInput", "WriteBatch", "from_timestamp",
-           "to_timestamp", "vector_input")
+__all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "VectorInput", "WriteBatch", "candidate_record",
+           "from_timestamp", "to_timestamp", "vector_input")
 
 
 def to_timestamp(moment: datetime) -> float:
@@ -24,6 +24,15 @@ def to_timestamp(moment: datetime) -> float:
 
 def from_timestamp(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def candidate_record(row: Sequence[Any]) -> MessageRecord:
+    """A search candidate as both stores read it (row id first, then SELECT_CANDIDATES' columns in order)."""
+    (_, message_id, guild_id, channel_id, parent_channel_id, author_id, author_name, content, created_at,
+     reply_to_id) = row
+    return MessageRecord(message_id=message_id, guild_id=guild_id, channel_id=channel_id,
+                         parent_channel_id=parent_channel_id, author_id=author_id, author_name=author_name,
+                         content=content, created_at=from_timestamp(created_at), reply_to_id=reply_to_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...records import SearchFilters
-from ...search.first_stage import (CandidateRow, FirstStage, Hits, Window, characters_alone, rows_wanted, window_of,
+from ...records import MessageRecord, SearchFilters
+from ...search.first_stage import (FirstStage, Hits, Window, characters_alone, rows_wanted, window_of,
                                    within_budget)
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids
+from ..rows import candidate_record
 from . import fts
 from .filters import filter_clause
 from .store import PostgresStore
@@ -65,7 +66,8 @@ ORDER BY rank DESC, m.id LIMIT $2
 """
 NEIGHBOURS_FROM = "FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])"
 SELECT_CANDIDATES = """
-SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
+SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.parent_channel_id, m.author_id, m.author_name, m.content,
+       m.created_at, m.reply_to_id
 FROM messages AS m WHERE m.id = ANY($1::bigint[]) AND {where}
 """
 
@@ -115,10 +117,10 @@ class PostgresSearchEngine(FirstStage):
         return {word: row[0] for word, row in zip(words, rows)}
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
+                                filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
         reply_window = self.tuning.reply_window
         select_neighbours = select_neighbour_ids(reply_window) + NEIGHBOURS_FROM
         window = window_of(await self._store.fetch(select_neighbours, filters.guild_id, sources), reply_window)
         where, params = filter_clause(filters, first=2)
         rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), rows_wanted(candidates, window), *params)
-        return window, {row[0]: CandidateRow(*tuple(row)[1:]) for row in rows}
+        return window, {row[0]: candidate_record(row) for row in rows}

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...language import keywords as text
-from ...records import SearchFilters
-from ...search.first_stage import (CandidateRow, FirstStage, Hits, Window, characters_alone, narrows, rows_wanted,
+from ...records import MessageRecord, SearchFilters
+from ...search.first_stage import (FirstStage, Hits, Window, characters_alone, narrows, rows_wanted,
                                    window_of, within_budget)
 from ...search.ranking import RankingTuning
 from ...vectors.embedding import Embedder
 from ...vectors.index import IndexRegistry
 from ..neighbours import select_neighbour_ids
+from ..rows import candidate_record
 from .filters import filter_clause
 from .store import SqliteStore
 
@@ -54,7 +55,8 @@ SELECT m.id FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wante
 """
 NEIGHBOURS_FROM = "FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value"
 SELECT_CANDIDATES = """
-SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name, m.content, m.created_at
+SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.parent_channel_id, m.author_id, m.author_name, m.content,
+       m.created_at, m.reply_to_id
 FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
 
@@ -78,7 +80,7 @@ class SqliteSearchEngine(FirstStage):
         self._indexes = indexes
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
+                                filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
         return await self._store.read(read_context_and_rows, sources, candidates, filters, self.tuning.reply_window)
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
@@ -180,13 +182,13 @@ def _varint(data: bytes) -> int:
 
 
 def read_context_and_rows(connection: sqlite3.Connection, sources: list[int], candidates: list[int],
-                          filters: SearchFilters, reply_window: int) -> tuple[Window, dict[int, CandidateRow]]:
+                          filters: SearchFilters, reply_window: int) -> tuple[Window, dict[int, MessageRecord]]:
     """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
     window = window_of(connection.execute(select_neighbours(reply_window), [_json_ids(sources)]), reply_window)
     where, params = filter_clause(filters)
     wanted = _json_ids(rows_wanted(candidates, window))
     rows = connection.execute(SELECT_CANDIDATES.format(where=where), [wanted, *params])
-    return window, {row[0]: CandidateRow(*row[1:]) for row in rows}
+    return window, {row[0]: candidate_record(row) for row in rows}
 
 
 def read_passing_ids(connection: sqlite3.Connection, rowids: list[int], filters: SearchFilters) -> set[int]:

@@ -12,8 +12,8 @@ import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.records import SearchFilters
-from cogs.memory.search.first_stage import (CandidateRow, ChannelWindow, characters_alone, fuse, fuse_sides,
+from cogs.memory.records import MessageRecord, SearchFilters
+from cogs.memory.search.first_stage import (ChannelWindow, characters_alone, fuse, fuse_sides,
                                             neighbours_in, spread_to_neighbours)
 from cogs.memory.search.ranking import RankingTuning
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
@@ -307,7 +307,7 @@ def test_a_question_lends_to_the_next_message_and_to_the_one_asked_past_it() -> 
 
 def test_neighbours_name_what_may_answer_by_whom_a_question_asks() -> None:
     # Rows 1..5 in a channel: jo, sam, kat, jo, sam (a row is message_id, guild, channel, author_id, ...).
-    rows = {rowid: CandidateRow(rowid, GUILD, GENERAL, author, "", "", 0.0) for rowid, author in
+    rows = {rowid: MessageRecord(rowid, GUILD, GENERAL, None, author, "", "", T0) for rowid, author in
             [(1, "jo"), (2, "sam"), (3, "kat"), (4, "jo"), (5, "sam")]}
     window = {1: ChannelWindow(None, (2, 3, 4, 5), ()), 2: ChannelWindow(1, (3, 4, 5), ())}
     neighbours = neighbours_in(window, rows)
@@ -321,7 +321,7 @@ def test_neighbours_name_what_may_answer_by_whom_a_question_asks() -> None:
 
 def test_the_replies_to_a_message_may_answer_it_however_far_below() -> None:
     # 1 asks; 2 is next; 9 and 12 reply to 1 through Discord's reply, far below, and so does 2 (once in the answers).
-    rows = {rowid: CandidateRow(rowid, GUILD, GENERAL, author, "", "", 0.0) for rowid, author in
+    rows = {rowid: MessageRecord(rowid, GUILD, GENERAL, None, author, "", "", T0) for rowid, author in
             [(1, "jo"), (2, "sam"), (3, "kat"), (9, "ravi"), (12, "sam")]}
     assert neighbours_in({1: ChannelWindow(None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 9, 12), (3,))
     # A reply the filters hide is passed over.
