@@ -55,6 +55,12 @@ def _reason(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
 
 
+def _first_line(error: BaseException) -> str:
+    """An error's first line (an HTTP error's text may be a whole HTML page), or its type when it says nothing."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def connect_failure(error: BaseException, proxy: str | None = None) -> str | None:
     """What to tell the admin, in one line, when ``bot.start`` failed with ``error``; None for an error that is not
     about reaching Discord or being let in (a bug: its traceback is what helps)."""
@@ -67,8 +73,8 @@ def connect_failure(error: BaseException, proxy: str | None = None) -> str | Non
         return CLOSE_CODE_HELP.get(error.code or 0, f"Discord closed the connection (code {error.code}: "
                                                     f"{error.reason or 'no reason given'}); start the bot again")
     if isinstance(error, (discord.GatewayNotFound, discord.DiscordServerError)):
-        return (f"Discord is not answering as it should ({error}): see https://discordstatus.com, and start the "
-                "bot again later")
+        return (f"Discord is not answering as it should ({_first_line(error)}): see https://discordstatus.com, and "
+                "start the bot again later")
     if isinstance(error, aiohttp.ClientProxyConnectionError):
         where = urlsplit(proxy).netloc.rpartition("@")[2] if proxy else "the proxy"
         return (f"cannot reach the proxy in DISCORD_PROXY ({where}: {_reason(error)}): check that "
@@ -76,17 +82,17 @@ def connect_failure(error: BaseException, proxy: str | None = None) -> str | Non
     if isinstance(error, aiohttp.ClientConnectorDNSError):
         return f"cannot reach discord.com: its name does not resolve ({_reason(error)}): {NETWORK_HELP}"
     if isinstance(error, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError)):
-        return (f"cannot reach discord.com securely ({error}): check the system clock and the CA certificates "
-                "(or a proxy or firewall that intercepts TLS)")
+        return (f"cannot reach discord.com securely ({_first_line(error)}): check the system clock and the CA "
+                "certificates (or a proxy or firewall that intercepts TLS)")
     if isinstance(error, aiohttp.ClientConnectorError):
         return f"cannot reach discord.com ({_reason(error)}): {NETWORK_HELP}"
     if isinstance(error, TimeoutError):  # asyncio's, and aiohttp's connect and read timeouts
         return f"cannot reach discord.com: it timed out: {NETWORK_HELP}"
     if isinstance(error, (OSError, aiohttp.ClientError)):  # refused, unreachable, reset, disconnected
-        reason = _reason(error) if isinstance(error, OSError) else str(error) or type(error).__name__
+        reason = _reason(error) if isinstance(error, OSError) else _first_line(error)
         return f"cannot reach discord.com ({reason}): {NETWORK_HELP}"
     if isinstance(error, discord.HTTPException):
-        return f"Discord refused to let the bot in ({error}): start it again later"
+        return f"Discord refused to let the bot in ({_first_line(error)}): start it again later"
     return None
 
 

@@ -192,6 +192,15 @@ def test_at_debug_level_the_failures_traceback_is_logged(started_for_real, caplo
     assert isinstance(record.exc_info[1], aiohttp.ClientConnectorError)
 
 
+def test_discord_down_is_one_line_without_its_error_page(started_for_real, capsys):
+    response = SimpleNamespace(status=503, reason="Service Unavailable")
+    started_for_real(discord.DiscordServerError(response, "<html>\n<body>upstream connect error</body>\n</html>"))
+    assert launcher.main([]) == 1
+    assert capsys.readouterr().err == ("error: Discord is not answering as it should (503 Service Unavailable (error "
+                                       "code: 0): <html>): see https://discordstatus.com, and start the bot again "
+                                       "later\n")
+
+
 def test_a_bug_is_not_dressed_up_as_a_network_failure(started_for_real):
     started_for_real(KeyError("a bug"))
     with pytest.raises(KeyError):
