@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
+import aiohttp
 import discord
 
 from bot import MemoryBot, ShardedMemoryBot
@@ -26,6 +29,71 @@ No Discord bot token found: set DISCORD_TOKEN in the environment or in a .env fi
   3. Still in "Bot", under "Privileged Gateway Intents", enable MESSAGE CONTENT INTENT and SERVER MEMBERS INTENT.
   4. Invite the bot and sync its commands: follow "Set up the bot" in README.md (scopes: bot applications.commands).
 """
+
+PORTAL = "the Developer Portal (https://discord.com/developers/applications, your application, Bot)"
+# What to check when discord.com cannot be reached, after the reason.
+NETWORK_HELP = "check this machine's network, DNS and firewall (or set DISCORD_PROXY if it must use a proxy)"
+# Gateway close codes that mean a setting is wrong (discord.py gives up on them; 4014 is PrivilegedIntentsRequired).
+CLOSE_CODE_HELP = {
+    4004: f"Discord rejected DISCORD_TOKEN: reset the token in {PORTAL} and put the new one in .env",
+    4010: "Discord refused the shard numbers: --shard-ids must be below --shards",
+    4011: "Discord asks this bot to shard (it is in too many servers for one connection): start it with --shards N",
+    4013: "Discord refused the intents the bot asked for: report this as a bug",
+}
+
+
+class StartError(Exception):
+    """The bot could not connect to Discord, or Discord refused it: the message is one line saying what to do."""
+
+
+def _reason(error: OSError) -> str:
+    """An OS error in words: "Connection refused" rather than asyncio's "Connect call failed ('1.2.3.4', 443)"."""
+    if isinstance(error, aiohttp.ClientConnectorError):
+        error = error.os_error
+    if error.errno is not None and error.errno > 0:
+        return os.strerror(error.errno)
+    return error.strerror or str(error) or type(error).__name__
+
+
+def _first_line(error: BaseException) -> str:
+    """An error's first line (an HTTP error's text may be a whole HTML page), or its type when it says nothing."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def connect_failure(error: BaseException, proxy: str | None = None) -> str | None:
+    """What to tell the admin, in one line, when ``bot.start`` failed with ``error``; None for an error that is not
+    about reaching Discord or being let in (a bug: its traceback is what helps)."""
+    if isinstance(error, discord.LoginFailure):
+        return f"Discord rejected DISCORD_TOKEN: reset the token in {PORTAL} and put the new one in .env"
+    if isinstance(error, discord.PrivilegedIntentsRequired):
+        return (f"Discord refused the privileged intents: turn on MESSAGE CONTENT INTENT and SERVER MEMBERS INTENT "
+                f"in {PORTAL}, then start the bot again")
+    if isinstance(error, discord.ConnectionClosed):
+        return CLOSE_CODE_HELP.get(error.code or 0, f"Discord closed the connection (code {error.code}: "
+                                                    f"{error.reason or 'no reason given'}); start the bot again")
+    if isinstance(error, (discord.GatewayNotFound, discord.DiscordServerError)):
+        return (f"Discord is not answering as it should ({_first_line(error)}): see https://discordstatus.com, and "
+                "start the bot again later")
+    if isinstance(error, aiohttp.ClientProxyConnectionError):
+        where = urlsplit(proxy).netloc.rpartition("@")[2] if proxy else "the proxy"
+        return (f"cannot reach the proxy in DISCORD_PROXY ({where}: {_reason(error)}): check that "
+                "it runs and that the address is right, or unset DISCORD_PROXY")
+    if isinstance(error, aiohttp.ClientConnectorDNSError):
+        return f"cannot reach discord.com: its name does not resolve ({_reason(error)}): {NETWORK_HELP}"
+    if isinstance(error, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError)):
+        return (f"cannot reach discord.com securely ({_first_line(error)}): check the system clock and the CA "
+                "certificates (or a proxy or firewall that intercepts TLS)")
+    if isinstance(error, aiohttp.ClientConnectorError):
+        return f"cannot reach discord.com ({_reason(error)}): {NETWORK_HELP}"
+    if isinstance(error, TimeoutError):  # asyncio's, and aiohttp's connect and read timeouts
+        return f"cannot reach discord.com: it timed out: {NETWORK_HELP}"
+    if isinstance(error, (OSError, aiohttp.ClientError)):  # refused, unreachable, reset, disconnected
+        reason = _reason(error) if isinstance(error, OSError) else _first_line(error)
+        return f"cannot reach discord.com ({reason}): {NETWORK_HELP}"
+    if isinstance(error, discord.HTTPException):
+        return f"Discord refused to let the bot in ({_first_line(error)}): start it again later"
+    return None
 
 
 # The embedding, reranking and SQLite threads share the GIL with the event loop. Python's default 5 ms switch
@@ -90,6 +158,7 @@ def create_bot(args: argparse.Namespace, settings: Settings) -> MemoryBot:
         "sync_on_start": args.sync,
         "store_dms": settings.memory_store_dms,
         "config": settings,
+        "proxy": settings.discord_proxy,
     }
     if args.shards is None:
         return MemoryBot(**options)
@@ -97,6 +166,8 @@ def create_bot(args: argparse.Namespace, settings: Settings) -> MemoryBot:
 
 
 async def run_bot(token: str, bot: MemoryBot) -> None:
+    """Runs ``bot`` until a signal or until it stops; raises ``StartError`` when it could not connect or was refused
+    (after closing memory: its queue flushed, its indexes saved)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -113,10 +184,16 @@ async def run_bot(token: str, bot: MemoryBot) -> None:
         else:
             stopper.cancel()
         await bot.close()
-        if runner in done:
-            runner.result()  # surfaces a login failure such as a bad token
-        else:
-            await runner
+        try:
+            if runner in done:
+                runner.result()  # surfaces a login failure such as a bad token
+            else:
+                await runner
+        except Exception as error:
+            line = connect_failure(error, bot.http.proxy)
+            if line is None:
+                raise
+            raise StartError(line) from error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,8 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     bot = create_bot(args, settings)
     try:
         asyncio.run(run_bot(settings.discord_token.get_secret_value().strip(), bot))
-    except discord.LoginFailure:
-        log.error("Discord rejected DISCORD_TOKEN; reset it in the Developer Portal and update .env")
+    except StartError as error:
+        log.debug("The bot could not run", exc_info=error.__cause__)  # the traceback, at -v
+        print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
 

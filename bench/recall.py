@@ -56,7 +56,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters
-from cogs.memory.runtime.progress import TerminalProgress
+from cogs.memory.runtime.progress import TerminalProgress, follow
 
 from . import ablation, structure
 from .alone import AloneBaseline
@@ -225,13 +225,19 @@ async def ingested(args: argparse.Namespace, records: list[MessageRecord], datab
         try:
             recorder = _TextRecorder(memory.embedder, memo)
             started = time.perf_counter()
-            # On stderr, so stdout's JSON is untouched; ingest's queue is bounded, so what is handed over trails
-            # what is stored by at most the queue, and the bar ends once every vector is written.
+            # On stderr, so stdout's JSON is untouched. It counts what is stored with its vector (handed over and
+            # no longer queued), not what is handed over: the profile's queue takes thousands of messages at once.
             progress = TerminalProgress(f"ingest {len(records)} messages", len(records), sys.stderr)
-            for done, record in enumerate(records, start=1):
-                await memory.add(record)
-                progress.update(done)
-            await memory.flush(vectors=True)
+            handed = 0
+
+            async def hand_over() -> None:
+                nonlocal handed
+                for record in records:
+                    await memory.add(record)
+                    handed += 1
+                await memory.flush(vectors=True)
+
+            await follow(progress, hand_over(), lambda: max(handed - memory.queued, 0))
             progress.close()
             ingest_s = time.perf_counter() - started
 

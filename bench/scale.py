@@ -47,7 +47,7 @@ from cogs.memory.language import keywords as text
 from cogs.memory.runtime.config import DTYPES
 from cogs.memory.vectors.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.runtime.progress import TerminalProgress
+from cogs.memory.runtime.progress import TerminalProgress, follow
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
@@ -197,13 +197,19 @@ async def ingest_all(store: Any, embedder: Any, indexes: Any, records: list[Mess
         texts = await warm_up(workdir / "warm-up", model, records)
         embed_only.append(await time_embed_only(model, texts))
     started = time.perf_counter()
-    # On stderr, so stdout's JSON is untouched; the queue holds 4 batches, so what is handed over trails what is
-    # stored by at most that much, and the bar ends once every vector is written.
+    # On stderr, so stdout's JSON is untouched. It counts what is stored with its vector (handed over and no longer
+    # queued), not what is handed over: the queue takes messages far faster than they are written.
     progress = TerminalProgress(f"ingest {len(records)} messages", len(records), sys.stderr)
-    for done, record in enumerate(records, start=1):
-        await ingest.add(record)
-        progress.update(done)
-    await ingest.flush(vectors=True)
+    handed = 0
+
+    async def hand_over() -> None:
+        nonlocal handed
+        for record in records:
+            await ingest.add(record)
+            handed += 1
+        await ingest.flush(vectors=True)
+
+    await follow(progress, hand_over(), lambda: max(handed - ingest.queued, 0))
     progress.close()
     result["ingest_msgs_per_s"] = round(len(records) / (time.perf_counter() - started), 1)
     if embed_only:

@@ -1,13 +1,21 @@
 """``python bot.py`` / ``python launcher.py``: what a newcomer sees without a token, the admin list it reads, and the
 shards it runs."""
 
+import contextlib
+import errno
+import logging
 import os
+import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import aiohttp
 import discord
 import pytest
+from aiohttp.client_reqrep import ConnectionKey
 from discord.ext import commands
 
 import bot
@@ -120,3 +128,170 @@ def test_python_bot_py_still_starts_the_launcher():
     done = subprocess.run([sys.executable, "bot.py"], cwd=Path(launcher.__file__).parent, env=env,
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (2, launcher.NO_TOKEN_HELP + "\n")
+
+
+# -- failures to reach Discord or be let in: one line saying what to do, exit 1, memory closed cleanly ------------
+
+
+def refused_connection(host: str = "discord.com") -> aiohttp.ClientConnectorError:
+    key = ConnectionKey(host, 443, True, True, None, None, None)
+    return aiohttp.ClientConnectorError(key, ConnectionRefusedError(111, "Connect call failed ('1.2.3.4', 443)"))
+
+
+def unresolved_name() -> aiohttp.ClientConnectorDNSError:
+    key = ConnectionKey("discord.com", 443, True, True, None, None, None)
+    return aiohttp.ClientConnectorDNSError(key, socket.gaierror(socket.EAI_NONAME, "Name or service not known"))
+
+
+NETWORK_HELP = "check this machine's network, DNS and firewall (or set DISCORD_PROXY if it must use a proxy)"
+TOKEN_LINE = ("error: Discord rejected DISCORD_TOKEN: reset the token in the Developer Portal "
+              "(https://discord.com/developers/applications, your application, Bot) and put the new one in .env")
+
+
+@pytest.fixture
+def started_for_real(monkeypatch, tmp_path):
+    """``launcher.main`` as ``python bot.py`` runs it, up to the login (no logging set up, so stderr holds only what
+    main prints); returns a function that makes the login fail with an error."""
+    monkeypatch.setenv("DISCORD_TOKEN", "bogus")
+    monkeypatch.delenv("DISCORD_PROXY", raising=False)
+    monkeypatch.setattr(launcher, "ENV_FILE", tmp_path / ".env")
+    monkeypatch.setattr(launcher, "tune_interpreter", lambda: None)
+    monkeypatch.setattr(discord.utils, "setup_logging", lambda **_: None)
+    monkeypatch.setattr(launcher, "route_library_logs", lambda: None)
+
+    def login_fails_with(error: BaseException) -> None:
+        async def static_login(self, token):
+            raise error
+
+        monkeypatch.setattr(discord.http.HTTPClient, "static_login", static_login)
+
+    return login_fails_with
+
+
+@pytest.mark.parametrize(("error", "line"), [
+    (discord.LoginFailure("Improper token has been passed."), TOKEN_LINE),
+    (unresolved_name(), "error: cannot reach discord.com: its name does not resolve (Name or service not known): "
+                        + NETWORK_HELP),
+    (refused_connection(), f"error: cannot reach discord.com (Connection refused): {NETWORK_HELP}"),
+    (aiohttp.ConnectionTimeoutError("Connection timeout to host https://discord.com/api/v10/users/@me"),
+     f"error: cannot reach discord.com: it timed out: {NETWORK_HELP}"),
+    (OSError(errno.ENETUNREACH, "Network is unreachable"),
+     f"error: cannot reach discord.com (Network is unreachable): {NETWORK_HELP}"),
+])
+def test_a_failed_login_is_one_line_saying_what_to_do_and_exit_1(started_for_real, capsys, error, line):
+    started_for_real(error)
+    assert launcher.main([]) == 1
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_at_debug_level_the_failures_traceback_is_logged(started_for_real, caplog):
+    started_for_real(refused_connection())
+    with caplog.at_level(logging.DEBUG, logger="launcher"):
+        assert launcher.main([]) == 1
+    [record] = [record for record in caplog.records if record.name == "launcher"]
+    assert isinstance(record.exc_info[1], aiohttp.ClientConnectorError)
+
+
+def test_discord_down_is_one_line_without_its_error_page(started_for_real, capsys):
+    response = SimpleNamespace(status=503, reason="Service Unavailable")
+    started_for_real(discord.DiscordServerError(response, "<html>\n<body>upstream connect error</body>\n</html>"))
+    assert launcher.main([]) == 1
+    assert capsys.readouterr().err == ("error: Discord is not answering as it should (503 Service Unavailable (error "
+                                       "code: 0): <html>): see https://discordstatus.com, and start the bot again "
+                                       "later\n")
+
+
+def test_a_bug_is_not_dressed_up_as_a_network_failure(started_for_real):
+    started_for_real(KeyError("a bug"))
+    with pytest.raises(KeyError):
+        launcher.main([])
+
+
+@pytest.mark.parametrize(("code", "line"), [
+    (4004, TOKEN_LINE),
+    (4011, "error: Discord asks this bot to shard (it is in too many servers for one connection): start it with "
+           "--shards N"),
+])
+def test_discord_closing_the_gateway_for_good_is_one_line(started_for_real, monkeypatch, capsys, code, line):
+    async def login(self, token):
+        pass
+
+    async def connect(self, *, reconnect=True):
+        raise discord.ConnectionClosed(SimpleNamespace(close_code=code), shard_id=None, code=code)
+
+    monkeypatch.setattr(bot.MemoryBot, "login", login)
+    monkeypatch.setattr(bot.MemoryBot, "connect", connect)
+    assert launcher.main([]) == 1
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_privileged_intents_refused_says_which_to_turn_on(started_for_real, monkeypatch, capsys):
+    async def login(self, token):
+        pass
+
+    async def connect(self, *, reconnect=True):
+        raise discord.PrivilegedIntentsRequired(None)
+
+    monkeypatch.setattr(bot.MemoryBot, "login", login)
+    monkeypatch.setattr(bot.MemoryBot, "connect", connect)
+    assert launcher.main([]) == 1
+    assert capsys.readouterr().err == (
+        "error: Discord refused the privileged intents: turn on MESSAGE CONTENT INTENT and SERVER MEMBERS INTENT in "
+        "the Developer Portal (https://discord.com/developers/applications, your application, Bot), then start the "
+        "bot again\n")
+
+
+def test_memory_open_when_discord_gives_up_is_flushed_and_closed(started_for_real, monkeypatch, tmp_path, capsys,
+                                                                  make_record):
+    """Discord closes the gateway for good (the token was reset while the bot ran) with messages still queued:
+    the one line, exit 1, and every queued message stored."""
+    from cogs.memory.memory import Memory
+    from tests.fixtures.core import core_profile_for
+
+    made = []
+    real_create_bot = launcher.create_bot
+
+    def create_bot(args, settings):
+        made.append(real_create_bot(args, settings))
+        made[0].db_path, made[0].index_dir = tmp_path / "memory.sqlite3", tmp_path / "indexes"
+        made[0].open_memory = False
+        return made[0]
+
+    async def login(self, token):
+        pass
+
+    async def connect(self, *, reconnect=True):
+        await self.attach_memory(await Memory.open(core_profile_for(), self.db_path, self.index_dir))
+        for message_id in range(1, 201):
+            await self.memory.add(make_record(message_id, f"queued message number {message_id}"))
+        raise discord.ConnectionClosed(SimpleNamespace(close_code=4004), shard_id=None, code=4004)
+
+    monkeypatch.setattr(launcher, "create_bot", create_bot)
+    monkeypatch.setattr(bot.MemoryBot, "login", login)
+    monkeypatch.setattr(bot.MemoryBot, "connect", connect)
+    assert launcher.main([]) == 1
+    err = capsys.readouterr().err  # after the embedding model's loading bar
+    assert err.splitlines()[-1] == TOKEN_LINE and "Traceback" not in err
+    assert made[0].memory is None  # closed by the bot
+    with contextlib.closing(sqlite3.connect(tmp_path / "memory.sqlite3")) as database:
+        assert database.execute("SELECT count(*) FROM messages").fetchone() == (200,)
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.skipif((Path(launcher.__file__).parent / ".env").exists(), reason="a real .env would be read")
+def test_python_bot_py_through_an_unreachable_proxy_says_so_in_one_line():
+    """The console entry point with a bogus token, its connection sent to a closed local port (no real network)."""
+    port = closed_port()
+    env = {**os.environ, "DISCORD_TOKEN": "bogus", "DISCORD_PROXY": f"http://user:secret@127.0.0.1:{port}"}
+    done = subprocess.run([sys.executable, "bot.py", "-q"], cwd=Path(launcher.__file__).parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"error: cannot reach the proxy in DISCORD_PROXY (127.0.0.1:{port}: Connection refused): check that it runs "
+        "and that the address is right, or unset DISCORD_PROXY")
+    assert "Traceback" not in done.stderr and "secret" not in done.stderr

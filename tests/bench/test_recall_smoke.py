@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 from bench import recall
@@ -115,3 +117,28 @@ def test_a_message_may_name_the_earlier_one_it_replies_to(tmp_path: Path) -> Non
                                      write_jsonl(tmp_path / "q.jsonl", QUERIES))
     # c1/9 is no message of the file: no reply.
     assert [record.reply_to_id for record in records] == [None, records[0].message_id, None]
+
+
+def test_ingest_progress_counts_messages_stored_not_handed_to_the_queue(tmp_path: Path, monkeypatch) -> None:
+    shown: list[tuple[int, int]] = []
+
+    class StoredCheck:
+        """The bench's progress, checking each count it is shown against the rows its database holds."""
+
+        def __init__(self, label: str, total: int, out: object, **_: object) -> None:
+            pass
+
+        def update(self, done: int, note: str = "") -> None:
+            [db_path] = tmp_path.glob("*/memory.sqlite3")  # the bench's scratch folder under --db
+            with contextlib.closing(sqlite3.connect(db_path)) as database:
+                shown.append((done, database.execute("SELECT count(*) FROM messages").fetchone()[0]))
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(recall, "TerminalProgress", StoredCheck)
+    recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
+                 "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
+                 "--mode", "hybrid", "--candidates", "10", "--db", str(tmp_path), "--json", str(tmp_path / "r.json")])
+    assert shown and shown[-1] == (5, 5)
+    assert all(done <= stored for done, stored in shown), shown

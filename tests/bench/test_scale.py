@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,33 @@ async def test_a_size_above_random_max_skips_the_worst_case_build_and_says_so(tm
     run = await scale.run_size(300, args)
     assert (run["index_recall_at_10_random"], run["random_skipped"]) == (None, "above --random-max 299")
     assert "index_build_random_s" not in run
+
+
+class StoredCheck:
+    """Stands in for the bench's progress: checks each count it is shown against the rows the database holds."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+        self.shown: list[tuple[int, int]] = []
+
+    def __call__(self, label: str, total: int, out: object, **_: object) -> "StoredCheck":
+        return self
+
+    def update(self, done: int, note: str = "") -> None:
+        with contextlib.closing(sqlite3.connect(self.db_path)) as database:
+            stored = database.execute("SELECT count(*) FROM messages").fetchone()[0]
+        self.shown.append((done, stored))
+
+    def close(self) -> None:
+        pass
+
+
+async def test_ingest_progress_counts_messages_stored_not_handed_to_the_queue(
+        monkeypatch: pytest.MonkeyPatch, store, embedder, indexes, db_path: Path, make_record) -> None:
+    progress = StoredCheck(db_path)
+    monkeypatch.setattr(scale, "TerminalProgress", progress)
+    records = [make_record(i, f"message number {i} about the picnic") for i in range(1, 401)]
+    args = scale.parse_args(["--batch-size", "16"])
+    await scale.ingest_all(store, embedder, indexes, records, None, args, None)
+    assert progress.shown and progress.shown[-1] == (400, 400)
+    assert all(done <= stored for done, stored in progress.shown), progress.shown[:5]

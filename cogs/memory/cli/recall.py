@@ -137,7 +137,9 @@ async def search_memory(memory: Memory, args: argparse.Namespace, term: Terminal
         if args.explain:
             print(format_explanation(rank, hit), file=term.out)
     if memory.reranker is not None and not args.no_rerank:
-        print(format_rerank(memory.reranker.status()), file=term.err)
+        status = memory.reranker.status()
+        if status.loaded or status.reason is None:  # a failed load was said once already, by the reranker's log
+            print(format_rerank(status), file=term.err)
     print_backlog(await memory.vectors_pending(), term.err)
     return OK
 

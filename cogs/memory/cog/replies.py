@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from ..rerank.providers import ProviderStatus
     from ..rerank.service import RerankerStatus
 
+# Discord refuses an embed whose field value is longer.
+EMBED_FIELD_CHARS = 1024
 MEMORY_LOADING = "Memory is still loading its models (this takes a minute after the bot starts). Try again shortly."
 MEMORY_FAILED = "Memory could not be opened; the bot's owner has been told in the logs."
 GUILD_ONLY = "Memory commands only work in a server."
@@ -151,14 +153,16 @@ def _provider_state(provider: ProviderStatus) -> str:
 
 
 def _reranker(status: RerankerStatus | None) -> str:
-    """The model and each provider's state, in the order recalls try them."""
+    """The model and each provider's state, in the order recalls try them (cut to fit an embed field: a load
+    failure's reason says what to do at length)."""
     if status is None or status.provider == "none":
         return "off"
     providers = status.providers
     if len(providers) == 1:
-        return f"{status.model} ({providers[0].provider}, {_provider_state(providers[0])})"
-    chain = " → ".join(f"{p.provider}: {_provider_state(p)}" for p in providers)
-    return f"{status.model} ({chain})"
+        text = f"{status.model} ({providers[0].provider}, {_provider_state(providers[0])})"
+    else:
+        text = f"{status.model} ({' → '.join(f'{p.provider}: {_provider_state(p)}' for p in providers)})"
+    return text if len(text) <= EMBED_FIELD_CHARS else text[:EMBED_FIELD_CHARS - 1] + "…"
 
 
 def reranking_summary(status: RerankerStatus) -> str:

@@ -48,7 +48,8 @@ def forget_done(result: ForgetResult) -> str:
 def settings_done(guild_id: int, settings: SettingsView) -> str:
     retention = f"{settings.retention_days} days" if settings.retention_days else "keep everything"
     return (f"Saved the settings of guild {guild_id}: auto recall {'on' if settings.auto_recall else 'off'}, "
-            f"retention {retention}, forget on leave {'on' if settings.forget_on_leave else 'off'}.")
+            f"retention {retention}, forget on leave {'on' if settings.forget_on_leave else 'off'}, "
+            f"other bots' messages {'stored' if settings.store_bot_messages else 'not stored'}.")
 
 
 def profile_done(result: ProfileSwitchResult) -> str:

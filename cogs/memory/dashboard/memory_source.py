@@ -232,7 +232,7 @@ class MemorySource:
     async def settings(self, guild_id: int) -> SettingsView:
         current = await self.memory().settings(guild_id)
         return SettingsView(current.auto_recall, current.recall_channel_ids, current.capture_disabled_channel_ids,
-                            current.retention_days, current.forget_on_leave)
+                            current.retention_days, current.forget_on_leave, current.store_bot_messages)
 
     async def change_settings(self, guild_id: int, change: SettingsChange) -> SettingsView:
         memory = self.memory()
@@ -243,6 +243,8 @@ class MemorySource:
             changes["retention_days"] = change.retention_days or None
         if change.forget_on_leave is not None:
             changes["forget_on_leave"] = change.forget_on_leave
+        if change.store_bot_messages is not None:
+            changes["store_bot_messages"] = change.store_bot_messages
         if changes:
             await memory.save_settings(guild_id, (await memory.settings(guild_id)).with_changes(**changes))
         return await self.settings(guild_id)

@@ -108,4 +108,5 @@ def settings_change(params: Mapping[str, Any]) -> SettingsChange:
         raise BadParam(f"retention_days must be a whole number from 0 (keep everything) to {RETENTION_DAYS_MAX}")
     return SettingsChange(auto_recall=_flag(params, "auto_recall"),
                           retention_days=int(retention) if retention else None,
-                          forget_on_leave=_flag(params, "forget_on_leave"))
+                          forget_on_leave=_flag(params, "forget_on_leave"),
+                          store_bot_messages=_flag(params, "store_bot_messages"))

@@ -146,6 +146,7 @@ class SettingsView:
     capture_disabled_channel_ids: frozenset[int]
     retention_days: int | None
     forget_on_leave: bool
+    store_bot_messages: bool  # other bots' and webhooks' messages (this bot's own are always kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,7 @@ class SettingsChange:
     auto_recall: bool | None = None
     retention_days: int | None = None
     forget_on_leave: bool | None = None
+    store_bot_messages: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import Any
 from .scorers import build_local_scorer
 from .cache import ScoreCache
 from .http import HttpRerankError, HttpScorer
+from .load_help import UNAVAILABLE, load_failure
 from .local import DEFAULT_INSTRUCTION, load_tokenizer
 from .providers import Backend, Provider, ProviderStatus
 from .stats import RerankStats, RerankSummary
@@ -198,7 +199,8 @@ class RerankerService:
         except Exception as exc:
             for provider in providers:
                 provider.close()
-            self._last_switch_error = f"{type(exc).__name__}: {exc}"
+            self._last_switch_error = load_failure(model_name, exc, profile)
+            log.debug("Loading the reranker %s failed", model_name, exc_info=True)
             log.warning("profile switch to %s failed, keeping %s: %s",
                         profile.name, self._profile.name, self._last_switch_error)
             return False
@@ -268,9 +270,11 @@ class RerankerService:
                 if warm and hasattr(backend, "warm_up"):
                     backend.warm_up(profile.reranker.instruction or DEFAULT_INSTRUCTION)
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                log.warning("reranker unavailable (first-stage order will be used): cannot load %s: %s",
-                            provider.model_name, error)
+                # One line saying what to do (said once: a failed load is not retried until a profile switch);
+                # the traceback at DEBUG.
+                error = load_failure(provider.model_name, exc, profile)
+                log.warning("%s: %s", UNAVAILABLE, error)
+                log.debug("Loading the reranker %s failed", provider.model_name, exc_info=True)
         with self._lock:
             current = not self._closed and any(p is provider for p in self._providers)
             provider.loading = False

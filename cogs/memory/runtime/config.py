@@ -68,6 +68,8 @@ class Settings(BaseSettings):
                                       extra="ignore", frozen=True)
 
     discord_token: SecretStr | None = None
+    # http://host:port: the bot reaches Discord (its API and gateway) through this HTTP proxy; it may hold user:pass@.
+    discord_proxy: str | None = None
     # postgresql://... keeps memory in PostgreSQL + pgvector instead of the SQLite file.
     database_url: SecretStr | None = None
     dev_guild_id: int | None = None
@@ -108,6 +110,18 @@ class Settings(BaseSettings):
             # The scheme only: the rest may hold a password.
             raise ValueError(f"must be a postgresql:// URL (or unset for SQLite), not {text.split(':', 1)[0]}:...")
         return text or None
+
+    @field_validator("discord_proxy", mode="before")
+    @classmethod
+    def _proxy_url(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        parts = urlsplit(text)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            # The value is not repeated: it may hold a password.
+            raise ValueError("must be an HTTP proxy's URL, such as http://127.0.0.1:3128 or http://user:pass@host:3128")
+        return text
 
     @field_validator("dev_guild_id", mode="before")
     @classmethod

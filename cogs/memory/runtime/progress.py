@@ -3,17 +3,22 @@ plain dated lines where it is not (a log file, a pipe, systemd), so neither ever
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
-from typing import TextIO
+from collections.abc import Awaitable, Callable
+from typing import TextIO, TypeVar
 
 from tqdm import tqdm
 
-__all__ = ("TerminalProgress",)
+__all__ = ("TerminalProgress", "follow")
+
+T = TypeVar("T")
 
 # Away from a terminal, a line each time another tenth is done, and at least this often while something moves.
 PLAIN_EVERY_SECONDS = 30.0
 PLAIN_LINES = 10  # a line each tenth
+# How often ``follow`` reads how much is done while the work runs.
+FOLLOW_EVERY_SECONDS = 0.5
 
 
 def _duration(seconds: float) -> str:
@@ -86,6 +91,20 @@ class TerminalProgress:
         self._last_line, self._last_done = now, self._done
         while self._next_step <= PLAIN_LINES and self._next_step * self.total <= self._done * PLAIN_LINES:
             self._next_step += 1
+
+
+async def follow(progress: TerminalProgress, work: Awaitable[T], done: Callable[[], int],
+                 every: float = FOLLOW_EVERY_SECONDS) -> T:
+    """Awaits ``work`` while ``progress`` shows ``done()``, what is really done so far (messages stored, not handed
+    to a queue), read every ``every`` seconds and once at the end; returns what ``work`` returns."""
+    task = asyncio.ensure_future(work)
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=every)
+            progress.update(done())
+        return task.result()
+    finally:
+        task.cancel()  # only when this wait was cancelled; done otherwise
 
 
 def _is_terminal(out: TextIO) -> bool:

@@ -2,7 +2,11 @@
 
 import argparse
 import json
+import logging
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +109,52 @@ async def test_ask_says_when_the_llm_fails(cli, two_guilds, monkeypatch):
         monkeypatch.setenv("LLM_MODEL", "llama3")
         code, _, err = await cli("ask", "when is the picnic", "--guild", "1")
     assert code == 1 and err.splitlines()[-1].startswith("error: the LLM answer failed (")
+
+
+# -- a reranker that cannot load: one line saying what to do, once; results in first-stage order, exit 0 ---------
+
+REPO = Path(__file__).resolve().parents[4]
+UNCACHED = "no-such-org/never-cached-reranker"
+
+
+def reranker_not_cached(profiles_dir: Path) -> Path:
+    """tiny-a with a reranker model that is in no cache (and, offline, cannot be downloaded)."""
+    path = profiles_dir / "tiny-a.toml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(re.sub(r'(?m)^model = ".*"$', f'model = "{UNCACHED}"', text), encoding="utf-8")
+    return path
+
+
+def test_search_with_a_reranker_that_cannot_load_says_what_to_do_once(two_guilds, tiny_profiles_dir, tmp_path):
+    profile = reranker_not_cached(tiny_profiles_dir)
+    env = {key: value for key, value in os.environ.items() if key != "LOG_LEVEL"}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-m", "cogs.memory", "--db", str(two_guilds), "--index-dir",
+                           str(tmp_path / "data" / "idx"), "--profile", str(profile), "search", "picnic", "--guild",
+                           "1", "--channel", "21"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert texts(done.stdout) == ["picnic photos are up"]  # first-stage order, rerank_score -
+    said = [line for line in done.stderr.splitlines() if "reranker unavailable" in line]
+    assert len(said) == 1 and said[0].startswith("WARNING cogs.memory.rerank.service: reranker unavailable, recalls "
+                                                 f"keep first-stage order: {UNCACHED} is not in the Hugging Face cache")
+    assert "to fix it:" in said[0] and "HF_HUB_OFFLINE" in said[0] and "in profile tiny-a's .toml file" in said[0]
+    assert "Traceback" not in done.stderr and "rerank: not loaded" not in done.stderr
+    assert "We couldn't connect" not in done.stderr  # transformers' own multi-line words
+
+
+async def test_ask_with_a_reranker_that_cannot_load_says_it_once_and_answers(cli, two_guilds, tiny_profiles_dir,
+                                                                              monkeypatch, caplog):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.delenv("LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("LLM_MODEL", raising=False)
+    reranker_not_cached(tiny_profiles_dir)
+    with caplog.at_level(logging.WARNING):
+        code, out, err = await cli("ask", "when is the picnic", "--guild", "1")
+    assert code == 0 and out.splitlines()[0] == "recalled:"
+    assert re.findall(r"rerank_score=(\S+)", out) and set(re.findall(r"rerank_score=(\S+)", out)) == {"-"}
+    said = [record.getMessage() for record in caplog.records if "reranker unavailable" in record.getMessage()]
+    assert len(said) == 1 and "to fix it:" in said[0]
+    assert "reranker unavailable" not in err  # said by the log, not again

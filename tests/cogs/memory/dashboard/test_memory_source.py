@@ -79,9 +79,18 @@ async def test_a_message_of_another_guild_is_not_forgotten(real_client: SignedIn
 async def test_settings_saved_from_the_dashboard_are_memorys(real_client: SignedIn, real_memory: Memory) -> None:
     done = await real_client.post_json("/api/settings", {"guild_id": GUILD, "retention_days": 30, "auto_recall": True})
     assert done["message"] == (f"Saved the settings of guild {GUILD}: auto recall on, retention 30 days, "
-                               "forget on leave off.")
+                               "forget on leave off, other bots' messages not stored.")
     saved = await real_memory.settings(GUILD)
     assert (saved.retention_days, saved.auto_recall, saved.forget_on_leave) == (30, True, False)
+
+
+async def test_storing_other_bots_messages_from_the_dashboard_is_memorys(real_client: SignedIn,
+                                                                         real_memory: Memory) -> None:
+    done = await real_client.post_json("/api/settings", {"guild_id": GUILD, "store_bot_messages": True})
+    assert done["settings"]["store_bot_messages"] is True
+    assert (await real_memory.settings(GUILD)).store_bot_messages is True
+    await real_client.post_json("/api/settings", {"guild_id": GUILD, "store_bot_messages": False})
+    assert (await real_memory.settings(GUILD)).store_bot_messages is False
 
 
 async def test_an_unknown_profile_is_not_switched_to(real_client: SignedIn, real_memory: Memory) -> None:

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from cogs.memory.dashboard.metrics import RecallSample
+from cogs.memory.dashboard.source import SettingsChange
 from tests.fixtures.dashboard import CHANNEL, GUILD, FakeSource, SignedIn, csrf_from
 
 
@@ -113,8 +114,52 @@ async def test_settings_are_saved_and_reported(client: SignedIn, fake_source: Fa
             "csrf_token": csrf}
     async with client.http.post(client.url("/controls/settings"), data=form) as response:
         html = await response.text()
-    assert ("Saved the settings of guild 456: auto recall on, retention 30 days, forget on leave off." in html)
+    assert ("Saved the settings of guild 456: auto recall on, retention 30 days, forget on leave off, other bots&#39; "
+            "messages not stored." in html)
     assert (await fake_source.settings(GUILD)).retention_days == 30
+
+
+def bot_messages_choice(html: str) -> str:
+    """The option the settings form shows as chosen for other bots' messages."""
+    select = re.search(r'<select name="store_bot_messages">(.*?)</select>', html, re.S).group(1)
+    return re.search(r'<option value="(\w+)" selected>', select).group(1)
+
+
+async def test_the_settings_form_shows_whether_other_bots_messages_are_stored(client: SignedIn,
+                                                                              fake_source: FakeSource) -> None:
+    assert bot_messages_choice(await page(client, f"/controls?guild={GUILD}")) == "off"
+    await fake_source.change_settings(GUILD, SettingsChange(store_bot_messages=True))
+    assert bot_messages_choice(await page(client, f"/controls?guild={GUILD}")) == "on"
+
+
+async def test_storing_other_bots_messages_is_saved_reported_and_logged(client: SignedIn, fake_source: FakeSource,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    csrf = csrf_from(await page(client, f"/controls?guild={GUILD}"))
+    form = {"guild": str(GUILD), "store_bot_messages": "on", "csrf_token": csrf}
+    with caplog.at_level(logging.INFO, logger="cogs.memory.dashboard"):
+        async with client.http.post(client.url("/controls/settings"), data=form) as response:
+            html = await response.text()
+    said = f"Saved the settings of guild {GUILD}: auto recall off, retention keep everything, forget on leave off, "
+    assert said + "other bots&#39; messages stored." in html  # escaped on the page
+    assert (await fake_source.settings(GUILD)).store_bot_messages is True
+    assert any(record.getMessage().startswith(f"Dashboard: {said}other bots' messages stored.")
+               for record in caplog.records)
+
+
+async def test_storing_other_bots_messages_needs_the_csrf_token(client: SignedIn, fake_source: FakeSource) -> None:
+    form = {"guild": str(GUILD), "store_bot_messages": "on"}
+    for token in ({}, {"csrf_token": "forged"}):
+        async with client.http.post(client.url("/controls/settings"), data={**form, **token}) as response:
+            assert response.status == 403
+    assert (await fake_source.settings(GUILD)).store_bot_messages is False
+
+
+async def test_a_bad_store_bot_messages_value_says_what_it_takes(client: SignedIn, fake_source: FakeSource) -> None:
+    async with client.http.post(client.url("/api/settings"), json={"guild_id": GUILD, "store_bot_messages": "<b>"},
+                                headers={"X-CSRF-Token": client.csrf}) as response:
+        assert response.status == 400
+        assert (await response.json())["error"] == "store_bot_messages must be true or false, not '<b>'"
+    assert (await fake_source.settings(GUILD)).store_bot_messages is False
 
 
 async def test_a_profile_switch_says_what_changed(client: SignedIn) -> None:

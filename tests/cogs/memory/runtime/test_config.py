@@ -84,6 +84,14 @@ def test_a_database_url_of_another_kind_is_refused_without_showing_its_password(
     assert refused.value.lines == ["DATABASE_URL must be a postgresql:// URL (or unset for SQLite), not mysql:..."]
 
 
+def test_the_discord_proxy_is_an_http_url_and_a_bad_one_is_refused_without_showing_it() -> None:
+    assert load_settings({"DISCORD_PROXY": " http://u:p@proxy:3128 "}, None).discord_proxy == "http://u:p@proxy:3128"
+    with pytest.raises(SettingsError) as refused:
+        load_settings({"DISCORD_PROXY": "socks5://u:hunter2@proxy:1080"}, None)
+    assert refused.value.lines == [
+        "DISCORD_PROXY must be an HTTP proxy's URL, such as http://127.0.0.1:3128 or http://user:pass@host:3128"]
+
+
 def test_a_blank_database_url_means_sqlite() -> None:
     assert load_settings({"DATABASE_URL": "  "}, None).database is None
 

@@ -57,3 +57,58 @@ def test_each_library_warning_prints_once_in_the_log_format() -> None:
     assert printed.count("offline: no cached file") == 1
     assert "WARNING huggingface_hub.file_download: offline: no cached file" in printed
     assert printed.count("a library warning") == 1 and "WARNING py.warnings:" in printed
+
+
+# A fresh interpreter logging at LEVEL, routed as both entry points route it, then what transformers and the hub
+# print as a model loads: the same warning three times (as each load of a tokenizer repeats it), and a progress bar.
+LIBRARY_SCRIPT = """
+import logging
+logging.basicConfig(level=logging.{level}, format="%(levelname)s %(name)s: %(message)s")
+{route}
+from transformers.utils import logging as transformers_logging
+from huggingface_hub.utils import logging as hub_logging
+for _ in range(3):
+    transformers_logging.get_logger("transformers.tokenization_utils_base").warning("a tokenizer warning")
+hub_logging.get_logger("huggingface_hub.file_download").warning("a hub warning")
+for _ in transformers_logging.tqdm(range(3), desc="Loading weights"):
+    pass
+"""
+ROUTED = "from cogs.memory.runtime.logs import route_library_logs; route_library_logs()"
+
+
+def run_library_script(level: str, route: str = ROUTED) -> str:
+    done = subprocess.run([sys.executable, "-c", LIBRARY_SCRIPT.format(level=level, route=route)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)  # stderr is a pipe, not a terminal
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_without_routing_transformers_prints_each_repeat_in_its_own_format_at_any_level() -> None:
+    printed = run_library_script("ERROR", route="")
+    assert printed.count("a tokenizer warning") == 3 and "WARNING transformers" not in printed  # what the fix is for
+
+
+def test_a_transformers_warning_prints_once_in_the_log_format() -> None:
+    printed = run_library_script("WARNING")
+    assert printed.count("a tokenizer warning") == 1
+    assert "WARNING transformers.tokenization_utils_base: a tokenizer warning" in printed
+    assert printed.count("a hub warning") == 1
+
+
+def test_a_quieter_level_silences_library_warnings() -> None:
+    assert run_library_script("ERROR") == ""
+
+
+def test_library_progress_bars_stay_out_of_a_log_that_is_not_a_terminal() -> None:
+    assert "Loading weights" not in run_library_script("INFO")
+    assert "Loading weights" in run_library_script("INFO", route="")  # what the fix is for
+
+
+def test_other_loggers_repeats_still_print() -> None:
+    from cogs.memory.runtime.logs import OncePerMessage
+
+    once = OncePerMessage()
+    ours = logging.LogRecord("cogs.memory.ingest", logging.WARNING, __file__, 1, "write failed, retrying", None, None)
+    library = logging.LogRecord("transformers.x", logging.WARNING, __file__, 1, "deprecated", None, None)
+    assert [once.filter(ours), once.filter(ours), once.filter(library), once.filter(library)] == [
+        True, True, True, False]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 
-from cogs.memory.runtime.progress import TerminalProgress
+from cogs.memory.runtime.progress import TerminalProgress, follow
+from tests.fixtures.waiting import eventually
 
 
 class Clock:
@@ -66,3 +68,33 @@ def test_on_a_terminal_it_is_a_tqdm_bar_whose_line_is_ended() -> None:
     text = out.getvalue()
     assert ("\r" in text, "import #general: 100%" in text, "4/4" in text, text.endswith("\n")) == (
         True, True, True, True)
+
+
+async def test_follow_shows_what_is_done_while_the_work_runs_and_at_its_end() -> None:
+    out, clock = io.StringIO(), Clock()
+    progress = TerminalProgress("ingest", 10, out, clock=clock)
+    stored = {"count": 0}
+    shown: list[int] = []
+    real_update = progress.update
+
+    def update(done: int, note: str = "") -> None:
+        shown.append(done)
+        real_update(done, note)
+
+    progress.update = update  # type: ignore[method-assign]
+    halfway = asyncio.Event()
+
+    async def work() -> str:
+        stored["count"], clock.now = 5, 5.0
+        await halfway.wait()  # half stored: the rest waits until the test has seen the half shown
+        stored["count"], clock.now = 10, 10.0
+        return "flushed"
+
+    following = asyncio.create_task(follow(progress, work(), lambda: stored["count"], every=0.01))
+    await eventually(lambda: 5 in shown)
+    halfway.set()
+    assert await following == "flushed"
+    progress.close()
+    assert shown[-1] == 10 and shown == sorted(shown)
+    assert out.getvalue().splitlines() == ["ingest: 5/10 (50%), 1 msg/s, about 00:05 left",
+                                           "ingest: 10/10 (100%), 1 msg/s, done in 00:10"]
