@@ -82,7 +82,7 @@ async def test_importing_twice_stores_each_message_once(cli, export_file):
 async def test_search_prints_first_stage_and_rerank_scores(cli, export_file):
     await cli("import", str(export_file))
     _, out, _ = await cli("search", "when is the picnic", "--limit", "1")
-    assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=\d\.\d{4} #20 alice 2024-05-01 12:00 UTC\n"
+    assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=\d\.\d{4} #general alice 2024-05-01 12:00 UTC\n"
                         r"    the picnic moved to Saturday\n", out)
 
 

@@ -34,9 +34,11 @@ async def test_forget_a_channel_a_message_and_a_guild_say_what_they_did(cli, two
         0, "forgot 1 message in channel 21 (and its threads) of guild 1\n")
     assert (await cli("forget", "--guild", "2", "--all", "--yes"))[:2] == (
         0, "forgot 1 message: everything of guild 2\n")
+    # The forgotten channel's name ("photos", its one message's word too) leaves every file with it.
     assert on_disk(two_guilds, b"moved to Saturday") == on_disk(two_guilds, b"other server") == []
+    assert on_disk(two_guilds, b"photos") == []
     _, out, _ = await cli("guilds")
-    assert out.startswith("1  name unknown  2 messages in 1 channels") and "\n2 " not in out
+    assert out.startswith("1  Picnic Club  2 messages in 1 channels") and "\n2 " not in out
 
 
 async def test_forget_off_a_terminal_without_yes_is_refused(cli, two_guilds):
