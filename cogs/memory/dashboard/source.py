@@ -6,7 +6,7 @@ and the tests implement it with a fake. Nothing here imports the memory core.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -200,6 +200,10 @@ class DashboardSource(Protocol):
 
     async def channel_ids(self, guild_id: int) -> Sequence[int]:
         """Channels (and threads) of the guild that memory holds messages of."""
+        ...
+
+    async def channel_names(self, guild_id: int) -> Mapping[int, str]:
+        """The names memory has seen of the guild's channels (and threads), by id; members chose them (escape)."""
         ...
 
     async def search(self, request: SearchRequest) -> SearchExplanation: ...
