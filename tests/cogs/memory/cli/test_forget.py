@@ -63,4 +63,4 @@ async def test_forget_a_message_memory_does_not_hold_fails(cli, two_guilds):
 
 async def test_forget_in_an_unknown_guild_lists_the_known(cli, two_guilds):
     code, _, err = await cli("forget", "--guild", "7", "--all", "--yes")
-    assert (code, err) == (2, "error: guild 7 is not in memory (guilds in memory: 1, 2)\n")
+    assert (code, err) == (2, "error: guild 7 is not in memory (guilds in memory: 1 (Picnic Club), 2)\n")
