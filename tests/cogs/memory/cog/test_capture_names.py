@@ -9,6 +9,7 @@ from discord.ext.test.backend import facts
 
 from tests.fixtures.core import fetchall
 from tests.fixtures.discord import make_thread, say
+from tests.fixtures.history import reconnect, said_while_away
 
 
 @pytest.fixture
@@ -85,3 +86,15 @@ async def test_a_deleted_channels_name_is_forgotten(memory_bot, guild, member):
     backend.delete_channel(events)
     await dpytest.run_all_events()
     assert [row for row in await stored_names(memory_bot) if row[1] == events.id] == []
+
+
+async def test_a_message_the_catch_up_stores_records_its_channels_name(memory_bot, guild, channel, member):
+    cog = memory_bot.get_cog("MemoryCatchUp")
+    cog.page_pause_s, cog.retry_delays_s = 0, ()
+    await say("picnic plans: the park", member, channel)
+    await memory_bot.memory.flush(vectors=True)
+    await memory_bot.memory.names.forget(guild.id)  # as if the names were never seen live
+    said_while_away("picnic moved to Sunday", member, channel)
+    await reconnect(memory_bot)
+    assert await stored_names(memory_bot) == [("channel", channel.id, channel.name, None),
+                                              ("guild", guild.id, guild.name, None)]
