@@ -189,7 +189,7 @@ class Memory:
             steps.push_async_callback(self.indexes.close)
             steps.push_async_callback(self._erase_forgotten_at_close)
             steps.push_async_callback(self.purges.close)
-            steps.push_async_callback(self.names.close)
+            steps.push_async_callback(self.names.settle)
             steps.push_async_callback(self.ingest.close)
             steps.push_async_callback(self._stop_autosave)
 
@@ -258,7 +258,7 @@ class Memory:
         stored message has its vector; raises ``IngestError`` (with the report) when some of it was not stored.
         The guild and channel names noted meanwhile are stored too. See ``IngestQueue.flush``."""
         report = await self.ingest.flush(vectors=vectors)
-        await self.names.flush()
+        await self.names.settle()  # a name not written now (the database away) is written later: not a failure
         return report
 
     async def vectors_pending(self) -> int:

@@ -23,7 +23,7 @@ class PlaceNames:
     """The names of guilds and channels (threads too, with their parent), last seen wins.
 
     Call ``load`` once the store is open. ``note_*`` never waits: what changed is written by a background task
-    (under the ingest ``write_lock``); ``flush`` waits for it.
+    (under the ingest ``write_lock``); ``flush`` and ``settle`` wait for it.
     """
 
     def __init__(self, store: Store, write_lock: asyncio.Lock) -> None:
@@ -88,8 +88,9 @@ class PlaceNames:
         """Write what was noted and not written yet; raises what the store raised (the names stay waiting)."""
         await self._write()
 
-    async def close(self) -> None:
-        """Write what waits; a failure is logged (the next capture notes those names again)."""
+    async def settle(self) -> None:
+        """Write what waits, as the background write does: a failure (the database away) is logged, not raised; the
+        names wait for the next new name, ``flush`` or ``settle``."""
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
         await self._write_in_background()

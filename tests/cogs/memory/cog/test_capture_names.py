@@ -98,3 +98,11 @@ async def test_a_message_the_catch_up_stores_records_its_channels_name(memory_bo
     await reconnect(memory_bot)
     assert await stored_names(memory_bot) == [("channel", channel.id, channel.name, None),
                                               ("guild", guild.id, guild.name, None)]
+
+
+async def test_leaving_a_guild_forgets_its_names(memory_bot, guild, channel, member):
+    await say("the picnic moved to Saturday", member, channel)
+    await memory_bot.memory.flush()
+    memory_bot.dispatch("guild_remove", guild)
+    await dpytest.run_all_events()
+    assert (await stored_names(memory_bot), memory_bot.memory.names.guild_name(guild.id)) == ([], None)

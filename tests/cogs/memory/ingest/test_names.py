@@ -4,6 +4,7 @@ before the forget comes back (the erasure ledger's re-apply)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from cogs.memory.memory import Memory
@@ -144,3 +145,23 @@ async def test_a_restored_sqlite_backup_loses_a_name_forgotten_after_it_in_every
         await memory.close()
     assert readable_in(data_dir, "smugglers-cove") == []
     assert readable_in(data_dir, "Harbour Club")  # the grep would see what is there
+
+
+async def test_a_name_the_database_refuses_now_fails_no_flush_and_is_written_later(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, embedder: object, caplog
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    try:
+        with sqlite3.connect(db_path) as connection:
+            connection.execute("CREATE TRIGGER refused BEFORE INSERT ON place_names "
+                               "BEGIN SELECT RAISE(ABORT, 'database is locked'); END")
+        memory.names.note_channel(1, 10, "general")
+        await memory.flush()
+        with sqlite3.connect(db_path) as connection:
+            connection.execute("DROP TRIGGER refused")
+        refused = await query(memory.store, "SELECT name FROM place_names")
+        await memory.flush()
+        assert (refused, await query(memory.store, "SELECT name FROM place_names")) == ([], [("general",)])
+        assert "Could not store 1 guild or channel name(s) now" in caplog.text
+    finally:
+        await memory.close()
