@@ -161,8 +161,8 @@ class Memory:
                 await service.tokenizers_loaded()
             memory = cls(profile, backend, embedder, indexes, ingest, service, onnx_dir,
                          ErasureLedger(db_path.parent / LEDGER_NAME))
+            await memory.names.load()
             try:  # before anything reads: a restored database holds no erased message
-                await memory.names.load()
                 await memory.reapply_erasures()
             except (OSError, ValueError, sqlite3.Error) as exc:
                 log.error("Memory cannot start: applying the erasure ledger %s again failed (%s: %s); fix that and "
