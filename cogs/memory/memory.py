@@ -20,6 +20,7 @@ from .privacy.purge_schedule import PurgeScheduler
 from .store.backend import open_backend
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .store.history import Exclusion
+from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
 from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
@@ -103,6 +104,8 @@ class Memory:
         self._policy = GuildPolicy(self.store, ingest)
         # What reading channels' history again needs (catch-up, backfill): stored spans and saved progress.
         self.history = backend.history(ingest.write_lock)
+        # Guilds' and channels' names as last seen (capture, catch-up, import), for the CLI and the dashboard.
+        self.names = PlaceNames(self.store, ingest.write_lock)
         # Every way in (capture, catch-up, backfill, import) meets in the ingest writer, which checks this rule.
         self.admission = Admission(self.store, self.history)
         ingest.admit_by(self.admission.refused)
@@ -159,6 +162,7 @@ class Memory:
                 await service.tokenizers_loaded()
             memory = cls(profile, backend, embedder, indexes, ingest, service, onnx_dir,
                          ErasureLedger(db_path.parent / LEDGER_NAME))
+            await memory.names.load()
             try:  # before anything reads: a restored database holds no erased message
                 await memory.reapply_erasures()
             except (OSError, ValueError, sqlite3.Error) as exc:
@@ -186,6 +190,7 @@ class Memory:
             steps.push_async_callback(self.indexes.close)
             steps.push_async_callback(self._erase_forgotten_at_close)
             steps.push_async_callback(self.purges.close)
+            steps.push_async_callback(self.names.settle)
             steps.push_async_callback(self.ingest.close)
             steps.push_async_callback(self._stop_autosave)
 
@@ -252,8 +257,10 @@ class Memory:
     async def flush(self, *, vectors: bool = False) -> FlushReport:
         """Wait until what was added is stored (keyword-searchable and durable) and, with ``vectors``, until every
         stored message has its vector; raises ``IngestError`` (with the report) when some of it was not stored.
-        See ``IngestQueue.flush``."""
-        return await self.ingest.flush(vectors=vectors)
+        The guild and channel names noted meanwhile are stored too. See ``IngestQueue.flush``."""
+        report = await self.ingest.flush(vectors=vectors)
+        await self.names.settle()  # a name not written now (the database away) is written later: not a failure
+        return report
 
     async def vectors_pending(self) -> int:
         """Stored messages still waiting for their vector (found by their words; by meaning once embedded)."""
@@ -462,7 +469,7 @@ class Memory:
                            self.embedder.display_name, self.ingest.queued)
 
     async def channel_activity(self, guild_id: int) -> list[ChannelActivity]:
-        """Every channel memory holds messages of in ``guild_id``, by id (memory stores no names)."""
+        """Every channel memory holds messages of in ``guild_id``, by id (``names`` holds their names, when seen)."""
         activity = []
         for channel_id in await self.store.channel_ids(guild_id):
             count = len(await self.store.refs_for_channel(guild_id, channel_id))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from .reader import Export, ExportError, read_export
+from .reader import Export, ExportedChannel, ExportError, read_export
 from ..ingest.queue import FlushReport, IngestError, stored_content
 from ..memory import Memory
 from ..privacy.admission import SHORT_REASONS
@@ -181,6 +181,8 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     skips[DELETED_SINCE] += len(records) - len(stored) - len(new)
     skips[EMPTY] += len(new) - len(refused) - len(to_store)
     outcome = _Outcome(0, 0, 0, None)
+    if to_store or stored:
+        _note_names(memory, channel)
     if to_store:
         progress = TerminalProgress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
         outcome = await _store(memory, to_store, progress)
@@ -191,6 +193,20 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     return FileReport(path, f"#{channel.channel_name} (guild {channel.guild_id})", outcome.stored, len(stored),
                       sum(skips.values()), len(export.rejected) + outcome.rejected,
                       outcome.not_stored, reason, outcome.vectors_pending, outcome.vectors_error, _reasons(skips))
+
+
+def _note_names(memory: Memory, channel: ExportedChannel) -> None:
+    """The guild's and channel's names the export was written with, where memory holds none: an export may be
+    older than a name the bot has seen since."""
+    names = memory.names
+    known = names.channel_names(channel.guild_id)
+    if channel.guild_name and names.guild_name(channel.guild_id) is None:
+        names.note_guild(channel.guild_id, channel.guild_name)
+    parent = channel.parent_channel_id
+    if parent is not None and channel.parent_channel_name and parent not in known:
+        names.note_channel(channel.guild_id, parent, channel.parent_channel_name)
+    if channel.channel_name and channel.channel_id not in known:
+        names.note_channel(channel.guild_id, channel.channel_id, channel.channel_name, parent)
 
 
 def _show_rejected(path: Path, export: Export, err: TextIO) -> None:

@@ -32,6 +32,7 @@ class ExportedChannel:
     parent_channel_id: int | None
     message_count: int
     private_thread: bool = False
+    parent_channel_name: str = ""  # a thread's parent channel's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,8 @@ def _channel(data: dict[str, Any], path: Path) -> ExportedChannel:
             parent_channel_id=parent,
             message_count=len(data["messages"]),
             private_thread=parent is not None and kind not in PUBLIC_THREAD_TYPES,
+            # ...and its name into category.
+            parent_channel_name=str(channel.get("category") or "") if parent is not None else "",
         )
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise ExportError(f"{path}: not a DiscordChatExporter JSON export (missing or bad {error})") from error

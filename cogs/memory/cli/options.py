@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -125,8 +126,26 @@ def utc_text(moment: datetime | float | str) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def guilds_text(guilds: list[int]) -> str:
-    return ", ".join(map(str, guilds)) or "none yet"
+def terminal_text(text: str) -> str:
+    """``text`` with control characters (an escape sequence in a channel's name) shown as ``?``: a name is what a
+    member typed, and a terminal must show it, not obey it."""
+    return "".join("?" if unicodedata.category(char).startswith("C") else char for char in text)
+
+
+def guild_label(memory: Memory, guild_id: int) -> str:
+    """``1 (Picnic Club)``, or the id alone when memory has not seen the guild's name."""
+    name = memory.names.guild_name(guild_id)
+    return str(guild_id) if name is None else f"{guild_id} ({terminal_text(name)})"
+
+
+def channel_label(names: dict[int, str], channel_id: int) -> str:
+    """``#general``, or ``#20`` when memory has not seen the channel's name (``names``: PlaceNames.channel_names)."""
+    name = names.get(channel_id)
+    return f"#{channel_id}" if name is None else f"#{terminal_text(name)}"
+
+
+def guilds_text(memory: Memory, guilds: list[int]) -> str:
+    return ", ".join(guild_label(memory, guild_id) for guild_id in guilds) or "none yet"
 
 
 async def chosen_guild(memory: Memory, guild_id: int | None, err: TextIO) -> int | None:
@@ -136,10 +155,11 @@ async def chosen_guild(memory: Memory, guild_id: int | None, err: TextIO) -> int
     if guild_id is None:
         if len(guilds) == 1:
             return guilds[0]
-        print(f"error: pass --guild (guilds in memory: {guilds_text(guilds)})", file=err)
+        print(f"error: pass --guild (guilds in memory: {guilds_text(memory, guilds)})", file=err)
         return None
     if guild_id not in guilds:
-        print(f"error: guild {guild_id} is not in memory (guilds in memory: {guilds_text(guilds)})", file=err)
+        print(f"error: guild {guild_id} is not in memory (guilds in memory: {guilds_text(memory, guilds)})",
+              file=err)
         return None
     return guild_id
 

@@ -1,18 +1,19 @@
-"""What memory holds: ``stats`` (per guild, with the profile and reranker), ``guilds`` and ``channels``. Memory
-stores ids only, never a guild's or channel's name, so these print ids and say the names are unknown."""
+"""What memory holds: ``stats`` (per guild, with the profile and reranker), ``guilds`` and ``channels``, by name and
+id. Memory learns a name when the bot sees the guild or channel (or an import names it); until then, the id alone."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
-from .options import OK, USAGE, Terminal, chosen_guild, discord_id, utc_text
+from .options import OK, USAGE, Terminal, chosen_guild, discord_id, guild_label, terminal_text, utc_text
 
 if TYPE_CHECKING:
     from ..memory import ChannelActivity, Memory
 
-NAMES_UNKNOWN = ("names: unknown here; memory stores ids only (Discord shows them with Developer Mode: right-click a "
-                 "server or channel, Copy ID)")
+NAME_UNKNOWN = "name unknown"
+NAMES_UNKNOWN = ("some names are unknown: memory learns a guild's or channel's name when the bot sees it (or an "
+                 "import names it); Discord shows ids with Developer Mode: right-click a server or channel, Copy ID")
 
 
 def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
@@ -21,11 +22,13 @@ def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentPars
                                 "and the profile and reranker it runs with. Loads no reranker.")
     stats.add_argument("--guild", type=discord_id, help="only this guild id (default: every guild)")
     stats.set_defaults(handler=show_stats, memory="read")
-    guilds = commands.add_parser("guilds", parents=[parent], help="the guilds in memory (ids), with their messages",
-                                 description="Every guild memory holds messages of, by id.")
+    guilds = commands.add_parser("guilds", parents=[parent],
+                                 help="the guilds in memory (names and ids), with their messages",
+                                 description="Every guild memory holds messages of, by id and name.")
     guilds.set_defaults(handler=list_guilds, memory="read")
-    channels = commands.add_parser("channels", parents=[parent], help="one guild's channels in memory (ids)",
-                                   description="Every channel of a guild memory holds messages of, by id.")
+    channels = commands.add_parser("channels", parents=[parent], help="one guild's channels in memory (names and ids)",
+                                   description="Every channel (and thread) of a guild memory holds messages of, by "
+                                               "id and name.")
     channels.add_argument("--guild", type=discord_id, help="guild id (default: the only guild in memory)")
     channels.set_defaults(handler=list_channels, memory="read")
 
@@ -60,9 +63,9 @@ async def show_stats(memory: Memory, args: argparse.Namespace, term: Terminal) -
         stats = await memory.stats(guild_id)
         activity = await memory.channel_activity(guild_id)
         pending = max(stats.messages - stats.index.vectors, 0)
-        print(f"guild {guild_id}: {stats.messages} messages, {stats.index.vectors} vectors ({pending} pending), "
-              f"{len(activity)} channels, last message {last_text(activity)}, vector index {stats.index.kind} "
-              f"{stats.index.file_bytes / 1e6:.1f} MB on disk", file=term.out)
+        print(f"guild {guild_label(memory, guild_id)}: {stats.messages} messages, {stats.index.vectors} vectors "
+              f"({pending} pending), {len(activity)} channels, last message {last_text(activity)}, vector index "
+              f"{stats.index.kind} {stats.index.file_bytes / 1e6:.1f} MB on disk", file=term.out)
     return OK
 
 
@@ -73,19 +76,37 @@ async def list_guilds(memory: Memory, args: argparse.Namespace, term: Terminal) 
         return OK
     for guild_id in guilds:
         activity = await memory.channel_activity(guild_id)
-        print(f"{guild_id}  name unknown  {(await memory.stats(guild_id)).messages} messages in {len(activity)} "
-              f"channels, last {last_text(activity)}", file=term.out)
-    print(NAMES_UNKNOWN, file=term.err)
+        name = memory.names.guild_name(guild_id)
+        print(f"{guild_id}  {NAME_UNKNOWN if name is None else terminal_text(name)}  "
+              f"{(await memory.stats(guild_id)).messages} messages in {len(activity)} channels, "
+              f"last {last_text(activity)}", file=term.out)
+    if any(memory.names.guild_name(guild_id) is None for guild_id in guilds):
+        print(NAMES_UNKNOWN, file=term.err)
     return OK
+
+
+def channel_text(names: dict[int, str], parents: dict[int, int | None], channel_id: int) -> str:
+    """``#general``, ``#raffle (thread in #general)``, or ``name unknown``."""
+    name = names.get(channel_id)
+    if name is None:
+        return NAME_UNKNOWN
+    parent = parents.get(channel_id)
+    if parent is None:
+        return f"#{terminal_text(name)}"
+    return f"#{terminal_text(name)} (thread in #{terminal_text(names.get(parent, str(parent)))})"
 
 
 async def list_channels(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
     guild_id = await chosen_guild(memory, args.guild, term.err)
     if guild_id is None:
         return USAGE
-    for channel in await memory.channel_activity(guild_id):
+    names = memory.names.channel_names(guild_id)
+    activity = await memory.channel_activity(guild_id)
+    parents = {channel.channel_id: memory.names.channel_parent(guild_id, channel.channel_id) for channel in activity}
+    for channel in activity:
         last = "none" if channel.last_message_at is None else utc_text(channel.last_message_at)
-        print(f"#{channel.channel_id}  name unknown  {channel.messages} messages (its threads' included), last {last}",
-              file=term.out)
-    print(NAMES_UNKNOWN, file=term.err)
+        print(f"{channel.channel_id}  {channel_text(names, parents, channel.channel_id)}  {channel.messages} messages "
+              f"(its threads' included), last {last}", file=term.out)
+    if any(channel.channel_id not in names for channel in activity):
+        print(NAMES_UNKNOWN, file=term.err)
     return OK

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from ..prompt import ANSWER_RECALL_LIMIT, build_chat_messages
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, ScoreParts, SearchFilters
-from .options import (FAILED, OK, USAGE, Terminal, chosen_guild, discord_id, print_backlog, query_text,
-                      result_limit, utc_text, utc_time)
+from .options import (FAILED, OK, USAGE, Terminal, channel_label, chosen_guild, discord_id, print_backlog,
+                      query_text, result_limit, utc_text, utc_time)
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -63,13 +63,14 @@ async def filters_for(memory: Memory, args: argparse.Namespace, term: Terminal) 
                          after=args.after, before=args.before)
 
 
-def format_hit(rank: int, hit: Candidate) -> str:
+def format_hit(rank: int, hit: Candidate, channel_names: dict[int, str]) -> str:
+    """One hit: its scores, ``#channel-name`` (``#id`` where memory has not seen the name), author and UTC time."""
     rerank = hit.get("rerank_score")
     rerank_text = "-" if rerank is None else f"{rerank:.4f}"
     text = " ".join(hit["content"].split())
-    # Memory stores channel ids only (no names): the id is what an admin can look up.
     return (f"{rank:>2}. score={hit['score']:.4f} rerank_score={rerank_text} "
-            f"#{hit['channel_id']} {hit['author_name']} {utc_text(hit['created_at'])}\n    {text[:300]}")
+            f"{channel_label(channel_names, hit['channel_id'])} {hit['author_name']} {utc_text(hit['created_at'])}"
+            f"\n    {text[:300]}")
 
 
 def format_explanation(rank: int, hit: Candidate) -> str:
@@ -132,8 +133,9 @@ async def search_memory(memory: Memory, args: argparse.Namespace, term: Terminal
     hits = await recall_hits(memory, args.query, filters, args.limit, not args.no_rerank, term)
     if not hits:
         print("no results", file=term.out)
+    channel_names = memory.names.channel_names(filters.guild_id)
     for rank, hit in enumerate(hits, start=1):
-        print(format_hit(rank, hit), file=term.out)
+        print(format_hit(rank, hit, channel_names), file=term.out)
         if args.explain:
             print(format_explanation(rank, hit), file=term.out)
     if memory.reranker is not None and not args.no_rerank:
@@ -154,8 +156,9 @@ async def ask_memory(memory: Memory, args: argparse.Namespace, term: Terminal) -
     print(HOST_NOTE, file=term.err)
     hits = await recall_hits(memory, args.question, filters, ANSWER_RECALL_LIMIT, True, term)
     print("recalled:" if hits else "recalled: nothing", file=term.out)
+    channel_names = memory.names.channel_names(filters.guild_id)
     for rank, hit in enumerate(hits, start=1):
-        print(format_hit(rank, hit), file=term.out)
+        print(format_hit(rank, hit, channel_names), file=term.out)
     config = LLMConfig.from_settings(args.settings)
     if config is None:
         print("no answer: answers need an OpenAI-compatible endpoint: set LLM_BASE_URL (e.g. "

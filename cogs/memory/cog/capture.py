@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import discord
 
 from ..records import MessageRecord
 
-__all__ = ("CHAT_MESSAGE_TYPES", "is_chat_message", "memory_space_id", "record_from_message", "parse_message_link")
+if TYPE_CHECKING:
+    from ..ingest.names import PlaceNames
+
+__all__ = ("CHAT_MESSAGE_TYPES", "is_chat_message", "memory_space_id", "note_place", "record_from_message",
+           "parse_message_link")
 
 CHAT_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 # Threads anyone who reads the parent channel may read (forum and media posts are public threads too). Any other
@@ -74,6 +79,22 @@ def record_from_message(message: discord.Message) -> MessageRecord:
         attachments=_stand_ins(message),
         private_thread=is_thread and channel.type not in PUBLIC_THREAD_TYPES,
     )
+
+
+def note_place(names: PlaceNames, channel: discord.abc.Messageable) -> None:
+    """The names of a guild channel and its guild as seen now (a thread's with its parent's); a DM has none. Costs a
+    dict look-up when nothing changed: only a new or changed name is written."""
+    guild = getattr(channel, "guild", None)
+    name = getattr(channel, "name", None)
+    if guild is None or not name:
+        return
+    names.note_guild(guild.id, guild.name)
+    if isinstance(channel, discord.Thread):
+        if channel.parent is not None:
+            names.note_channel(guild.id, channel.parent.id, channel.parent.name)
+        names.note_channel(guild.id, channel.id, name, channel.parent_id)
+    else:
+        names.note_channel(guild.id, channel.id, name)
 
 
 def parse_message_link(link: str) -> tuple[int, int, int] | None:

@@ -10,7 +10,7 @@ import discord
 from discord.ext import commands, tasks
 
 from .audience import AudienceCache
-from .capture import is_chat_message, memory_space_id, record_from_message
+from .capture import is_chat_message, memory_space_id, note_place, record_from_message
 from .latency import Latencies
 from ..prompt import ANSWER_RECALL_LIMIT
 from .llm import ChatClient, LLMCheck, LLMConfig, LLMError, log_llm_check
@@ -102,6 +102,7 @@ class MemoryListeners(commands.Cog):
         if (message.channel.id not in settings.capture_disabled_channel_ids
                 and (settings.store_bot_messages or not record.automated)
                 and not await memory.is_opted_out(guild_id, message.author.id)):
+            note_place(memory.names, message.channel)
             await memory.add(record)
         if message.guild is not None and await self._wants_recall(message, settings):
             await self.recall_and_reply(message)
@@ -135,6 +136,24 @@ class MemoryListeners(commands.Cog):
     async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
         if (memory := await self.memory()) is not None:
             await memory.delete_channel(payload.guild_id, payload.thread_id)
+
+    # Renames change a name memory holds (a rename alone records none); the background write costs no round trip.
+
+    @commands.Cog.listener()
+    async def on_guild_channel_update(self, before: discord.abc.GuildChannel,
+                                      after: discord.abc.GuildChannel) -> None:
+        if before.name != after.name and (memory := await self.memory()) is not None:
+            memory.names.rename_channel(after.guild.id, after.id, after.name)
+
+    @commands.Cog.listener()
+    async def on_thread_update(self, before: discord.Thread, after: discord.Thread) -> None:
+        if before.name != after.name and (memory := await self.memory()) is not None:
+            memory.names.rename_channel(after.guild.id, after.id, after.name, after.parent_id)
+
+    @commands.Cog.listener()
+    async def on_guild_update(self, before: discord.Guild, after: discord.Guild) -> None:
+        if before.name != after.name and (memory := await self.memory()) is not None:
+            memory.names.rename_guild(after.id, after.name)
 
     @commands.Cog.listener()
     async def on_guild_remove(self, guild: discord.Guild) -> None:

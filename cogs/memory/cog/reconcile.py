@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from .capture import is_chat_message, record_from_message
+from .capture import is_chat_message, note_place, record_from_message
 from ..ingest.content import edited_content
 from ..store.history import Exclusion, StoredMessage
 from ..ingest.report import IngestError
@@ -111,6 +111,8 @@ class Reconciler:
             current = stored.pop(message.id, None)
             if current is None:
                 if await storable(message):
+                    if not added:  # catch-up and backfill see the channel's name as it is now
+                        note_place(self._memory.names, self._channel)
                     await self._memory.add(record_from_message(message))
                     added += 1
             elif _edited_since(current, message):

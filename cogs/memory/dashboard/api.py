@@ -83,7 +83,10 @@ async def search(request: web.Request) -> web.StreamResponse:
 
 async def channels(request: web.Request) -> web.StreamResponse:
     guild_id = required_id(request.match_info, "guild")
-    return to_json({"guild_id": guild_id, "channel_ids": await request.app[STATE].source.channel_ids(guild_id)})
+    source = request.app[STATE].source
+    names = await source.channel_names(guild_id)
+    return to_json({"guild_id": guild_id, "channel_ids": await source.channel_ids(guild_id),
+                    "channel_names": {str(channel_id): name for channel_id, name in sorted(names.items())}})
 
 
 async def browse(request: web.Request) -> web.StreamResponse:

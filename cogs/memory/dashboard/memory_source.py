@@ -142,7 +142,7 @@ class MemorySource:
         settings = await memory.settings(guild_id)
         catch_up = self._catch_up(guild_id) if self._catch_up is not None else None
         return GuildOverview(
-            guild_id=guild_id, name=self._guild_name(guild_id) if self._guild_name else None,
+            guild_id=guild_id, name=self._name_of(memory, guild_id),
             messages=stats.messages, channels=len(await memory.store.channel_ids(guild_id)),
             vectors=stats.index.vectors, vectors_waiting=max(stats.messages - stats.index.vectors, 0),
             catch_up=None if catch_up is None else CatchUpView(catch_up.channels, catch_up.done, catch_up.failed,
@@ -173,8 +173,16 @@ class MemorySource:
             stored += (await memory.stats(guild_id)).messages
         return stored, memory.queued
 
+    def _name_of(self, memory: Memory, guild_id: int) -> str | None:
+        """The name Discord gives now (the bot's), else the last one memory saw (a CLI's dashboard)."""
+        name = self._guild_name(guild_id) if self._guild_name else None
+        return name if name is not None else memory.names.guild_name(guild_id)
+
     async def channel_ids(self, guild_id: int) -> Sequence[int]:
         return sorted(await self.memory().store.channel_ids(guild_id))
+
+    async def channel_names(self, guild_id: int) -> Mapping[int, str]:
+        return self.memory().names.channel_names(guild_id)
 
     # -- search and browse ----------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ a hit's ``ScoreParts`` is the first stage's own record).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -187,6 +187,10 @@ class DashboardSource(Protocol):
 
     async def channel_ids(self, guild_id: int) -> Sequence[int]:
         """Channels (and threads) of the guild that memory holds messages of."""
+        ...
+
+    async def channel_names(self, guild_id: int) -> Mapping[int, str]:
+        """The names memory has seen of the guild's channels (and threads), by id; members chose them (escape)."""
         ...
 
     async def search(self, request: SearchRequest) -> SearchExplanation: ...

@@ -87,12 +87,14 @@ async def search(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     guilds = state.overviews or await state.source.guild_overviews()
     wanted = search_request(request.query)
-    result = None
+    result, channel_names = None, {}
     if wanted is not None:
         log.info("Dashboard: search in guild %d, %s", wanted.guild_id, who(request))
         log.debug("Dashboard search query: %r", wanted.query)
         result = await state.source.search(wanted)
-    return state.render("search.html", request, title="Search", guilds=guilds, form=request.query, result=result)
+        channel_names = await state.source.channel_names(wanted.guild_id)
+    return state.render("search.html", request, title="Search", guilds=guilds, form=request.query, result=result,
+                        channel_names=channel_names)
 
 
 async def browse(request: web.Request) -> web.StreamResponse:
@@ -100,15 +102,16 @@ async def browse(request: web.Request) -> web.StreamResponse:
     guild_id, channel_id = optional_id(request.query, "guild"), optional_id(request.query, "channel")
     limit = browse_limit(request.query)
     guilds = state.overviews or await state.source.guild_overviews()
-    channels, page = (), None
+    channels, channel_names, page = (), {}, None
     if guild_id is not None:
         channels = await state.source.channel_ids(guild_id)
+        channel_names = await state.source.channel_names(guild_id)
     if guild_id is not None and channel_id is not None:
         page = await state.source.browse(guild_id, channel_id, optional_date(request.query, "before"), limit,
                                          optional_id(request.query, "before_id"))
         log.info("Dashboard: browsed channel %d of guild %d, %s", channel_id, guild_id, who(request))
     return state.render("browse.html", request, title="Browse", guilds=guilds, guild_id=guild_id,
-                        channel_id=channel_id, channels=channels, page=page, limit=limit)
+                        channel_id=channel_id, channels=channels, channel_names=channel_names, page=page, limit=limit)
 
 
 async def controls(request: web.Request) -> web.StreamResponse:
@@ -116,9 +119,10 @@ async def controls(request: web.Request) -> web.StreamResponse:
     guild_id = optional_id(request.query, "guild")
     guilds = state.overviews or await state.source.guild_overviews()
     settings = await state.source.settings(guild_id) if guild_id is not None else None
+    channel_names = await state.source.channel_names(guild_id) if guild_id is not None else {}
     profiles = await state.source.profiles()
     return state.render("controls.html", request, title="Controls", guilds=guilds, guild_id=guild_id,
-                        settings=settings, profiles=profiles)
+                        settings=settings, channel_names=channel_names, profiles=profiles)
 
 
 def _done(request: web.Request, message: str) -> web.Response:

@@ -144,6 +144,8 @@ async def _forget(memory: Memory, erasure: Erasure) -> int:
         return await ingest.erase(lambda: _refs_for_author(memory, guild_id, author_id, since, until, channel_id))
     assert guild_id is not None
     await memory.history.forget(guild_id, channel_id)
+    if await memory.names.forget(guild_id, channel_id):  # a forgotten place leaves no name behind either
+        memory.purges.soon()
     if channel_id is not None:  # the channel and its threads
         return await ingest.erase(lambda: _in_channel(memory, guild_id, channel_id, since, until))
     return await ingest.erase(lambda: _refs_for_guild(memory, guild_id, since, until))

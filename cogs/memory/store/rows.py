@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
-__all__ = ("ChannelMessage", "EditRow", "NewRow", "RowRef", "VectorInput", "WriteBatch", "candidate_record",
+__all__ = ("ChannelMessage", "EditRow", "NewRow", "PlaceName", "RowRef", "VectorInput", "WriteBatch",
+           "candidate_record",
            "from_timestamp", "to_timestamp", "vector_input")
 
 
@@ -139,6 +140,23 @@ class WriteBatch:
     rejected: list[tuple[int, str]] = field(default_factory=list)
     # Rows whose vectors (every model's) no longer describe them and go now; they are in ``pending`` too.
     dropped_vectors: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceName:
+    """A guild's or a channel's name as memory last saw it (a thread is a channel with a parent). A guild's own row
+    has ``place_id == guild_id``; its kind keeps it apart from an old guild's first channel, which shares its id."""
+
+    guild_id: int
+    kind: Literal["guild", "channel"]
+    place_id: int
+    name: str
+    parent_id: int | None = None
+    seen_at: float = 0.0
+
+    @property
+    def key(self) -> tuple[int, str, int]:
+        return self.guild_id, self.kind, self.place_id
 
 
 def vector_input(row: Sequence[Any]) -> VectorInput:

@@ -82,7 +82,7 @@ async def test_importing_twice_stores_each_message_once(cli, export_file):
 async def test_search_prints_first_stage_and_rerank_scores(cli, export_file):
     await cli("import", str(export_file))
     _, out, _ = await cli("search", "when is the picnic", "--limit", "1")
-    assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=\d\.\d{4} #20 alice 2024-05-01 12:00 UTC\n"
+    assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=\d\.\d{4} #general alice 2024-05-01 12:00 UTC\n"
                         r"    the picnic moved to Saturday\n", out)
 
 
@@ -111,11 +111,11 @@ async def test_search_without_rerank_has_no_rerank_score(cli, export_file):
 async def test_search_with_several_guilds_asks_for_one(cli, export_file, tmp_path):
     other = tmp_path / "other.json"
     data = export([message(40, "hello", 0)])
-    data["guild"]["id"] = "2"
+    data["guild"] = {"id": "2", "name": "Chess Night"}
     other.write_text(json.dumps(data), encoding="utf-8")
     await cli("import", str(export_file), str(other))
     code, _, err = await cli("search", "picnic")
-    assert (code, err) == (2, "error: pass --guild (guilds in memory: 1, 2)\n")
+    assert (code, err) == (2, "error: pass --guild (guilds in memory: 1 (Picnic Club), 2 (Chess Night))\n")
 
 
 async def test_a_bad_export_is_an_error_not_a_traceback(cli, tmp_path):

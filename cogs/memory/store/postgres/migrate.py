@@ -53,6 +53,9 @@ SQLITE_STORED_MODELS = "SELECT model, COUNT(*) FROM embeddings GROUP BY model OR
 # not apply them all again; one the file lacks (a restored file never opened since) is applied there at start.
 SQLITE_ERASURES = "SELECT id, at, entry FROM erasures"
 SQLITE_HAS_ERASURES = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'erasures'"
+# Guilds' and channels' names as last seen (store/sqlite/names.py); a memory last opened before them has none.
+SQLITE_PLACE_NAMES = "SELECT guild_id, kind, id, name, parent_id, seen_at FROM place_names ORDER BY guild_id, kind, id"
+SQLITE_HAS_PLACE_NAMES = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'place_names'"
 # Counted per guild (tombstones name no guild: counted as a whole). A vector counts under its message's guild.
 SQLITE_COUNTS = {
     "messages": ("SELECT guild_id, COUNT(*) FROM messages GROUP BY guild_id", False),
@@ -62,6 +65,7 @@ SQLITE_COUNTS = {
     "opt_outs": ("SELECT guild_id, COUNT(*) FROM opt_outs GROUP BY guild_id", False),
     "message_tombstones": ("SELECT NULL, COUNT(*) FROM message_tombstones", False),
     "history_exclusions": ("SELECT guild_id, COUNT(*) FROM history_exclusions GROUP BY guild_id", False),
+    "place_names": ("SELECT guild_id, COUNT(*) FROM place_names GROUP BY guild_id", False),
 }
 SQLITE_TOTAL_MESSAGES = "SELECT COUNT(*) FROM messages"
 SQLITE_TOTAL_VECTORS = "SELECT COUNT(*) FROM embeddings WHERE model = ?"
@@ -93,6 +97,11 @@ WHERE NOT EXISTS (
         AND until IS NOT DISTINCT FROM $6)
 """
 PG_INSERT_ERASURE = "INSERT INTO erasures (id, at, entry) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+# A name already there is newer (a bot on PostgreSQL saw it): it stays.
+PG_INSERT_PLACE_NAME = """
+INSERT INTO place_names (guild_id, kind, id, name, parent_id, seen_at) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT DO NOTHING
+"""
 # Later row-id blocks start past every copied id (setval never moves the sequence back here).
 PG_ADVANCE_ROWIDS = """
 SELECT setval('message_rowid_blocks', GREATEST($1::bigint, (SELECT last_value FROM message_rowid_blocks)))
@@ -116,6 +125,7 @@ PG_COUNTS = {
     "opt_outs": "SELECT guild_id, COUNT(*) FROM opt_outs GROUP BY guild_id",
     "message_tombstones": "SELECT NULL::bigint, COUNT(*) FROM message_tombstones",
     "history_exclusions": "SELECT guild_id, COUNT(*) FROM history_exclusions GROUP BY guild_id",
+    "place_names": "SELECT guild_id, COUNT(*) FROM place_names GROUP BY guild_id",
 }
 PG_WAITING = "SELECT COUNT(*) FROM pending_vectors WHERE rejected_at IS NULL"
 
@@ -214,6 +224,11 @@ async def _has_exclusions(conn: sqlite3.Connection) -> bool:
     return tables > 0
 
 
+async def _has_place_names(conn: sqlite3.Connection) -> bool:
+    [(tables,)] = await _sqlite(conn, SQLITE_HAS_PLACE_NAMES)
+    return tables > 0
+
+
 async def _copy_messages(source: sqlite3.Connection, target: asyncpg.Connection, progress: ProgressCallback) -> None:
     total, done, skipped, after = await _total(source, SQLITE_TOTAL_MESSAGES), 0, 0, 0
     while rows := await _sqlite(source, SQLITE_MESSAGES_PAGE, after, PAGE):
@@ -244,7 +259,7 @@ async def _copy_vectors(source: sqlite3.Connection, target: asyncpg.Connection, 
 
 async def _copy_small(source: sqlite3.Connection, target: asyncpg.Connection, table: str, select: str,
                       insert: str, progress: ProgressCallback) -> None:
-    """Settings, opt-outs and tombstones: small enough for one transaction (a tombstone is two numbers)."""
+    """Settings, opt-outs, tombstones and names: small enough for one transaction (a tombstone is two numbers)."""
     rows = await _sqlite(source, select)
     async with target.transaction():
         if rows:
@@ -280,6 +295,8 @@ async def _copy(source: sqlite3.Connection, url: str, model: str, progress: Prog
         if await _has_exclusions(source):
             await _copy_small(source, target, "history_exclusions", SQLITE_EXCLUSIONS, PG_INSERT_EXCLUSION,
                               progress)
+        if await _has_place_names(source):
+            await _copy_small(source, target, "place_names", SQLITE_PLACE_NAMES, PG_INSERT_PLACE_NAME, progress)
         [(has_erasures,)] = await _sqlite(source, SQLITE_HAS_ERASURES)
         if has_erasures:
             await target.executemany(PG_INSERT_ERASURE, await _sqlite(source, SQLITE_ERASURES))
@@ -290,6 +307,8 @@ async def _copy(source: sqlite3.Connection, url: str, model: str, progress: Prog
 
 async def _sqlite_counts(conn: sqlite3.Connection, table: str, model: str) -> dict[int | None, int]:
     if table == "history_exclusions" and not await _has_exclusions(conn):
+        return {}
+    if table == "place_names" and not await _has_place_names(conn):
         return {}
     sql, takes_model = SQLITE_COUNTS[table]
     return dict(await _sqlite(conn, sql, *((model,) if takes_model else ())))

@@ -190,6 +190,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0006_erasures",
         ("CREATE TABLE erasures (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL, entry TEXT NOT NULL)",),
     ),
+    Migration(
+        # Guilds' and channels' names as last seen, as on SQLite (migrations.py, 0011_place_names).
+        "0007_place_names",
+        ("""
+         CREATE TABLE place_names (
+             guild_id BIGINT NOT NULL,
+             kind TEXT NOT NULL CHECK (kind IN ('guild', 'channel')),
+             id BIGINT NOT NULL,
+             name TEXT NOT NULL,
+             parent_id BIGINT,
+             seen_at DOUBLE PRECISION NOT NULL,
+             PRIMARY KEY (guild_id, kind, id)
+         )
+         """,),
+    ),
 )
 
 

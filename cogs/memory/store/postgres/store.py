@@ -19,6 +19,7 @@ import numpy as np
 from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch, channel_pages
 from . import fts, pending
 from .faults import GuardedPool, reaching
+from .names import PlaceNamesMixin
 from .pending import PostgresPendingMixin
 from .schema import ROWID_BLOCK, apply_migrations
 
@@ -110,7 +111,7 @@ SELECT_OPT_OUTS = "SELECT guild_id, user_id FROM opt_outs"
 SELECT_ERASURES = "SELECT id, entry FROM erasures"
 INSERT_ERASURE = "INSERT INTO erasures (id, at, entry) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 # Dead tuples of deleted and edited rows stay in the table files until VACUUM marks their space free.
-VACUUM = "VACUUM messages, embeddings"
+VACUUM = "VACUUM messages, embeddings, place_names"
 
 
 def _encode_vector(vector: np.ndarray) -> bytes:
@@ -129,7 +130,7 @@ async def _prepare_connection(conn: asyncpg.Connection) -> None:
                               format="binary")
 
 
-class PostgresStore(PostgresPendingMixin):
+class PostgresStore(PostgresPendingMixin, PlaceNamesMixin):
     """An asyncpg pool over one PostgreSQL database; each ``write`` is one transaction.
 
     ``query_logger`` (tests) sees every statement each pooled connection runs.

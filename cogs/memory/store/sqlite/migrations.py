@@ -234,6 +234,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0010_erasures",
         ("CREATE TABLE erasures (id TEXT PRIMARY KEY, at REAL NOT NULL, entry TEXT NOT NULL)",),
     ),
+    Migration(
+        # Guilds' and channels' names as last seen (names.py), so a terminal and the dashboard can say "#general"
+        # instead of an id; a thread's row names its parent. Forgetting a channel or guild forgets its names.
+        "0011_place_names",
+        ("""
+         CREATE TABLE place_names (
+             guild_id INTEGER NOT NULL,
+             kind TEXT NOT NULL CHECK (kind IN ('guild', 'channel')),
+             id INTEGER NOT NULL,
+             name TEXT NOT NULL,
+             parent_id INTEGER,
+             seen_at REAL NOT NULL,
+             PRIMARY KEY (guild_id, kind, id)
+         )
+         """,),
+    ),
 )
 
 

@@ -19,6 +19,7 @@ from .lock import DatabaseLock
 from .filters import filter_clause
 from .integrity import StoreOpenError
 from .migrations import apply_migrations
+from .names import PlaceNamesMixin
 from .pending import PendingVectorsMixin
 from .readers import ReaderPool
 from ...records import SearchFilters
@@ -104,7 +105,7 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]
         yield values[start : start + size]
 
 
-class SqliteStore(PendingVectorsMixin):
+class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
     """One long-lived aiosqlite connection; every write goes through one transaction per call.
 
     Searches read through ``read`` on a pool of read-only connections, so they never wait for a write.

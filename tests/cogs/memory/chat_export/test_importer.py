@@ -201,3 +201,26 @@ async def test_away_from_a_terminal_progress_is_plain_lines_ending_with_what_was
     path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "blankets", 1)])
     _, _, err = await run_import(memory, path)
     assert "\r" not in err and re.fullmatch(r"Picnic Club #general: 2/2 \(100%\), \d+ msg/s, done in 00:\d\d\n", err)
+
+
+async def test_an_import_records_the_guild_and_channel_names_the_export_names(memory: Memory, tmp_path: Path) -> None:
+    thread = export([message(40, "the raffle thread")], channel_id="21")
+    thread["channel"] |= {"type": "GuildPublicThread", "categoryId": "20", "category": "general", "name": "raffle"}
+    (tmp_path / "t.json").write_text(json.dumps(thread), encoding="utf-8")
+    await run_import(memory, tmp_path / "t.json")
+    assert (memory.names.guild_name(1), memory.names.channel_names(1), memory.names.channel_parent(1, 21)) == (
+        "Picnic Club", {20: "general", 21: "raffle"}, 20)
+
+
+async def test_an_import_keeps_a_name_memory_already_holds(memory: Memory, tmp_path: Path) -> None:
+    """The bot saw the channel renamed after the export was written: the export's older name does not win."""
+    memory.names.note_channel(1, 20, "picnic-planning")
+    await run_import(memory, write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday")]))
+    assert (memory.names.guild_name(1), memory.names.channel_names(1)) == ("Picnic Club", {20: "picnic-planning"})
+
+
+async def test_an_import_of_a_forgotten_channel_records_no_name(memory: Memory, tmp_path: Path) -> None:
+    await run_import(memory, write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday")]))
+    await memory.delete_channel(1, 20)
+    await run_import(memory, write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday")]))
+    assert memory.names.channel_names(1) == {}

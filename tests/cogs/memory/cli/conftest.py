@@ -29,10 +29,11 @@ def message(message_id: int, content: str, minute: int, author: int = 5, name: s
     }
 
 
-def export(path: Path, guild: int, channel: int, messages: list[dict]) -> Path:
+def export(path: Path, guild: int, channel: int, messages: list[dict], guild_name: str = "Picnic Club",
+           channel_name: str = "general") -> Path:
     path.write_text(json.dumps({
-        "guild": {"id": str(guild), "name": "Picnic Club"},
-        "channel": {"id": str(channel), "type": "GuildTextChat", "categoryId": None, "name": "general"},
+        "guild": {"id": str(guild), "name": guild_name},
+        "channel": {"id": str(channel), "type": "GuildTextChat", "categoryId": None, "name": channel_name},
         "messages": messages,
     }), encoding="utf-8")
     return path
@@ -53,16 +54,18 @@ def cli(tmp_path, tiny_profiles_dir):
 
 @pytest.fixture
 async def two_guilds(cli, tmp_path):
-    """Guild 1: channel 20 (alice 5 at 12:00 and 12:01, bob 6 at 12:02) and channel 21 (bob at 12:05).
-    Guild 2: one message. All imported."""
+    """Guild 1, "Picnic Club": #general 20 (alice 5 at 12:00 and 12:01, bob 6 at 12:02) and #photos 21 (bob at
+    12:05). Guild 2, whose export names nothing: one message in channel 40. All imported."""
     exports = tmp_path / "exports"  # apart from the data folder, which tests search for erased text
     exports.mkdir()
     files = [
         export(exports / "g1c20.json", 1, 20, [message(30, "the picnic moved to Saturday", 0),
                                                  message(31, "bring blankets to the picnic", 1),
                                                  message(32, "I will bake a picnic cake", 2, author=6, name="bob")]),
-        export(exports / "g1c21.json", 1, 21, [message(33, "picnic photos are up", 5, author=6, name="bob")]),
-        export(exports / "g2.json", 2, 40, [message(50, "hello from the other server", 0)]),
+        export(exports / "g1c21.json", 1, 21, [message(33, "picnic photos are up", 5, author=6, name="bob")],
+               channel_name="photos"),
+        export(exports / "g2.json", 2, 40, [message(50, "hello from the other server", 0)], guild_name="",
+               channel_name=""),
     ]
     code, _, err = await cli("import", *map(str, files))
     assert code == 0, err

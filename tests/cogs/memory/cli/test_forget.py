@@ -34,9 +34,11 @@ async def test_forget_a_channel_a_message_and_a_guild_say_what_they_did(cli, two
         0, "forgot 1 message in channel 21 (and its threads) of guild 1\n")
     assert (await cli("forget", "--guild", "2", "--all", "--yes"))[:2] == (
         0, "forgot 1 message: everything of guild 2\n")
+    # The forgotten channel's name ("photos", its one message's word too) leaves every file with it.
     assert on_disk(two_guilds, b"moved to Saturday") == on_disk(two_guilds, b"other server") == []
+    assert on_disk(two_guilds, b"photos") == []
     _, out, _ = await cli("guilds")
-    assert out.startswith("1  name unknown  2 messages in 1 channels") and "\n2 " not in out
+    assert out.startswith("1  Picnic Club  2 messages in 1 channels") and "\n2 " not in out
 
 
 async def test_forget_off_a_terminal_without_yes_is_refused(cli, two_guilds):
@@ -61,4 +63,4 @@ async def test_forget_a_message_memory_does_not_hold_fails(cli, two_guilds):
 
 async def test_forget_in_an_unknown_guild_lists_the_known(cli, two_guilds):
     code, _, err = await cli("forget", "--guild", "7", "--all", "--yes")
-    assert (code, err) == (2, "error: guild 7 is not in memory (guilds in memory: 1, 2)\n")
+    assert (code, err) == (2, "error: guild 7 is not in memory (guilds in memory: 1 (Picnic Club), 2)\n")

@@ -31,10 +31,15 @@ async def test_search_between_times_in_utc(cli, two_guilds):
     assert texts(out) == ["I will bake a picnic cake", "bring blankets to the picnic"]
 
 
-async def test_search_marks_times_utc(cli, two_guilds):
+async def test_search_marks_times_utc_and_names_the_channel(cli, two_guilds):
     _, out, _ = await cli("search", "photos", "--guild", "1", "--channel", "21", "--no-rerank")
-    assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=- #21 bob 2024-05-01 12:05 UTC\n    picnic photos are up\n",
-                        out)
+    assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=- #photos bob 2024-05-01 12:05 UTC\n"
+                        r"    picnic photos are up\n", out)
+
+
+async def test_a_hit_in_a_channel_whose_name_memory_never_saw_shows_its_id(cli, two_guilds):
+    _, out, _ = await cli("search", "hello", "--guild", "2", "--no-rerank")
+    assert re.match(r" 1\. score=\d\.\d{4} rerank_score=- #40 alice 2024-05-01 12:00 UTC\n", out)
 
 
 def test_a_bad_date_is_a_usage_error(capsys):

@@ -99,3 +99,15 @@ async def test_the_search_page_says_what_its_filters_left_out(client: SignedIn, 
     async with client.http.get(client.url(f"/search?q=lake+cabin&guild={GUILD}&limit=5&channel=11")) as response:
         html = await response.text()
     assert "The filters left out 5 of the guild's 5 best first-stage hits." in " ".join(html.split())
+
+
+async def test_the_names_memory_saw_name_the_guild_and_its_channels(client: SignedIn, stored: Memory) -> None:
+    """Without Discord (a CLI's dashboard), the names memory stored are what the pages show."""
+    stored.names.note_guild(GUILD, "Harbour Club")
+    stored.names.note_channel(GUILD, CHANNEL, "cabin-trips")
+    [guild] = (await client.get_json("/api/overview"))["guilds"]
+    channels = await client.get_json(f"/api/guilds/{GUILD}/channels")
+    async with client.http.get(client.url(f"/browse?guild={GUILD}")) as response:
+        html = await response.text()
+    assert (guild["name"], channels["channel_names"]) == ("Harbour Club", {str(CHANNEL): "cabin-trips"})
+    assert f'channel={CHANNEL}">#cabin-trips</a>' in html

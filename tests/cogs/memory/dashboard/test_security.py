@@ -14,6 +14,7 @@ from aiohttp import web
 
 from cogs.memory.dashboard import Dashboard, DashboardConfig
 from cogs.memory.dashboard.server import STATE
+from cogs.memory.dashboard.source import SettingsView
 from cogs.memory.runtime.config import load_settings
 from tests.fixtures.dashboard import CHANNEL, GUILD, FakeSource, SignedIn, csrf_from, fake_messages
 
@@ -126,6 +127,16 @@ async def test_hostile_messages_render_as_inert_text(client: SignedIn) -> None:
         assert "&lt;@123&gt;" in html and "**bold**" in html and 'href="javascript' not in html
     async with client.http.get(client.url("/")) as response:
         assert "Test &lt;b&gt;guild&lt;/b&gt;" in await response.text()
+
+
+async def test_a_hostile_channel_name_renders_as_inert_text(client: SignedIn, fake_source: FakeSource) -> None:
+    fake_source.settings_by_guild[GUILD] = SettingsView(True, frozenset({CHANNEL}), frozenset({CHANNEL}), None, False)
+    pages = [f"/browse?guild={GUILD}&channel={CHANNEL}", f"/search?q=alert&guild={GUILD}", f"/controls?guild={GUILD}"]
+    for path in pages:
+        async with client.http.get(client.url(path)) as response:
+            html = await response.text()
+        assert "<script>alert(" not in html, path
+        assert "#&lt;script&gt;alert(&#39;channel&#39;)&lt;/script&gt;" in html, path
 
 
 @pytest.mark.parametrize("path", ["/static/../../etc/passwd", "/static/..%2F..%2Fetc%2Fpasswd",

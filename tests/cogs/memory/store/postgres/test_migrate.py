@@ -18,7 +18,7 @@ from cogs.memory.store.history import Exclusion
 from cogs.memory.store.sqlite.history import SqliteHistory
 from cogs.memory.store.postgres import migrate as pg_migrate
 from cogs.memory.store.postgres.store import PostgresStore
-from cogs.memory.store.rows import WriteBatch
+from cogs.memory.store.rows import PlaceName, WriteBatch
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.runtime.config import PROFILE_CHOICE_PATH
 from cogs.memory.vectors.embedding import EmbeddingService, vector_key
@@ -30,12 +30,14 @@ from tests.fixtures.stores import MODEL, insert, unit
 # A member forgotten in guild 1.
 FORGOTTEN = Exclusion(1, author_id=7, until=1_700_000_000.0)
 OTHER_MODEL = "other-model"
+NAMES = [PlaceName(1, "guild", 1, "Harbour Club", seen_at=1_700_000_000.0),
+         PlaceName(1, "channel", 11, "winter repairs", parent_id=10, seen_at=1_700_000_001.0)]
 
 
 @pytest.fixture
 async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
     """Three messages in two guilds with MODEL vectors, one more with another model's, settings, opt-out, tombstone,
-    a history exclusion."""
+    a history exclusion, guild 1's name and a thread's."""
     path = tmp_path / "memory.sqlite3"
     store = await SqliteStore.open(path)
     try:
@@ -46,6 +48,7 @@ async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
         await store.set_opt_out(2, 200, True)
         await store.write(WriteBatch(MODEL, tombstones=[99], deleted_at=1_700_000_000.0))
         await SqliteHistory(store, asyncio.Lock()).exclude(FORGOTTEN)
+        await store.write_place_names(NAMES)
     finally:
         await store.close()
     return path
@@ -78,6 +81,7 @@ COUNTS_TABLE = (
     "opt_outs                      1          1\n"
     "message_tombstones            1          1\n"
     "history_exclusions            1          1\n"
+    "place_names                   2          2\n"
     "not copied: 1 vectors under 'other-model' (another model or an earlier form of it)\n"
     "1 copied messages have no test-model vector; memory embeds them in the background when it opens on PostgreSQL\n"
 )
@@ -159,7 +163,8 @@ async def test_progress_goes_to_stderr_as_plain_lines_away_from_a_terminal(migra
     assert without_rates(err) == (
         "messages: 4/4 (100%), 0 already there\nembeddings: 3/3 (100%), 0 already there\n"
         "guild_settings: 1/1 (100%), 0 already there\nopt_outs: 1/1 (100%), 0 already there\n"
-        "message_tombstones: 1/1 (100%), 0 already there\nhistory_exclusions: 1/1 (100%), 0 already there\n")
+        "message_tombstones: 1/1 (100%), 0 already there\nhistory_exclusions: 1/1 (100%), 0 already there\n"
+        "place_names: 2/2 (100%), 0 already there\n")
 
 
 async def test_running_again_skips_what_is_there(migrate_cli) -> None:
@@ -279,3 +284,13 @@ async def test_the_erasures_the_sqlite_memory_applied_are_copied(sqlite_memory: 
     finally:
         await store.close()
     assert recorded == {"e1": '{"kind": "forget"}'}
+
+
+async def test_guild_and_channel_names_are_copied(migrate_cli, database_url: str) -> None:
+    await migrate_cli()
+    store = await PostgresStore.open(database_url)
+    try:
+        names = await store.place_names()
+    finally:
+        await store.close()
+    assert names == NAMES

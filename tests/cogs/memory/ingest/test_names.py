@@ -1,0 +1,167 @@
+"""Guilds' and channels' names as last seen, on both stores: written in the background and read back after a restart,
+renamed, forgotten with their channel or guild (threads with their parent), and forgotten again when a database from
+before the forget comes back (the erasure ledger's re-apply)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from cogs.memory.memory import Memory
+from cogs.memory.privacy.ledger import LEDGER_NAME, Erasure, ErasureLedger
+from cogs.memory.runtime.profile import MemoryProfile
+from cogs.memory.store.sqlite.backup import backup_database, restore_database
+from tests.fixtures.stores import query
+
+
+def names_of(memory: Memory, guild_id: int) -> tuple[str | None, dict[int, str]]:
+    return memory.names.guild_name(guild_id), memory.names.channel_names(guild_id)
+
+
+def note_two_guilds(memory: Memory) -> None:
+    memory.names.note_guild(1, "Harbour Club")
+    memory.names.note_channel(1, 10, "general")
+    memory.names.note_channel(1, 11, "boats")
+    memory.names.note_channel(1, 110, "winter repairs", parent_id=11)
+    memory.names.note_guild(2, "Chess Night")
+    memory.names.note_channel(2, 20, "openings")
+
+
+async def reopened(memory: Memory, profile: MemoryProfile, db_path: Path, index_dir: Path,
+                   store_url: str | None) -> Memory:
+    await memory.close()
+    return await Memory.open(profile, db_path, index_dir, store_url)
+
+
+async def test_names_noted_are_stored_and_read_back_after_a_restart(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
+    note_two_guilds(memory)
+    await memory.flush()
+    memory = await reopened(memory, core_profile, db_path, index_dir, store_url)
+    try:
+        assert names_of(memory, 1) == ("Harbour Club", {10: "general", 11: "boats", 110: "winter repairs"})
+        assert memory.names.channel_parent(1, 110) == 11
+        assert names_of(memory, 2) == ("Chess Night", {20: "openings"})
+    finally:
+        await memory.close()
+
+
+async def test_a_rename_replaces_the_name_and_a_name_seen_again_writes_nothing(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
+    note_two_guilds(memory)
+    await memory.flush()
+    [(seen_at,)] = await query(memory.store, "SELECT seen_at FROM place_names WHERE id = ? AND kind = 'channel'", 10)
+    memory.names.note_channel(1, 10, "general")  # every message of the channel notes it: unchanged, not written
+    memory.names.rename_channel(1, 11, "sailing")
+    memory.names.rename_guild(1, "Harbour Sailing Club")
+    memory.names.rename_channel(1, 12, "never captured")  # a rename alone records nothing
+    await memory.flush()
+    memory = await reopened(memory, core_profile, db_path, index_dir, store_url)
+    try:
+        assert names_of(memory, 1) == ("Harbour Sailing Club", {10: "general", 11: "sailing", 110: "winter repairs"})
+        assert await query(memory.store, "SELECT seen_at FROM place_names WHERE id = ? AND kind = 'channel'",
+                           10) == [(seen_at,)]
+    finally:
+        await memory.close()
+
+
+async def test_forgetting_a_channel_forgets_its_name_and_its_threads_and_a_guild_all_of_its_names(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
+    note_two_guilds(memory)
+    await memory.flush()
+    await memory.delete_channel(1, 11)
+    await memory.delete_guild(2)
+    assert names_of(memory, 1) == ("Harbour Club", {10: "general"})
+    assert names_of(memory, 2) == (None, {})
+    memory = await reopened(memory, core_profile, db_path, index_dir, store_url)
+    try:
+        assert names_of(memory, 1) == ("Harbour Club", {10: "general"})
+        assert names_of(memory, 2) == (None, {})
+        assert sorted(await query(memory.store, "SELECT name FROM place_names")) == [("Harbour Club",), ("general",)]
+    finally:
+        await memory.close()
+
+
+async def test_a_name_noted_but_not_yet_written_when_its_channel_is_forgotten_is_never_written(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
+    try:
+        async with memory.ingest.write_lock:  # the background write waits: the name is still only noted
+            memory.names.note_channel(1, 11, "boats")
+        await memory.delete_channel(1, 11)
+        await memory.flush()
+        assert await query(memory.store, "SELECT name FROM place_names") == []
+    finally:
+        await memory.close()
+
+
+async def test_a_forgotten_channels_name_is_forgotten_again_when_a_database_from_before_comes_back(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
+) -> None:
+    """As a PostgreSQL dump restored from before the forget: the ledger file holds the forget, the database not."""
+    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
+    note_two_guilds(memory)
+    await memory.flush()
+    await memory.close()
+    await ErasureLedger(db_path.parent / LEDGER_NAME).append(
+        Erasure.new("forget", guild_id=1, channel_id=11, until=1e10), Erasure.new("forget", guild_id=2, until=1e10))
+    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
+    try:
+        assert (names_of(memory, 1), names_of(memory, 2)) == (("Harbour Club", {10: "general"}), (None, {}))
+        assert sorted(await query(memory.store, "SELECT name FROM place_names")) == [("Harbour Club",), ("general",)]
+    finally:
+        await memory.close()
+
+
+def readable_in(data_dir: Path, text: str) -> list[str]:
+    return sorted(str(path.relative_to(data_dir)) for path in data_dir.rglob("*")
+                  if path.is_file() and text.encode() in path.read_bytes())
+
+
+async def test_a_restored_sqlite_backup_loses_a_name_forgotten_after_it_in_every_file(
+    core_profile: MemoryProfile, tmp_path: Path, embedder: object
+) -> None:
+    data_dir = tmp_path / "data"
+    db_path, index_dir = data_dir / "memory.sqlite3", data_dir / "indexes"
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    memory.names.note_guild(1, "Harbour Club")
+    memory.names.note_channel(1, 11, "smugglers-cove")
+    await memory.flush()
+    backup = backup_database(db_path, tmp_path / "backup.sqlite3").path
+    await memory.delete_channel(1, 11)
+    await memory.close()
+    restore_database(backup, db_path, index_dir)
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    try:
+        assert names_of(memory, 1) == ("Harbour Club", {})
+    finally:
+        await memory.close()
+    assert readable_in(data_dir, "smugglers-cove") == []
+    assert readable_in(data_dir, "Harbour Club")  # the grep would see what is there
+
+
+async def test_a_name_the_database_refuses_now_fails_no_flush_and_is_written_later(
+    core_profile: MemoryProfile, db_path: Path, index_dir: Path, embedder: object, caplog
+) -> None:
+    memory = await Memory.open(core_profile, db_path, index_dir)
+    try:
+        with sqlite3.connect(db_path) as connection:
+            connection.execute("CREATE TRIGGER refused BEFORE INSERT ON place_names "
+                               "BEGIN SELECT RAISE(ABORT, 'database is locked'); END")
+        memory.names.note_channel(1, 10, "general")
+        await memory.flush()
+        with sqlite3.connect(db_path) as connection:
+            connection.execute("DROP TRIGGER refused")
+        refused = await query(memory.store, "SELECT name FROM place_names")
+        await memory.flush()
+        assert (refused, await query(memory.store, "SELECT name FROM place_names")) == ([], [("general",)])
+        assert "Could not store 1 guild or channel name(s) now" in caplog.text
+    finally:
+        await memory.close()
