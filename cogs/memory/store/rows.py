@@ -13,8 +13,7 @@ from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
 __all__ = ("ChannelMessage", "EditRow", "NewRow", "PlaceName", "RowRef", "VectorInput", "WriteBatch",
-           "candidate_record",
-           "from_timestamp", "to_timestamp", "vector_input")
+           "candidate_record", "from_timestamp", "to_timestamp", "vector_input")
 
 
 def to_timestamp(moment: datetime) -> float:
