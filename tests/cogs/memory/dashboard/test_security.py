@@ -130,7 +130,7 @@ async def test_hostile_messages_render_as_inert_text(client: SignedIn) -> None:
 
 
 async def test_a_hostile_channel_name_renders_as_inert_text(client: SignedIn, fake_source: FakeSource) -> None:
-    fake_source.settings_by_guild[GUILD] = SettingsView(True, frozenset({CHANNEL}), frozenset({CHANNEL}), None, False)
+    fake_source.settings_by_guild[GUILD] = SettingsView(True, frozenset({CHANNEL}), frozenset({CHANNEL}), None, False, False)
     pages = [f"/browse?guild={GUILD}&channel={CHANNEL}", f"/search?q=alert&guild={GUILD}", f"/controls?guild={GUILD}"]
     for path in pages:
         async with client.http.get(client.url(path)) as response:
