@@ -38,7 +38,8 @@ PAGE_PAUSE_S = 0.5
 # next gateway session goes on from its saved place.
 RETRY_DELAYS_S = (60.0, 300.0, 900.0)
 # Threads archived while the bot was away read per channel and catch-up, newest archived first: one listing
-# request's worth (Discord's most), each costing a history request and a pause; /memory backfill reads older ones.
+# request's worth (Discord's most), each costing a history request and a pause; /memory backfill reads the rest,
+# a thread at a time.
 ARCHIVED_THREADS_PER_CHANNEL = 100
 
 CatchableChannel = discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.Thread
