@@ -85,7 +85,7 @@ async def _archived_since(parent: ThreadParent, since: datetime) -> list[discord
     ``ARCHIVED_THREADS_PER_CHANNEL``: public ones (forum posts), and private ones (every one with Manage Threads,
     else those the bot joined). A listing Discord refuses is left out."""
     listings: list[dict[str, bool]] = [{}]
-    if isinstance(parent, discord.TextChannel):
+    if isinstance(parent, discord.TextChannel) and not parent.is_news():  # announcement channels have no private ones
         listings.append({"private": True, "joined": not parent.permissions_for(parent.guild.me).manage_threads})
     found: dict[int, discord.Thread] = {}
     for listing in listings:

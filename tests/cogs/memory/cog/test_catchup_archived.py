@@ -105,6 +105,17 @@ async def test_a_catch_up_cut_short_before_the_archived_threads_reads_them_next_
         "picnic moved to Sunday", "picnic plans: the park", "picnic thread: I bring cake"]
 
 
+async def test_archived_threads_discord_failed_to_list_are_listed_again(memory_bot, guild, channel, member, catch_up,
+                                                                        before_outage, history_api):
+    thread = make_thread(guild, channel)
+    said_while_away("picnic thread: I bring cake", member, thread)
+    archived_while_away(thread)
+    history_api.fail_listing(channel.id)
+    catch_up.retry_delays_s = (0,)
+    await reconnect(memory_bot)
+    assert "picnic thread: I bring cake" in await remembered(memory_bot, guild)
+
+
 # -- what is not read -----------------------------------------------------------------------------------------------
 
 
