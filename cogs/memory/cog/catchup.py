@@ -1,6 +1,7 @@
 """Catch-up: after every new gateway session (the start, a reconnect Discord could not resume), each captured
 channel's history is read forward from where memory stopped, in the background and gently, so what was said, edited
-or deleted while the bot was away reaches memory too. Progress is saved per page: a restart goes on from there."""
+or deleted while the bot was away reaches memory too, and so does what was said in threads archived meanwhile. Progress
+is saved per page: a restart goes on from there."""
 
 from __future__ import annotations
 
@@ -36,8 +37,15 @@ PAGE_PAUSE_S = 0.5
 # A channel whose history could not be read (Discord errors) is tried again after these pauses; after the last, the
 # next gateway session goes on from its saved place.
 RETRY_DELAYS_S = (60.0, 300.0, 900.0)
+# Threads archived while the bot was away read per channel and catch-up, newest archived first: one listing
+# request's worth (Discord's most), each costing a history request and a pause; /memory backfill reads the rest,
+# a thread at a time.
+ARCHIVED_THREADS_PER_CHANNEL = 100
 
 CatchableChannel = discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.Thread
+ThreadParent = discord.TextChannel | discord.ForumChannel
+# A forum is caught up for its archived posts only: its messages are all in its posts (threads).
+CatchUpTarget = CatchableChannel | discord.ForumChannel
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,20 +66,58 @@ class CatchUpStatus:
                                    edited=self.edited + result.edited, deleted=self.deleted + result.deleted)
 
 
-def _readable(channel: CatchableChannel) -> bool:
+def _readable(channel: CatchUpTarget) -> bool:
     permissions = channel.permissions_for(channel.guild.me)
     return permissions.view_channel and permissions.read_message_history
 
 
-def captured_channels(guild: discord.Guild, disabled: frozenset[int]) -> list[CatchableChannel]:
+def captured_channels(guild: discord.Guild, disabled: frozenset[int]) -> list[CatchUpTarget]:
     """Every channel live capture stores from that the bot may read: text channels, voice and stage channels' text
-    chats, and the active threads (forum posts too). Capture-disabled ones are left out, as live capture does."""
-    channels: list[CatchableChannel] = [*guild.text_channels, *guild.voice_channels, *guild.stage_channels,
-                                        *guild.threads]
+    chats, the active threads (forum posts too), and the forums (for their archived posts). Capture-disabled ones
+    are left out, as live capture does."""
+    channels: list[CatchUpTarget] = [*guild.text_channels, *guild.voice_channels, *guild.stage_channels,
+                                     *guild.threads, *guild.forums]
     return [channel for channel in channels if channel.id not in disabled and _readable(channel)]
 
 
-async def heard_until_now(memory: Memory, guild_id: int, channel: CatchableChannel) -> None:
+async def _archived_since(parent: ThreadParent, since: datetime) -> list[discord.Thread]:
+    """The parent's threads archived at ``since`` or later that the bot may read, newest archived first, at most
+    ``ARCHIVED_THREADS_PER_CHANNEL``: public ones (forum posts), and private ones (every one with Manage Threads,
+    else those the bot joined). A listing Discord refuses is left out."""
+    listings: list[dict[str, bool]] = [{}]
+    if isinstance(parent, discord.TextChannel) and not parent.is_news():  # announcement channels have no private ones
+        listings.append({"private": True, "joined": not parent.permissions_for(parent.guild.me).manage_threads})
+    found: dict[int, discord.Thread] = {}
+    for listing in listings:
+        try:
+            async for thread in parent.archived_threads(limit=ARCHIVED_THREADS_PER_CHANNEL, **listing):
+                archived_at = thread.archive_timestamp
+                if archived_at >= since:
+                    found[thread.id] = thread
+                elif not listing.get("joined"):  # the others come newest archived first; joined ones by id
+                    break
+        except discord.Forbidden:
+            log.info("Catch-up: the archived threads of channel %d (%s) are not listed to the bot; skipped",
+                     parent.id, "private" if listing else "public")
+    newest = sorted(found.values(), key=lambda thread: thread.archive_timestamp, reverse=True)
+    return newest[:ARCHIVED_THREADS_PER_CHANNEL]
+
+
+async def _heard_to_its_end(memory: Memory, guild_id: int, thread: discord.Thread, since: datetime) -> bool:
+    """Memory holds or waits to store the archived thread's last message, or an earlier catch-up read past it:
+    nothing was said in it since, so it costs no request (a quiet parent's anchor stays put, and its threads are
+    listed again at every catch-up)."""
+    last = thread.last_message_id
+    if last is None:
+        return False
+    queued = memory.ingest.newest_queued(guild_id, thread.id, since)  # asked before the store, as catch-up does
+    saved = await memory.history.catchup_progress(thread.id)
+    marks = (queued, await memory.history.newest_in_channel(guild_id, thread.id),
+             saved.position if saved is not None and saved.finished else None)
+    return any(mark is not None and mark >= last for mark in marks)
+
+
+async def heard_until_now(memory: Memory, guild_id: int, channel: CatchUpTarget) -> None:
     """Marks ``channel`` as heard up to now: capture was off until now, and what was said meanwhile stays unstored.
 
     A catch-up cut short keeps its place: what was said before capture went off is still unread, and the reading
@@ -98,6 +144,8 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
         self.status: dict[int, CatchUpStatus] = {}
         self._session_started: datetime | None = None
         self._task: asyncio.Task[None] | None = None
+        # The archived threads this catch-up counted in its guild's status (a retry lists them again).
+        self._threads_counted: set[int] = set()
 
     async def cog_unload(self) -> None:
         await self._stop()
@@ -151,7 +199,8 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
 
     async def _catch_up(self, memory: Memory, since: datetime) -> None:
         started = time.monotonic()
-        plans: list[tuple[discord.Guild, list[CatchableChannel]]] = []
+        plans: list[tuple[discord.Guild, list[CatchUpTarget]]] = []
+        self._threads_counted = set()
         for guild in list(self.bot.guilds):
             disabled = (await memory.settings(guild.id)).capture_disabled_channel_ids
             plans.append((guild, captured_channels(guild, disabled)))
@@ -180,14 +229,15 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
                  time.monotonic() - started, sum(s.read for s in summary), sum(s.added for s in summary),
                  sum(s.edited for s in summary), sum(s.deleted for s in summary), len(failed))
 
-    async def _channel(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel, since: datetime,
+    async def _channel(self, memory: Memory, guild: discord.Guild, channel: CatchUpTarget, since: datetime,
                        retry: bool = False) -> bool:
-        """Catches one channel up; False when it failed part way (it is tried again later, from its saved place)."""
+        """Catches one channel up (its archived threads too); False when it failed part way (it is tried again
+        later, from its saved place)."""
         try:
             if channel.id not in (await memory.settings(guild.id)).capture_disabled_channel_ids:
                 progress = await self._progress(memory, guild, channel, since)
                 if progress is not None:
-                    await self._read_forward(memory, guild, channel, progress)
+                    await self._catch_up_channel(memory, guild, channel, progress, since)
         except (discord.Forbidden, discord.NotFound):
             log.info("Catch-up: channel %d in guild %d is gone or its history unreadable; skipped", channel.id,
                      guild.id)
@@ -207,7 +257,49 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
                                                     failed=status.failed - 1 if retry else status.failed)
         return True
 
-    async def _place(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel, since: datetime) -> None:
+    async def _catch_up_channel(self, memory: Memory, guild: discord.Guild, channel: CatchUpTarget,
+                                progress: CatchUpProgress, since: datetime) -> None:
+        """Reads the channel on from ``progress``, then the threads archived since its anchor. Its place stays
+        unfinished until those are read too: a catch-up cut short goes on with the same anchor, so threads archived
+        while the bot was away are not lost to messages this catch-up stored meanwhile."""
+        parent = isinstance(channel, discord.TextChannel | discord.ForumChannel)
+        if not isinstance(channel, discord.ForumChannel):
+            progress = await self._read_forward(memory, guild, channel, progress, finish=not parent)
+        if parent:
+            await self._archived_threads(memory, guild, channel, progress, since)
+            await memory.history.save_catchup(dataclasses.replace(progress, finished=True))
+
+    async def _archived_threads(self, memory: Memory, guild: discord.Guild, parent: ThreadParent,
+                                progress: CatchUpProgress, since: datetime) -> None:
+        """Reads the parent's threads archived since its anchor (the newest message heard before the session, a
+        moment the bot was there: a thread archived before it was heard live up to its archiving). Each is read on
+        from what memory holds of it like a channel, its place saved like a channel's; a thread whose capture is off
+        is left out, and what was forgotten stays out by its exclusion."""
+        threads = await _archived_since(parent, discord.utils.snowflake_time(progress.anchor))
+        await asyncio.sleep(self.page_pause_s)
+        disabled = (await memory.settings(guild.id)).capture_disabled_channel_ids
+        threads = [thread for thread in threads if thread.id not in disabled]
+        uncounted = [thread for thread in threads if thread.id not in self._threads_counted]
+        self._threads_counted.update(thread.id for thread in uncounted)
+        status = self.status[guild.id]
+        self.status[guild.id] = dataclasses.replace(status, channels=status.channels + len(uncounted))
+        if threads:
+            log.info("Catch-up: reading %d threads of channel %d in guild %d archived while the bot was away",
+                     len(threads), parent.id, guild.id)
+        for thread in threads:
+            try:
+                thread_progress = None
+                if not await _heard_to_its_end(memory, guild.id, thread, since):
+                    thread_progress = await self._progress(memory, guild, thread, since, progress.anchor)
+                if thread_progress is not None:
+                    await self._read_forward(memory, guild, thread, thread_progress)
+            except (discord.Forbidden, discord.NotFound):
+                log.info("Catch-up: archived thread %d in guild %d is gone or unreadable; skipped", thread.id,
+                         guild.id)
+            status = self.status[guild.id]
+            self.status[guild.id] = dataclasses.replace(status, done=status.done + 1)
+
+    async def _place(self, memory: Memory, guild: discord.Guild, channel: CatchUpTarget, since: datetime) -> None:
         """Saves where the channel's catch-up reads from; a failure is logged, and the reading tries it again."""
         try:
             await self._progress(memory, guild, channel, since)
@@ -222,13 +314,17 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
             self.status[guild.id] = dataclasses.replace(status, failed=status.failed + 1)
         return False
 
-    async def _progress(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel,
-                        since: datetime) -> CatchUpProgress | None:
+    async def _progress(self, memory: Memory, guild: discord.Guild, channel: CatchUpTarget, since: datetime,
+                        parent_anchor: int | None = None) -> CatchUpProgress | None:
         """Where this channel's catch-up reads from: its saved place if one was cut short, or else the last
         ``WINDOW_MESSAGES`` stored before the session (checked again), then everything after. The anchor is the
         newest message heard before the session: stored, or still queued to be stored (never a later one: what was
         said between them would be skipped). None when memory neither holds nor waits to store anything of the guild
-        to start from (``/memory backfill`` reads such history)."""
+        to start from (``/memory backfill`` reads such history).
+
+        An archived thread memory holds nothing of starts at its parent's ``parent_anchor`` instead, saved before
+        anything was read: the guild's newest stored message may by now be one this catch-up read, later than what
+        was said in the thread while the bot was away."""
         saved = await memory.history.catchup_progress(channel.id)
         if saved is not None and not saved.finished:
             log.debug("Catch-up: channel %d goes on after message %d", channel.id, saved.position)
@@ -239,6 +335,8 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
         recent = await memory.history.recent_messages(guild.id, channel.id, since, WINDOW_MESSAGES)
         heard = [mark for mark in (recent[0].message_id if recent else None, queued,
                                    saved.position if saved else None) if mark is not None]
+        if not heard and parent_anchor is not None:
+            heard = [parent_anchor]
         if not heard:  # a channel memory holds nothing of: new, or quiet; start where the guild's memory stops
             newest = [mark for mark in (await memory.history.newest_message_id(guild.id, since), queued_in_guild)
                       if mark is not None]
@@ -252,7 +350,9 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
         return progress
 
     async def _read_forward(self, memory: Memory, guild: discord.Guild, channel: CatchableChannel,
-                            progress: CatchUpProgress) -> None:
+                            progress: CatchUpProgress, finish: bool = True) -> CatchUpProgress:
+        """Reads the channel on to the present; its place is saved after every page, and marked finished at the end
+        only with ``finish`` (a parent channel finishes once its archived threads are read too)."""
         reconciler = Reconciler(memory, guild.id, channel, add_after=progress.anchor)
         while True:
             page = await read_page(channel, after=progress.position, limit=PAGE_SIZE)
@@ -263,7 +363,8 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
             await store_read(memory)  # stored before the place is saved: a crash or a failed write reads it again
             progress = dataclasses.replace(progress, position=last, read=progress.read + result.read,
                                            added=progress.added + result.added, edited=progress.edited + result.edited,
-                                           deleted=progress.deleted + result.deleted, finished=finished)
+                                           deleted=progress.deleted + result.deleted,
+                                           finished=finished and finish)
             await memory.history.save_catchup(progress)
             self.status[guild.id] = self.status[guild.id].counted(result)
             log.debug("Catch-up of channel %d: read up to message %d (%d messages, %d new)", channel.id, last,
@@ -275,3 +376,4 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
             log.info("Catch-up of channel %d in guild %d: %d messages read, %d new, %d edited, %d deleted",
                      channel.id, guild.id, progress.read, progress.added, progress.edited, progress.deleted)
         await asyncio.sleep(self.page_pause_s)
+        return progress
