@@ -17,8 +17,8 @@ import numpy as np
 
 from ...language import keywords as text
 from ...records import SearchFilters
-from ...search.first_stage import (CandidateRow, FirstStage, Hits, Window, characters_alone, narrows, rows_wanted,
-                                   window_of, within_budget)
+from ...search.first_stage import (CandidateRow, FirstStage, Hits, RecentMessage, Window, characters_alone, narrows,
+                                   rows_wanted, window_of, within_budget)
 from ...search.ranking import RankingTuning
 from ...vectors.embedding import Embedder
 from ...vectors.index import IndexRegistry
@@ -58,6 +58,12 @@ SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.author_id, m.author_name,
 FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
 
+# A channel's last messages, newest first (the messages_channel_order index reads them in order).
+SELECT_RECENT_IN_CHANNEL = """
+SELECT message_id, author_id, reply_to_id, content FROM messages
+WHERE guild_id = ? AND channel_id = ? ORDER BY created_at DESC, message_id DESC LIMIT ?
+"""
+
 
 def select_neighbours(reply_window: int) -> str:
     """The neighbours of the row ids in a JSON array."""
@@ -80,6 +86,9 @@ class SqliteSearchEngine(FirstStage):
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
         return await self._store.read(read_context_and_rows, sources, candidates, filters, self.tuning.reply_window)
+
+    async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
+        return await self._store.read(read_recent_in_channel, guild_id, channel_id, limit)
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embed_query(query)
@@ -187,6 +196,13 @@ def read_context_and_rows(connection: sqlite3.Connection, sources: list[int], ca
     wanted = _json_ids(rows_wanted(candidates, window))
     rows = connection.execute(SELECT_CANDIDATES.format(where=where), [wanted, *params])
     return window, {row[0]: CandidateRow(*row[1:]) for row in rows}
+
+
+def read_recent_in_channel(connection: sqlite3.Connection, guild_id: int, channel_id: int,
+                           limit: int) -> list[RecentMessage]:
+    """A channel's last ``limit`` messages, oldest first."""
+    rows = connection.execute(SELECT_RECENT_IN_CHANNEL, [guild_id, channel_id, limit]).fetchall()
+    return [RecentMessage(*row) for row in reversed(rows)]
 
 
 def read_passing_ids(connection: sqlite3.Connection, rowids: list[int], filters: SearchFilters) -> set[int]:
