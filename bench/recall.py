@@ -272,14 +272,16 @@ async def run_ablations(args: argparse.Namespace) -> dict[str, Any]:
     ablated: dict[str, list[dict[str, Any]]] = {}
     timings: dict[str, float] = {}
     for form in ablation.INPUT_FORMS:
-        rules = [rule for rule in args.ablate if ablation.ABLATIONS[rule].get("vector_input", "mean") == form]
-        if form != "mean" and not rules:
+        core = form == ablation.INPUT_FORMS[0]
+        rules = [rule for rule in args.ablate if ablation.ABLATIONS[rule].get("vector_input", ablation.INPUT_FORMS[0])
+                 == form]
+        if not core and not rules:
             continue
         with ablation.input_form(form):
             started = time.perf_counter()
             async with ingested(args, records, None, memo) as (memory, ingest):
                 timings[f"ingest_{form}_s"] = round(time.perf_counter() - started, 1)
-                if form == "mean":
+                if core:
                     started = time.perf_counter()
                     full = [await _answer(_searcher(memory, None, mode), queries, mode, ingest, args.candidates)
                             for mode in modes]
