@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
-from cogs.memory.search.first_stage import Neighbour, spread_with_loans
+from cogs.memory.ingest.queue import IngestQueue
+from cogs.memory.search.first_stage import Neighbour, RecentMessage, spread_with_loans
 from cogs.memory.search.structure import Posted, dialogue, measure
+from tests.fixtures.core import RecordFactory
 
 ANN, BEN, CAL, DEV, EVE = 1, 2, 3, 4, 5
 
@@ -75,3 +80,33 @@ def test_a_hit_lends_to_its_neighbours_by_the_channel_s_dialogue() -> None:
     halfway = spread_with_loans({5: 2.0}, neighbours, 0.0, (0.2, 0.5), (), 1.0, {}, {5: 0.5})
     assert halfway.scores == pytest.approx({5: 2.0, 4: 0.2, 6: 0.5})
     assert spread_with_loans({5: 2.0}, neighbours, 0.0, (0.2, 0.5), (), 1.0, {}, {5: 0.0}).scores == {5: 2.0}
+
+
+async def remember_turns(ingest: IngestQueue, make_record: RecordFactory, first: int, count: int) -> None:
+    """Messages ``first``... in channel 10 of guild 1, Ann and Ben taking turns, every third one a Discord reply to
+    the message before it; one message in channel 11 and one in guild 2 that a channel-10 read must leave out."""
+    for message_id in range(first, first + count):
+        record = make_record(message_id, f"line {message_id}?", author_id=ANN if message_id % 2 else BEN)
+        await ingest.add(replace(record, reply_to_id=message_id - 1) if message_id % 3 == 0 else record)
+    await ingest.add(make_record(first + 1000, "elsewhere", channel_id=11))
+    await ingest.add(make_record(first + 2000, "another guild", guild_id=2))
+    await ingest.flush()
+
+
+async def test_a_store_reads_a_channel_s_last_messages_oldest_first(
+        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    await remember_turns(memory_ingest, make_record, 1, 7)
+    recent = await search_engine._recent_in_channel(1, 10, 4)
+    assert recent == [RecentMessage(4, BEN, None, "line 4?"), RecentMessage(5, ANN, None, "line 5?"),
+                      RecentMessage(6, BEN, 5, "line 6?"), RecentMessage(7, ANN, None, "line 7?")]
+
+
+async def test_a_channel_s_structure_is_kept_until_its_refresh_time(
+        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    await remember_turns(memory_ingest, make_record, 1, 6)
+    first = await search_engine.channel_structure(1, 10)
+    assert (first.messages, first.dialogue, first.replies) == (6, 1.0, pytest.approx(0.3333))
+    await remember_turns(memory_ingest, make_record, 7, 6)
+    assert await search_engine.channel_structure(1, 10) == first
+    search_engine.tuning = replace(search_engine.tuning, structure_refresh_s=0.0)
+    assert (await search_engine.channel_structure(1, 10)).messages == 12
