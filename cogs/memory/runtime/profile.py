@@ -142,7 +142,7 @@ _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidate
                            "min_ram_gb", "min_gpu_memory_gb", "timeout_ms", "context_weight", "next_context_weight",
                            "answer_context_weight", "body_weight", "author_weight", "structure_refresh_s"})
 # Shares: a number from 0 to 1.
-_SHARES = frozenset({"min_score", "vector_weight", "min_covered_share"})
+_SHARES = frozenset({"min_score", "vector_weight", "min_covered_share", "dialogue_full_at"})
 # Fields that hold an array of tables ([[reranker.providers]]), and what each table becomes.
 _TABLE_ARRAYS: dict[str, type] = {"providers": ProviderSettings}
 _SINGLE_PROVIDER_FIELDS = ("provider", "http_url", "http_api")

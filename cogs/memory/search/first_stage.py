@@ -22,7 +22,7 @@ from ..records import Candidate, ScoreParts, SearchFilters, checked_limit
 from ..store.rows import from_timestamp
 from ..vectors.embedding import Embedder
 from .ranking import RankingTuning
-from .structure import ChannelStructure, Posted, measure
+from .structure import ChannelStructure, Posted, measure, strength
 
 if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
@@ -205,10 +205,11 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
     on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
 
-    ``dialogue`` is each lender's channel's dialogue (search/structure.py; 1.0 for one it does not name): what a
-    message lends by the order of messages (to its neighbours, a question to the answer it guesses) is scaled by
-    it, since adjacent messages are one exchange only where authors take turns more than chance; a Discord reply
-    says what it answers, so a question's loan to its replies is not.
+    ``dialogue`` is the share of its weight each lender keeps by its channel's dialogue (search/structure.py,
+    ``strength``; 1.0 for one it does not name): what a message lends by the order of messages (to its neighbours,
+    a question to the answer it guesses) is scaled by it, since adjacent messages are one exchange only where
+    authors take turns more than chance; a Discord reply says what it answers, so a question's loan to its replies
+    is not.
     """
     spread, received, replies = dict(scores), {}, {}
     lent: dict[int, list[float]] = {}
@@ -390,13 +391,16 @@ class FirstStage:
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
 
     async def _dialogue_of(self, channels: Mapping[int, int], guild_id: int) -> dict[int, float] | None:
-        """Each lender's channel's dialogue (``channels``: each lender's channel id), measured on the channel's last
-        ``structure_messages`` messages and kept ``structure_refresh_s`` seconds; None (every channel a dialogue)
-        when the tuning reads no structure."""
+        """What share of their weight each lender's rules keep (``channels``: each lender's channel id): its
+        channel's dialogue, measured on the channel's last ``structure_messages`` messages and kept
+        ``structure_refresh_s`` seconds, through ``structure.strength``; None (every channel a dialogue) when the
+        tuning reads no structure."""
         if not self.tuning.read_structure:
             return None
-        measured = {channel: await self.channel_structure(guild_id, channel) for channel in set(channels.values())}
-        return {rowid: measured[channel].dialogue for rowid, channel in channels.items()}
+        full_at = self.tuning.dialogue_full_at
+        kept = {channel: strength((await self.channel_structure(guild_id, channel)).dialogue, full_at)
+                for channel in set(channels.values())}
+        return {rowid: kept[channel] for rowid, channel in channels.items()}
 
     async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
         """A channel's structure (search/structure.py) as of at most ``structure_refresh_s`` seconds ago: its last

@@ -29,6 +29,8 @@ class RankingTuning:
     # The dialogue is read from each channel's last structure_messages messages, again after structure_refresh_s
     # seconds; read_structure = false counts every channel a dialogue (the rules at full strength everywhere).
     read_structure: bool = True
+    # From this dialogue up the rules keep their full weight; below it, in proportion (structure.strength).
+    dialogue_full_at: float = 0.5
     structure_messages: int = 2_000
     structure_refresh_s: float = 600.0
     # How many messages after a question, and how many Discord replies to it, may take that loan.

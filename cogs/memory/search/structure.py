@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ("ChannelStructure", "Posted", "dialogue", "measure")
+__all__ = ("ChannelStructure", "Posted", "dialogue", "measure", "strength")
 
 
 class Posted(NamedTuple):
@@ -64,6 +64,12 @@ def dialogue(turn_taking: float, chance: float) -> float:
     if chance >= 1.0:
         return 0.0
     return min(max((turn_taking - chance) / (1.0 - chance), 0.0), 1.0)
+
+
+def strength(dialogue: float, full_at: float) -> float:
+    """What share of their weight the rules that lend by the order of messages keep in a channel of this
+    ``dialogue``: all of it from ``full_at`` up, in proportion below (nothing at chance)."""
+    return 1.0 if dialogue >= full_at else dialogue / full_at
 
 
 def _share(part: float, whole: float) -> float:

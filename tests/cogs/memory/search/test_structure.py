@@ -9,7 +9,7 @@ import pytest
 
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.search.first_stage import Neighbour, RecentMessage, spread_with_loans
-from cogs.memory.search.structure import Posted, dialogue, measure
+from cogs.memory.search.structure import Posted, dialogue, measure, strength
 from tests.fixtures.core import RecordFactory
 
 ANN, BEN, CAL, DEV, EVE = 1, 2, 3, 4, 5
@@ -42,6 +42,11 @@ def test_a_group_whose_authors_change_only_as_often_as_chance_is_no_dialogue() -
     assert dialogue(turn_taking=2 / 3, chance=2 / 3) == 0.0
     assert dialogue(turn_taking=1.0, chance=2 / 3) == 1.0
     assert dialogue(turn_taking=0.75, chance=0.5) == 0.5
+
+
+def test_the_rules_keep_their_full_weight_from_half_a_dialogue_up() -> None:
+    assert [strength(d, 0.5) for d in (0.0, 0.16, 0.5, 0.9)] == [0.0, 0.32, 1.0, 1.0]
+    assert strength(0.0, 0.0) == 1.0  # a profile that sets full_at = 0 lends in full everywhere
 
 
 def test_one_author_alone_and_an_empty_channel_are_no_dialogue() -> None:
