@@ -3,7 +3,9 @@
 Each rule is a set of overrides named like the fields of the search tuning (``RankingTuning``,
 cogs/memory/search/ranking.py). Two are not search tuning: ``embedding_scripts`` is the profile's field
 (what the embedding model reads, which coverage weighting follows), set on the search engine; ``vector_input`` is
-what a stored vector is made of, which takes effect only at ingest (``input_form``).
+what a stored vector is made of, which takes effect only at ingest (``input_form``). ``vector_form`` is a rule the
+core dropped (issue 25: a stored vector is the message alone): its row puts it back, so its contribution is what
+dropping it was worth (positive: dropping it gains).
 """
 
 from __future__ import annotations
@@ -32,10 +34,14 @@ ABLATIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "name_match": {"author_weight": 0.0},
     # The vector side keeps its full weight whatever share of the question the model reads.
     "coverage": {"embedding_scripts": "all"},
-    # Each message's vector is the message alone, not the mean of it alone and after its predecessor.
-    "vector_form": {"vector_input": "alone"},
+    # Every channel counts as a dialogue: the neighbour spread and the guessed question loan at full strength
+    # whatever the channel's structure (search/structure.py).
+    "structure": {"read_structure": False},
+    # Each message's vector is the mean of it alone and after its predecessor (the dropped form), not it alone.
+    "vector_form": {"vector_input": "mean"},
 })
-INPUT_FORMS = ("mean", "alone")
+# What a stored vector is made of: the core's form first (the full system's ingest), then the dropped one.
+INPUT_FORMS = ("alone", "mean")
 
 
 def rules(value: str) -> list[str]:
@@ -68,23 +74,27 @@ def tuned(engine: FirstStage, overrides: Mapping[str, Any]) -> Iterator[None]:
         engine.tuning, engine.scripts = saved, scripts
 
 
-def _alone(self: VectorSource) -> list[str]:
-    return [text.embedding_input(self.author_name, self.content, None)]
+def _with_previous(self: VectorSource) -> list[str]:
+    alone = text.embedding_input(self.author_name, self.content, None)
+    if self.previous is None:
+        return [alone]
+    return [alone, text.embedding_input(self.author_name, self.content, self.previous)]
 
 
 @contextmanager
 def input_form(form: str) -> Iterator[None]:
-    """Store vectors in ``form`` (INPUT_FORMS) while inside: ``alone`` embeds each message only by itself.
+    """Store vectors in ``form`` (INPUT_FORMS) while inside: ``mean`` embeds each message alone and after its
+    predecessor and stores the mean (vectors/stored.py averages the forms ``texts`` gives), as before issue 25.
 
-    The core has no switch for it (vectors.py stores the mean by design), so the benchmark replaces
-    VectorSource.texts, which every path that embeds a message reads, and puts it back afterwards.
+    The core has no switch for it (it stores the message alone), so the benchmark replaces VectorSource.texts,
+    which every path that embeds a message reads, and puts it back afterwards.
     """
     if form not in INPUT_FORMS:
         raise ValueError(f"vector input forms are {', '.join(INPUT_FORMS)}; got {form!r}")
     texts = VectorSource.texts
     try:
-        if form == "alone":
-            VectorSource.texts = _alone  # type: ignore[method-assign]
+        if form == "mean":
+            VectorSource.texts = _with_previous  # type: ignore[method-assign]
         yield
     finally:
         VectorSource.texts = texts  # type: ignore[method-assign]

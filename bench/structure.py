@@ -1,23 +1,24 @@
 """How a channel is written, measured from its stored messages alone: turn-taking, bursts, questions, replies.
 
-Issue 25: a context rule (a question's loan, the neighbour spread, the vector's input form) should take its strength
-from what a channel's own messages show, not from the dataset it was tuned on. These are the figures such a rule can
-read: each is a pure function of (author, reply_to, content, created_at, channel) records, with no labels. The one
-figure that needs labels (how often an answer comes right after a question, against the base rate) is apart,
-in ``answers_after_questions``, for the benchmark only.
+Issue 25: a context rule (a question's loan, the neighbour spread) takes its strength from what a channel's own
+messages show, not from the dataset it was tuned on. The figures are the core's (cogs/memory/search/structure.py,
+which the first stage reads each channel by), here over a dataset's records: a pure function of (author, reply_to,
+content, created_at, channel), with no labels. The one figure that needs labels (how often an answer comes right
+after a question, against the base rate) is apart, in ``answers_after_questions``, for the benchmark only.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Protocol
 
 from cogs.memory.language import questions
+from cogs.memory.search.structure import ChannelStructure, Posted, measure
 
-__all__ = ("ChannelStructure", "Said", "answers_after_questions", "by_channel", "channel_structure", "table")
+__all__ = ("ChannelStructure", "Said", "answers_after_questions", "by_channel", "channel_structure", "posted", "table")
 
 
 class Said(Protocol):
@@ -37,27 +38,16 @@ class Said(Protocol):
     def created_at(self) -> datetime: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelStructure:
-    """One channel's (or several channels' pooled) structure.
+def posted(channel: Sequence[Said]) -> list[Posted]:
+    """A channel's records as the structure reads them (search/structure.py)."""
+    return [Posted(record.message_id, record.author_id, record.reply_to_id, questions.asks(record.content))
+            for record in channel]
 
-    ``turn_taking``: share of messages (after a channel's first) whose author differs from the previous message's;
-    ``own_follow`` is the rest. ``mean_burst``: messages per run of one author's consecutive messages.
-    ``questions``: share of messages that ask (questions.asks). ``question_other_next``: of the questions that have
-    a next message, the share whose next message is another author's. ``replies``: share of messages that are a
-    Discord reply. ``reply_distance``: median number of messages between a reply and what it replies to (1: the
-    next message); 0 when there are no replies.
-    """
 
-    messages: int
-    authors: int
-    turn_taking: float
-    own_follow: float
-    mean_burst: float
-    questions: float
-    question_other_next: float
-    replies: float
-    reply_distance: float
+def channel_structure(records: Sequence[Said]) -> ChannelStructure:
+    """The structure of the messages of one channel (or of several, each read in its own order, then pooled): the
+    core's measurement (search/structure.measure), which the first stage reads each channel's rules by."""
+    return measure(posted(channel) for channel in by_channel(records).values())
 
 
 def _share(part: int, whole: int) -> float:
@@ -66,38 +56,6 @@ def _share(part: int, whole: int) -> float:
 
 def _ordered(records: Iterable[Said]) -> list[Said]:
     return sorted(records, key=lambda record: (record.created_at, record.message_id))
-
-
-def channel_structure(records: Sequence[Said]) -> ChannelStructure:
-    """The structure of the messages of one channel (or of several, each read in its own order, then pooled)."""
-    followers = same = runs = asking = asked_with_next = other_next = replying = 0
-    distances: list[int] = []
-    for channel in by_channel(records).values():
-        position = {record.message_id: i for i, record in enumerate(channel)}
-        runs += 1 if channel else 0
-        for i, record in enumerate(channel):
-            asks = questions.asks(record.content)
-            asking += asks
-            if record.reply_to_id is not None:
-                replying += 1
-                if record.reply_to_id in position:
-                    distances.append(i - position[record.reply_to_id])
-            if i + 1 < len(channel) and asks:
-                asked_with_next += 1
-                other_next += channel[i + 1].author_id != record.author_id
-            if i:
-                followers += 1
-                if record.author_id == channel[i - 1].author_id:
-                    same += 1
-                else:
-                    runs += 1
-    distances.sort()
-    return ChannelStructure(
-        messages=len(records), authors=len({record.author_id for record in records}),
-        turn_taking=_share(followers - same, followers), own_follow=_share(same, followers),
-        mean_burst=round(len(records) / runs, 3) if runs else 0.0, questions=_share(asking, len(records)),
-        question_other_next=_share(other_next, asked_with_next), replies=_share(replying, len(records)),
-        reply_distance=float(distances[len(distances) // 2]) if distances else 0.0)
 
 
 def by_channel(records: Iterable[Said]) -> dict[Hashable, list[Said]]:

@@ -33,8 +33,9 @@ MESSAGES_IN_CHANNELS = [(1, 41, "take your amp to Hank at Loud Repairs"), (2, 41
 @pytest.fixture
 async def engine(store: SqliteStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
                  make_record: RecordFactory, core_profile: MemoryProfile) -> SqliteSearchEngine:
-    for message_id, channel, content in MESSAGES_IN_CHANNELS:
-        await ingest.add(make_record(message_id, content, guild_id=GUILD, channel_id=channel))
+    for message_id, channel, content in MESSAGES_IN_CHANNELS:  # two people taking turns: each channel a dialogue
+        await ingest.add(make_record(message_id, content, guild_id=GUILD, channel_id=channel,
+                                     author_id=500 + message_id % 2))
     await ingest.flush(vectors=True)
     return SqliteSearchEngine(store, embedder, indexes, core_profile)
 
@@ -90,11 +91,29 @@ def test_an_unknown_override_is_refused_and_changes_nothing(core_profile: Memory
     assert engine.tuning == RankingTuning()
 
 
-def test_the_alone_input_form_embeds_only_the_message_until_left() -> None:
+def test_the_mean_input_form_embeds_the_message_after_its_predecessor_too_until_left() -> None:
     source = VectorSource("ann", "tacos", ("ben", "where should we eat?"))
-    with ablation.input_form("alone"):
-        assert len(source.texts()) == 1
-    assert len(source.texts()) == 2
+    with ablation.input_form("mean"):
+        assert len(source.texts()) == 2
+    assert len(source.texts()) == 1
+
+
+async def test_structure_off_lends_in_a_channel_that_is_no_dialogue(
+        store: SqliteStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
+        make_record: RecordFactory, core_profile: MemoryProfile) -> None:
+    # Before the question, two people each wrote four lines in a row: channel 41 changes author less often than
+    # chance, its adjacent messages are no exchange, so the question lends nothing to the next one there.
+    for i, author in enumerate([501] * 4 + [500] * 4):
+        await ingest.add(make_record(20 + i, "brb", guild_id=GUILD, channel_id=41, author_id=author, minute=-10 + i))
+    for message_id, channel, content in MESSAGES_IN_CHANNELS:
+        await ingest.add(make_record(message_id, content, guild_id=GUILD, channel_id=channel,
+                                     author_id=500 + message_id % 2))
+    await ingest.flush(vectors=True)
+    engine = SqliteSearchEngine(store, embedder, indexes, core_profile)
+    assert 3 not in await found(engine)
+    with ablation.tuned(engine, ablation.ABLATIONS["structure"]):
+        assert 3 in await found(engine)
+    assert engine.tuning == RankingTuning() and 3 not in await found(engine)
 
 
 def test_rule_names_are_checked() -> None:
@@ -118,4 +137,4 @@ def test_ablate_all_reports_every_rule_s_contribution(tmp_path: Path, capsys: py
     table = capsys.readouterr().out
     assert [line.split(" | ")[1] for line in table.splitlines() if "(contribution)" in line] == [
         f"{rule} (contribution)" for rule in ablation.ABLATIONS]
-    assert len(VectorSource("a", "b", ("c", "d")).texts()) == 2
+    assert len(VectorSource("a", "b", ("c", "d")).texts()) == 1

@@ -1,5 +1,5 @@
 """VectorFiller: gives each stored message its vector, in the background. It reads what needs one from the store,
-embeds each message alone and with its predecessor (vectors.stored_vectors), and writes the vectors to the store and
+embeds each message (vectors.stored_vectors: the message alone), and writes the vectors to the store and
 the vector index. A failing model is tried again after growing pauses; a message the model cannot embed is set aside
 alone and stays keyword-searchable."""
 

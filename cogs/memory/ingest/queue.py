@@ -46,7 +46,7 @@ def _as_previous(message: ChannelMessage | None) -> tuple[str, str] | None:
 
 class IngestQueue:
     """New messages pass two stages: ``MessageWriter`` stores them (a restart finds whatever still needs a
-    vector), then ``VectorFiller`` embeds each with its predecessor in the channel.
+    vector), then ``VectorFiller`` embeds each (vectors.stored_vectors).
 
     Every write takes ``write_lock``. Edits and deletes first wait until every add queued before them was tried,
     then run under the lock, so a queued add is never lost, reordered or resurrected. A delete that comes before

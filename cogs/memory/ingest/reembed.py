@@ -20,8 +20,7 @@ _CHUNK = 256
 async def reembed_all(store: Store, embedder: EmbeddingService) -> int:
     """Embed, with ``embedder``, every stored message that has no vector for its model yet; returns how many.
 
-    Call with ingest's write lock held: each message is embedded as ingest embeds it (vectors.stored_vectors), with
-    its predecessor in the channel as stored now.
+    Call with ingest's write lock held: each message is embedded as ingest embeds it (vectors.stored_vectors).
     """
     total = 0
     for guild_id in await store.guild_ids():

@@ -66,14 +66,16 @@ def asks(content: str) -> bool:
 def answers(asker: Hashable, asked: Hashable, after: Sequence[tuple[int, Hashable]]) -> tuple[int, ...]:
     """Which messages may answer a question, of the (row id, author) pairs that come after it, nearest first.
 
-    The next message, as a rule; and when the one asked (``asked``: the author of the message the question follows,
-    if not the asker) answers later, past someone else's line, their first message too. Who is asked is a guess (a
-    question can turn to someone else), so the next message is never passed over. Empty when nothing follows.
+    The next message by someone other than the asker, as a rule (the asker's own next lines are their burst going
+    on, not an answer); and when the one asked (``asked``: the author of the message the question follows, if not
+    the asker) answers later, past someone else's line, their first message too. Who is asked is a guess (a question
+    can turn to someone else), so that next other message is never passed over. Empty when no one else follows.
     """
-    if not after:
+    others = [(rowid, author) for rowid, author in after if author != asker]
+    if not others:
         return ()
-    nearest, nearest_author = after[0]
+    nearest, nearest_author = others[0]
     if asked is None or asked == asker or nearest_author == asked:
         return (nearest,)
-    later = next((rowid for rowid, author in after[1:] if author == asked), None)
+    later = next((rowid for rowid, author in others[1:] if author == asked), None)
     return (nearest,) if later is None else (nearest, later)

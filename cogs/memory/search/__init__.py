@@ -1,6 +1,7 @@
 """First-stage retrieval, dialect-free: each side's hits fused by standardised scores, widened to channel
 neighbours, ranked (first_stage), with every weight and budget in one ``RankingTuning`` (ranking; measured in
-docs/ranking.md). Each store's engine supplies the look-ups (store/sqlite/search.py, store/postgres/search.py).
+docs/ranking.md). How much the context rules lend in a channel is read from its own messages (structure). Each
+store's engine supplies the look-ups (store/sqlite/search.py, store/postgres/search.py).
 The second stage's order too: candidates merged with the reranker's scores for their texts (second_stage).
 
 May import: ``records``, ``language``, ``vectors`` and ``store.rows``; it holds no SQL.

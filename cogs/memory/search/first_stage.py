@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -20,13 +21,15 @@ from ..language.coverage import covered_share, model_scripts
 from ..records import Candidate, MessageRecord, ScoreParts, SearchFilters, checked_limit
 from ..vectors.embedding import Embedder
 from .ranking import RankingTuning
+from .structure import ChannelStructure, Posted, measure, strength
 
 if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
 
 __all__ = ("ChannelWindow", "FirstStage", "Fused", "Hits", "Loans", "Mode", "Neighbour", "Neighbours",
-           "Side", "Spread", "Window", "characters_alone", "fuse", "fuse_sides", "narrows", "neighbours_in",
-           "rows_wanted", "score_parts", "spread_to_neighbours", "spread_with_loans", "window_of", "within_budget")
+           "RecentMessage", "Side", "Spread", "Window", "characters_alone", "fuse", "fuse_sides", "lenders", "narrows",
+           "neighbours_in", "rows_wanted", "score_parts", "spread_to_neighbours", "spread_with_loans", "window_of",
+           "within_budget")
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,15 @@ class Neighbour(NamedTuple):
     following: int | None
     answers: tuple[int, ...]
     following_answers: tuple[int, ...]
+
+
+class RecentMessage(NamedTuple):
+    """A channel's message as the structure look-up reads it (search/structure.py reads whether it asks)."""
+
+    message_id: int
+    author_id: int
+    reply_to_id: int | None
+    content: str
 
 
 Window = dict[int, ChannelWindow]
@@ -175,36 +187,51 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
                                                       DEFAULT_TUNING.next_context_weight),
                       asking: Collection[int] = (),
                       answer_weight: float = DEFAULT_TUNING.answer_context_weight,
-                      replied: Mapping[int, Collection[int]] | None = None) -> Spread:
+                      replied: Mapping[int, Collection[int]] | None = None,
+                      dialogue: Mapping[int, float] | None = None) -> Spread:
     """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
-    on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan."""
+    on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
+
+    ``dialogue`` is the share of its weight each lender keeps by its channel's dialogue (search/structure.py,
+    ``strength``; 1.0 for one it does not name): what a message lends by the order of messages (to its neighbours,
+    a question to the answer it guesses) is scaled by it, since adjacent messages are one exchange only where
+    authors take turns more than chance; a Discord reply says what it answers, so a question's loan to its replies
+    is not.
+    """
     spread, received, replies = dict(scores), {}, {}
     lent: dict[int, list[float]] = {}
+    on_discord = replied or {}
 
     def lend(target: int, amount: float, kind: int) -> None:
         spread[target] = spread.get(target, floor) + amount
         lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
 
+    def strength(lender: int, target: int) -> float:
+        if dialogue is None or target in on_discord.get(lender, ()):
+            return 1.0
+        return dialogue.get(lender, 1.0)
+
     for rowid, (previous, following, answers, following_answers) in neighbours.items():
         score = max(scores[rowid], 0.0)
-        if previous is not None and weights[0] * score > 0.0:
-            lend(previous, weights[0] * score, 0)
+        if previous is not None and weights[0] * score * strength(rowid, previous) > 0.0:
+            lend(previous, weights[0] * score * strength(rowid, previous), 0)
         if rowid in asking:  # a question's loan is added below, with what it got itself
             replies[rowid] = answers
             for reply in answers:
-                received[reply] = received.get(reply, 0.0) + answer_weight * score
+                received[reply] = received.get(reply, 0.0) + answer_weight * score * strength(rowid, reply)
         elif following is not None:
-            received[following] = received.get(following, 0.0) + weights[1] * score
-            if weights[1] * score > 0.0:
-                lend(following, weights[1] * score, 0)
+            loan = weights[1] * score * strength(rowid, following)
+            received[following] = received.get(following, 0.0) + loan
+            if loan > 0.0:
+                lend(following, loan, 0)
         if following in asking and following not in neighbours:
             replies[following] = following_answers
     for question, answers in replies.items():
         loan = answer_weight * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
         if loan > 0.0:
-            on_discord = replied.get(question, ()) if replied is not None else ()
             for reply in answers:
-                lend(reply, loan, 2 if reply in on_discord else 1)
+                if loan * strength(question, reply) > 0.0:
+                    lend(reply, loan * strength(question, reply), 2 if reply in on_discord.get(question, ()) else 1)
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})
 
 
@@ -308,6 +335,8 @@ class FirstStage:
         self.keyword_candidates: int = profile.keyword_candidates
         self.scripts = model_scripts(profile.embedding_model, profile.embedding_scripts)
         self.tuning: RankingTuning = profile.ranking
+        # Each (guild, channel)'s structure and when it was measured (time.monotonic); only the event loop writes it.
+        self._structures: dict[tuple[int, int], tuple[float, ChannelStructure]] = {}
 
     async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
@@ -330,9 +359,10 @@ class FirstStage:
         asking = {rowid for rowid in heard if rowid in rows and questions.asks(rows[rowid].content)}
         # A question's Discord replies it may lend to (neighbours_in): told apart from the answers it guessed.
         replied = {rowid: surroundings.replies[:tuning.replies_lent] for rowid, surroundings in window.items()}
+        dialogue = await self._dialogue_of(lenders(neighbours, rows), filters.guild_id)
         scores, loans = spread_with_loans(fused.scores, neighbours, fused.floor,
                                           (tuning.context_weight, tuning.next_context_weight), asking,
-                                          tuning.answer_context_weight, replied)
+                                          tuning.answer_context_weight, replied, dialogue)
         ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
         filling: set[int] = set()
         if len(ranked) < limit and fused.tail:
@@ -346,6 +376,30 @@ class FirstStage:
         return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank,
                            score_parts(fused, loans, rowid, rowid in filling))
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
+
+    async def _dialogue_of(self, channels: Mapping[int, int], guild_id: int) -> dict[int, float] | None:
+        """What share of their weight each lender's rules keep (``channels``: each lender's channel id): its
+        channel's dialogue, measured on the channel's last ``structure_messages`` messages and kept
+        ``structure_refresh_s`` seconds, through ``structure.strength``; None (every channel a dialogue) when the
+        tuning reads no structure."""
+        if not self.tuning.read_structure:
+            return None
+        full_at = self.tuning.dialogue_full_at
+        kept = {channel: strength((await self.channel_structure(guild_id, channel)).dialogue, full_at)
+                for channel in set(channels.values())}
+        return {rowid: kept[channel] for rowid, channel in channels.items()}
+
+    async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
+        """A channel's structure (search/structure.py) as of at most ``structure_refresh_s`` seconds ago: its last
+        ``structure_messages`` messages read by the store, measured off the event loop."""
+        now = time.monotonic()
+        kept = self._structures.get((guild_id, channel_id))
+        if kept is not None and now - kept[0] < self.tuning.structure_refresh_s:
+            return kept[1]
+        recent = await self._recent_in_channel(guild_id, channel_id, self.tuning.structure_messages)
+        measured = await asyncio.to_thread(_measure_recent, recent)
+        self._structures[(guild_id, channel_id)] = (now, measured)
+        return measured
 
     async def _embed_query(self, query: str) -> np.ndarray:
         """The query's vector as a one-row matrix, read as every store's vector side reads it."""
@@ -363,6 +417,28 @@ class FirstStage:
                                 filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
         """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
         raise NotImplementedError
+
+    async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
+        """The last ``limit`` messages of a channel, oldest first, as the structure reads them."""
+        raise NotImplementedError
+
+
+def lenders(neighbours: Neighbours, rows: Mapping[int, MessageRecord]) -> dict[int, int]:
+    """The channel id of each message that may lend (a source, and a source's next message), read from its own row
+    or, for one the filters left out, from a neighbour's (a source's window stays in its channel)."""
+    channels: dict[int, int] = {}
+    for rowid, (previous, following, answers, _) in neighbours.items():
+        near = next((rows[other] for other in (rowid, following, previous, *answers) if other in rows), None)
+        if near is not None:
+            channels[rowid] = near.channel_id
+            if following is not None:
+                channels[following] = near.channel_id
+    return channels
+
+
+def _measure_recent(recent: Sequence[RecentMessage]) -> ChannelStructure:
+    return measure([[Posted(message.message_id, message.author_id, message.reply_to_id,
+                            questions.asks(message.content)) for message in recent]])
 
 
 async def _none() -> Hits:

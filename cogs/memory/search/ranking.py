@@ -19,11 +19,20 @@ class RankingTuning:
     vector_weight: float = 0.4
     # At or below this share of the query's words read by the embedding model, the vector side only fills the tail.
     min_covered_share: float = 0.5
-    # What a hit lends its previous and its next message in the channel.
+    # What a hit lends its previous and its next message in the channel, times the channel's dialogue
+    # (search/structure.py: how much more often than chance its author changes between adjacent messages).
     context_weight: float = 0.2
     next_context_weight: float = 0.5
-    # What a question lends what may answer it (and passes on of what it got itself).
+    # What a question lends what may answer it (and passes on of what it got itself): to a Discord reply in full, to
+    # the answer guessed from the order of messages (the next other author's, the one asked) times the dialogue.
     answer_context_weight: float = 1.0
+    # The dialogue is read from each channel's last structure_messages messages, again after structure_refresh_s
+    # seconds; read_structure = false counts every channel a dialogue (the rules at full strength everywhere).
+    read_structure: bool = True
+    # From this dialogue up the rules keep their full weight; below it, in proportion (structure.strength).
+    dialogue_full_at: float = 0.5
+    structure_messages: int = 2_000
+    structure_refresh_s: float = 600.0
     # How many messages after a question, and how many Discord replies to it, may take that loan.
     reply_window: int = 3
     # How many of a question's Discord replies take its loan (at most reply_window, the replies a window reads); 0

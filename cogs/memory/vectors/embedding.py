@@ -102,7 +102,7 @@ def model_prefixes(model: str, query: str | None = None, passage: str | None = N
 # (EmbeddingService's model_name), so a change here leaves every stored vector under an old key, and memory embeds
 # them all again in the background as it opens (as after a switch of model through a restart). Change it whenever
 # ``stored_vectors`` computes something else.
-INPUT_FORM = "mean of alone and after previous"
+INPUT_FORM = "message alone"
 
 
 def with_input_form(name: str) -> str:

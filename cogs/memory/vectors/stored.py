@@ -1,14 +1,14 @@
 """Stored vectors: what a message's one vector is made of, computed the same way by ingest, the vector filler and
 every re-embed.
 
-A message is embedded twice: alone, and after the previous message in its channel (as context). The stored vector
-is the mean of the two, so its inner product with a query is the mean of the two cosines: each reading of the
-message votes alike. Context finds an answer given as the reply to a question ("where do you work?" / "at Ridgeway
-Cycles"); in chat where turns switch topic or answer something said further up, the previous message is noise, and
-the message alone is what matches. Stored vectors are therefore not unit length (between about 0.7 and 1), and every
-vector search scores by inner product, never by cosine. The normalised sum, stored before, is the same direction
-scaled by 2 / |alone + in context|, which ranks higher the messages whose two readings disagree most, for no reason
-(measured in README, "The vector side: each message alone, after the previous one, or both").
+A message is embedded alone. Until issue 25 the stored vector was the mean of the message alone and after the
+previous message in its channel: that helps where two people take turns and an answer follows its question (LoCoMo,
+vector R@10 +0.036), and costs where people write in bursts and topics interleave (discord hybrid MRR@10 -0.042,
+longchat vector MRR@10 -0.043; on real multi-party chats kept apart from the project the message alone was better
+too). A vector is made at ingest, before the channel's structure is known, so it cannot read the channel the way
+the first stage's rules do (search/structure.py); the neighbour spread and the question's loan carry the context
+instead. Measured in docs/recall-fixtures.md. ``texts`` may give more than one form (the benchmark's ``mean`` form,
+bench/ablation.py, puts the predecessor back): the stored vector is then their mean, scored by inner product.
 """
 
 from __future__ import annotations
@@ -32,22 +32,20 @@ __all__ = ("VectorSource", "stored_vectors")
 
 @dataclass(frozen=True, slots=True)
 class VectorSource:
-    """A message as its vector sees it: author, stored content, and the previous message's (author, content)."""
+    """A message as its vector sees it: author, stored content, and the previous message's (author, content), which
+    only the benchmark's ``mean`` form reads (bench/ablation.py)."""
 
     author_name: str
     content: str
     previous: tuple[str, str] | None
 
     def texts(self) -> list[str]:
-        """What the model reads for it: the message alone, then after its predecessor (when it has one)."""
-        alone = text.embedding_input(self.author_name, self.content, None)
-        if self.previous is None:
-            return [alone]
-        return [alone, text.embedding_input(self.author_name, self.content, self.previous)]
+        """What the model reads for it: the message alone."""
+        return [text.embedding_input(self.author_name, self.content, None)]
 
 
 def _texts(sources: Sequence[VectorSource]) -> tuple[list[str], list[int]]:
-    """Every text to embed (each message alone first, then in context), and the positions that have a context."""
+    """Every text to embed (each message's first form, then the second forms), and the positions that have one."""
     alone: list[str] = []
     in_context: list[str] = []
     with_context: list[int] = []
@@ -61,11 +59,9 @@ def _texts(sources: Sequence[VectorSource]) -> tuple[list[str], list[int]]:
 
 
 async def stored_vectors(embedder: Embedder, sources: Sequence[VectorSource]) -> np.ndarray:
-    """The vector stored for each source: the mean of its alone and in-context embeddings; one row each.
-
-    A message with no previous one (a channel's first) has one form, embedded once, stored as it is. Both forms go to
-    the model in one call, so it batches them by length together. Raises ValueError when the model gives too few
-    vectors.
+    """The vector stored for each source: its embedding alone (the mean of its forms where ``texts`` gives two);
+    one row each. All forms go to the model in one call, so it batches them by length together. Raises ValueError
+    when the model gives too few vectors.
     """
     texts, with_context = _texts(sources)
     embedded = np.asarray(await embedder.embed(texts), dtype=np.float32)

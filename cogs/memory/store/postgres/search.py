@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...records import MessageRecord, SearchFilters
-from ...search.first_stage import (FirstStage, Hits, Window, characters_alone, rows_wanted, window_of,
+from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, characters_alone, rows_wanted, window_of,
                                    within_budget)
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids
@@ -71,6 +71,12 @@ SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.parent_channel_id, m.auth
 FROM messages AS m WHERE m.id = ANY($1::bigint[]) AND {where}
 """
 
+# A channel's last messages, newest first (the messages_channel_order index reads them in order).
+SELECT_RECENT_IN_CHANNEL = """
+SELECT message_id, author_id, reply_to_id, content FROM messages
+WHERE guild_id = $1 AND channel_id = $2 ORDER BY created_at DESC, message_id DESC LIMIT $3
+"""
+
 
 class PostgresSearchEngine(FirstStage):
     """Hybrid first-stage search over a PostgresStore; same ``search`` as SqliteSearchEngine's."""
@@ -115,6 +121,10 @@ class PostgresSearchEngine(FirstStage):
         rows = await self._store.fetch(COUNT_MATCHES, guild_id, [fts.tsquery([word]) for word in words],
                                        self.tuning.keyword_max_postings + 1)
         return {word: row[0] for word, row in zip(words, rows)}
+
+    async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
+        rows = await self._store.fetch(SELECT_RECENT_IN_CHANNEL, guild_id, channel_id, limit)
+        return [RecentMessage(*tuple(row)) for row in reversed(rows)]
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...language import keywords as text
 from ...records import MessageRecord, SearchFilters
-from ...search.first_stage import (FirstStage, Hits, Window, characters_alone, narrows, rows_wanted,
+from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, characters_alone, narrows, rows_wanted,
                                    window_of, within_budget)
 from ...search.ranking import RankingTuning
 from ...vectors.embedding import Embedder
@@ -60,6 +60,12 @@ SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.parent_channel_id, m.auth
 FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
 
+# A channel's last messages, newest first (the messages_channel_order index reads them in order).
+SELECT_RECENT_IN_CHANNEL = """
+SELECT message_id, author_id, reply_to_id, content FROM messages
+WHERE guild_id = ? AND channel_id = ? ORDER BY created_at DESC, message_id DESC LIMIT ?
+"""
+
 
 def select_neighbours(reply_window: int) -> str:
     """The neighbours of the row ids in a JSON array."""
@@ -82,6 +88,9 @@ class SqliteSearchEngine(FirstStage):
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
         return await self._store.read(read_context_and_rows, sources, candidates, filters, self.tuning.reply_window)
+
+    async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
+        return await self._store.read(read_recent_in_channel, guild_id, channel_id, limit)
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embed_query(query)
@@ -189,6 +198,13 @@ def read_context_and_rows(connection: sqlite3.Connection, sources: list[int], ca
     wanted = _json_ids(rows_wanted(candidates, window))
     rows = connection.execute(SELECT_CANDIDATES.format(where=where), [wanted, *params])
     return window, {row[0]: candidate_record(row) for row in rows}
+
+
+def read_recent_in_channel(connection: sqlite3.Connection, guild_id: int, channel_id: int,
+                           limit: int) -> list[RecentMessage]:
+    """A channel's last ``limit`` messages, oldest first."""
+    rows = connection.execute(SELECT_RECENT_IN_CHANNEL, [guild_id, channel_id, limit]).fetchall()
+    return [RecentMessage(*row) for row in reversed(rows)]
 
 
 def read_passing_ids(connection: sqlite3.Connection, rowids: list[int], filters: SearchFilters) -> set[int]:

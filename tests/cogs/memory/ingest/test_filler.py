@@ -19,7 +19,7 @@ from cogs.memory.records import SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
-from tests.cogs.memory.ingest.test_queue import consistent_ids, expected_vector, stored_vector
+from tests.cogs.memory.ingest.test_queue import consistent_ids, expected_vector, mean_form, stored_vector
 from tests.cogs.memory.ingest.test_tombstones import GatedEmbedder
 from tests.fixtures.core import RecordFactory, fetchall
 from tests.fixtures.waiting import eventually
@@ -150,7 +150,7 @@ async def test_close_leaves_the_vector_backlog_to_the_next_start(
 
 
 async def test_a_model_that_fails_then_recovers_loses_nothing(
-    store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
+    mean_form: None, store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     flaky = FlakyEmbedder(embedder, failures=3)
     queue = started(store, indexes, flaky)
@@ -260,7 +260,7 @@ async def test_an_edit_while_the_vector_is_computed_keeps_the_edited_text(
 
 
 async def test_a_late_message_gives_its_successor_a_new_vector(
-    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
+    mean_form: None, ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "first"))
     await ingest.add(make_record(3, "third"))

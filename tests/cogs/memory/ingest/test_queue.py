@@ -11,6 +11,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import ATTACHMENT_PREFIX, IngestQueue, stored_content
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.language.keywords import embedding_input
+from cogs.memory.vectors.stored import VectorSource
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import RecordFactory, fetchall
 
@@ -40,8 +41,23 @@ async def stored_vector(store: SqliteStore, message_id: int) -> np.ndarray:
     return np.frombuffer(rows[0][0], dtype="<f4")
 
 
+@pytest.fixture
+def mean_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Store each vector as the mean of the message alone and after its predecessor (the benchmark's ``mean`` form,
+    the core's before issue 25): what shows that ingest hands each message its real predecessor, and embeds a
+    successor again when its predecessor changes (bookkeeping the core keeps for that form)."""
+
+    def with_previous(source: VectorSource) -> list[str]:
+        alone = embedding_input(source.author_name, source.content, None)
+        return [alone] if source.previous is None else [
+            alone, embedding_input(source.author_name, source.content, source.previous)]
+
+    monkeypatch.setattr(VectorSource, "texts", with_previous)
+
+
 def expected_vector(embedder: EmbeddingService, author: str, content: str, previous: tuple[str, str] | None) -> np.ndarray:
-    """The stored vector (vectors.py): the message alone and after ``previous``, embedded, averaged."""
+    """The stored vector under the ``mean`` form: the message alone and after ``previous``, embedded, averaged (the
+    message alone when ``previous`` is None: what the core stores)."""
     texts = [embedding_input(author, content, None)]
     texts += [embedding_input(author, content, previous)] if previous else []
     return embedder.embed_sync(texts).mean(axis=0)
@@ -62,7 +78,7 @@ async def test_added_messages_reach_sqlite_fts_and_faiss(
 
 
 async def test_vector_includes_the_previous_message_of_the_channel(
-    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
+    mean_form: None, ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "who wants to go hiking on saturday?", author_name="bob"))
     await ingest.add(make_record(2, "something else entirely", channel_id=11))
@@ -73,7 +89,7 @@ async def test_vector_includes_the_previous_message_of_the_channel(
 
 
 async def test_previous_message_is_read_from_sqlite_across_batches(
-    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
+    mean_form: None, ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "the deploy failed again", author_name="bob"))
     await ingest.flush(vectors=True)
@@ -93,7 +109,7 @@ async def test_first_message_of_a_channel_has_no_previous(
 
 
 async def test_out_of_order_message_uses_its_real_predecessor(
-    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
+    mean_form: None, ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "first"))
     await ingest.add(make_record(3, "third"))
@@ -195,7 +211,7 @@ async def test_edit_replaces_content_fts_and_vector(
 
 
 async def test_edit_re_embeds_the_successor_with_the_new_text(
-    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
+    mean_form: None, ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "my password is hunter2", author_name="bob"))
     await ingest.add(make_record(2, "thanks"))
@@ -252,7 +268,7 @@ async def test_delete_removes_the_message_everywhere(
 
 
 async def test_delete_re_embeds_the_successor_without_the_deleted_text(
-    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
+    mean_form: None, ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "good morning", author_name="carol"))
     await ingest.add(make_record(2, "my address is 12 Elm St", author_name="bob"))
@@ -264,7 +280,7 @@ async def test_delete_re_embeds_the_successor_without_the_deleted_text(
 
 
 async def test_bulk_delete_links_the_survivor_to_the_nearest_kept_message(
-    ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService,
+    mean_form: None, ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, embedder: EmbeddingService,
     make_record: RecordFactory
 ) -> None:
     for message_id, text in enumerate(["keep me", "spam one", "spam two", "after the spam"], start=1):
@@ -366,7 +382,7 @@ async def test_a_backlog_is_embedded_in_wider_batches(
     queue.start()
     await queue.flush(vectors=True)
     await queue.close()
-    assert recorder.sizes == [40 + 39]  # in one call: each message alone, and all but the first after the one before
+    assert recorder.sizes == [40]  # in one call: each message alone
 
 
 async def test_a_single_live_message_is_not_held_for_a_full_batch(
@@ -396,7 +412,7 @@ async def test_a_failed_embedding_loses_nothing(
 
 
 async def test_a_late_message_in_a_batch_does_not_hide_the_stored_predecessor(
-    ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
+    mean_form: None, ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "one"))
     await ingest.add(make_record(3, "three", author_name="bob"))

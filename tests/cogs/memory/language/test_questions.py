@@ -60,5 +60,11 @@ def test_the_one_asked_may_answer_after_someone_elses_line() -> None:
 def test_with_no_one_asked_the_next_message_may_answer() -> None:
     # The question follows the asker's own message, or opens the channel.
     assert answers("sam", "sam", [(3, "kat"), (4, "jo")]) == (3,)
-    assert answers("sam", None, [(3, "sam"), (4, "kat")]) == (3,)
     assert answers("sam", "jo", []) == ()
+
+
+def test_the_asker_s_own_next_lines_are_passed_over() -> None:
+    # sam: "where should we eat?" -> sam: "somewhere cheap" -> kat: "tacos": the burst goes on; kat answers.
+    assert answers("sam", None, [(3, "sam"), (4, "kat")]) == (4,)
+    assert answers("sam", "jo", [(3, "sam"), (4, "kat"), (5, "jo")]) == (4, 5)
+    assert answers("sam", "jo", [(3, "sam"), (4, "sam")]) == ()

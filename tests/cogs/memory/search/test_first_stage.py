@@ -356,8 +356,9 @@ async def test_the_reply_to_a_question_that_follows_a_hit_is_found(
                 (3, 41, "he did mine for 80"),
                 (4, 42, "Loud Repairs was closed all week"), (5, 42, "nice"), (6, 42, "he did mine for 80"),
                 *((10 + i, 43, f"the amp buzzes again, day {i} of the tour, somebody help me") for i in range(6))]
-    for message_id, channel, content in messages:
-        await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel))
+    for message_id, channel, content in messages:  # two people taking turns: the channels are dialogues
+        await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel,
+                                            author_id=500 + message_id % 2))
     await memory_ingest.flush(vectors=True)
     results = ids(await search_engine.search("amp Hank Loud Repairs", SearchFilters(guild_id=guild), 20,
                                              mode="keyword"))
@@ -373,8 +374,9 @@ async def test_the_reply_to_a_matching_question_outranks_the_reply_to_a_matching
                 (5, 33, "I could eat pizza every single day of the week and never get bored of it, honestly"),
                 (6, 33, "my brother makes a frozen pizza on sundays when the weather is too bad to go out"),
                 (7, 33, "the pizza place by the station closed down last month after twenty years there")]
-    for message_id, channel, content in messages:
-        await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel))
+    for message_id, channel, content in messages:  # two people taking turns: the channels are dialogues
+        await memory_ingest.add(make_record(message_id, content, guild_id=guild, channel_id=channel,
+                                            author_id=500 + message_id % 2))
     await memory_ingest.flush(vectors=True)
     results = ids(await search_engine.search("pizza tonight", SearchFilters(guild_id=guild), 10, mode="keyword"))
     assert results.index(2) < results.index(4), results

@@ -1,6 +1,7 @@
-"""Stored vectors (cogs/memory/vectors/stored.py): a message embedded alone and after its predecessor, averaged, through the
-one seam ingest, the vector filler and re-embedding share; a new input form re-embeds stored messages in the
-background. Both stores (SQLite + FAISS, PostgreSQL + pgvector), the real MiniLM."""
+"""Stored vectors (cogs/memory/vectors/stored.py): a message embedded alone, through the one seam ingest, the vector
+filler and re-embedding share; vectors of an older input form (the mean of alone and after the predecessor, before
+issue 25) are embedded again in the background. Both stores (SQLite + FAISS, PostgreSQL + pgvector), the real
+MiniLM."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from cogs.memory.records import SearchFilters
 from cogs.memory.store.protocol import Store
 from cogs.memory.language.keywords import embedding_input
 from tests.fixtures.core import RecordFactory, core_profile_for
+from cogs.memory.vectors.stored import VectorSource
 from tests.fixtures.stores import query, stored_vector
 
 QUESTION = "where do you work these days?"
@@ -32,13 +34,26 @@ async def rowid_of(store: Store, message_id: int) -> int:
 
 
 async def expected_answer_vector(embedder: EmbeddingService) -> np.ndarray:
-    """The answer embedded alone and after the question (each with the model's passage prefix), averaged."""
+    """The answer embedded alone (with the model's passage prefix)."""
+    [alone] = await embedder.embed([embedding_input("dan", ANSWER, None)])
+    return alone
+
+
+async def old_answer_vector(embedder: EmbeddingService) -> np.ndarray:
+    """What the answer's vector was before issue 25: alone and after the question, averaged."""
     alone, in_context = await embedder.embed([embedding_input("dan", ANSWER, None),
                                               embedding_input("dan", ANSWER, ("mei", QUESTION))])
     return (alone + in_context) / 2.0
 
 
-async def test_a_stored_vector_averages_the_message_alone_and_after_its_predecessor(
+def with_previous(source: VectorSource) -> list[str]:
+    """What the version before issue 25 embedded for a message: it alone, then after its predecessor."""
+    alone = embedding_input(source.author_name, source.content, None)
+    return [alone] if source.previous is None else [
+        alone, embedding_input(source.author_name, source.content, source.previous)]
+
+
+async def test_a_stored_vector_is_the_message_alone_not_read_after_its_predecessor(
     memory_ingest: IngestQueue, memory_store: Store, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await memory_ingest.add(make_record(1, QUESTION, author_name="mei"))
@@ -48,7 +63,7 @@ async def test_a_stored_vector_averages_the_message_alone_and_after_its_predeces
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
 
-async def test_an_edit_stores_the_same_mean_for_its_successor(
+async def test_an_edit_of_the_predecessor_leaves_its_successor_s_vector_as_it_is(
     memory_ingest: IngestQueue, memory_store: Store, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await memory_ingest.add(make_record(1, "what do you do?", author_name="mei"))
@@ -60,18 +75,18 @@ async def test_an_edit_stores_the_same_mean_for_its_successor(
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
 
-async def test_vector_search_scores_a_message_by_the_mean_of_its_two_cosines(
+async def test_vector_search_scores_a_message_by_its_cosine_with_the_question(
     memory_ingest: IngestQueue, memory_store: Store, embedder: EmbeddingService, make_record: RecordFactory,
     search_engine: Any
 ) -> None:
-    # Inner product with the stored mean, not its cosine: on PostgreSQL too (its index orders by <#>, not <=>).
+    # The inner product with a unit vector: on PostgreSQL too (its index orders by <#>).
     await memory_ingest.add(make_record(1, QUESTION, author_name="mei"))
     await memory_ingest.add(make_record(2, ANSWER, author_name="dan"))
     await memory_ingest.flush(vectors=True)
     expected = await expected_answer_vector(embedder)
     question = await embedder.embed_queries(["who fixes bikes?"])
     hits = dict(await search_engine._vector_hits("who fixes bikes?", SearchFilters(guild_id=1), 2))
-    assert np.linalg.norm(expected) < 0.99
+    assert np.linalg.norm(expected) == pytest.approx(1.0, abs=1e-4)
     assert hits[await rowid_of(memory_store, 2)] == pytest.approx(float(expected @ question[0]), abs=1e-4)
 
 
@@ -79,7 +94,7 @@ def test_the_key_of_stored_vectors_names_the_input_form(monkeypatch: pytest.Monk
     before = EmbeddingService("all-MiniLM-L6-v2").model_name
     monkeypatch.setattr(embedding, "INPUT_FORM", "message after previous")
     assert (before, EmbeddingService("all-MiniLM-L6-v2").model_name) == (
-        "all-MiniLM-L6-v2 [mean of alone and after previous]", "all-MiniLM-L6-v2 [message after previous]")
+        "all-MiniLM-L6-v2 [message alone]", "all-MiniLM-L6-v2 [message after previous]")
 
 
 async def test_vectors_of_another_input_form_are_embedded_again_in_the_background(
@@ -87,14 +102,18 @@ async def test_vectors_of_another_input_form_are_embedded_again_in_the_backgroun
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:
-        patch.setattr(embedding, "INPUT_FORM", "message after previous")  # what an older version stored
+        # What the version before issue 25 stored, under its key: the mean of alone and after the predecessor.
+        patch.setattr(embedding, "INPUT_FORM", "mean of alone and after previous")
+        patch.setattr(VectorSource, "texts", with_previous)
         memory = await Memory.open(core_profile_for(), db_path, index_dir, store_url)
         try:
             for message_id, (author, content) in enumerate([("mei", QUESTION), ("dan", ANSWER)], start=1):
                 await memory.add(make_record(message_id, content, author_name=author))
             await memory.flush(vectors=True)
+            old = await stored_vector(memory.store, await rowid_of(memory.store, 2), memory.embedder.model_name)
         finally:
             await memory.close()
+    np.testing.assert_allclose(old, await old_answer_vector(embedder), atol=1e-5)
     memory = await Memory.open(core_profile_for(), db_path, index_dir, store_url)
     try:
         await memory.flush(vectors=True)
@@ -108,7 +127,7 @@ async def test_vectors_of_another_input_form_are_embedded_again_in_the_backgroun
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
 
-async def test_a_switch_to_another_model_stores_the_mean_of_both_forms(
+async def test_a_switch_to_another_model_stores_each_message_alone(
     tiny_e5: Path, db_path: Path, index_dir: Path, make_record: RecordFactory
 ) -> None:
     # SQLite only: the PostgreSQL vector column has MiniLM's width, and the tiny model's is 16.

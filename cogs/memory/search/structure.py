@@ -1,0 +1,119 @@
+"""How a channel is written, read from its own stored messages with no labels: turn-taking, bursts, questions,
+replies, and from them how far its adjacent messages are a dialogue (what the context rules lend by).
+
+Issue 25: a question's loan to the next message and the neighbour spread assume that adjacent messages are turns of
+one exchange, as in a two-person chat. Where people write in bursts and topics interleave, they are not, and the
+rules lift the wrong messages (docs/recall-fixtures.md). ``dialogue`` measures that assumption per channel.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = ("ChannelStructure", "Posted", "dialogue", "measure", "strength")
+
+
+class Posted(NamedTuple):
+    """What the structure reads of a message, in its channel's order: who wrote it, what it replies to (a Discord
+    message id) and whether it asks (language.questions.asks)."""
+
+    message_id: int
+    author_id: int
+    reply_to_id: int | None
+    asks: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelStructure:
+    """One channel's (or several channels' pooled) structure.
+
+    ``turn_taking``: share of messages (after a channel's first) whose author differs from the previous message's;
+    ``own_follow`` is the rest. ``chance_turn_taking``: the turn-taking the same authors would show written in a
+    random order (1 − Σ share², each author's share of the channel's messages). ``dialogue``: how far turn-taking
+    exceeds that chance, as a share of the most it could (``dialogue()``). ``mean_burst``: messages per run of one
+    author's consecutive messages. ``questions``: share of messages that ask. ``question_other_next``: of the
+    questions that have a next message, the share whose next message is another author's. ``replies``: share of
+    messages that are a Discord reply. ``reply_distance``: median number of messages between a reply and what it
+    replies to (1: the next message); 0 when there are no replies.
+    """
+
+    messages: int
+    authors: int
+    turn_taking: float
+    own_follow: float
+    chance_turn_taking: float
+    dialogue: float
+    mean_burst: float
+    questions: float
+    question_other_next: float
+    replies: float
+    reply_distance: float
+
+
+NO_MESSAGES = ChannelStructure(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def dialogue(turn_taking: float, chance: float) -> float:
+    """How much more often than chance the author changes from one message to the next, from 0 (no more than
+    authors written in a random order) to 1 (every message answers another author's): (turn_taking − chance) /
+    (1 − chance), clamped. Two people taking turns read 1; a bursty group, whose many authors would change often by
+    chance alone, reads 0."""
+    if chance >= 1.0:
+        return 0.0
+    return min(max((turn_taking - chance) / (1.0 - chance), 0.0), 1.0)
+
+
+def strength(dialogue: float, full_at: float) -> float:
+    """What share of their weight the rules that lend by the order of messages keep in a channel of this
+    ``dialogue``: all of it from ``full_at`` up, in proportion below (nothing at chance)."""
+    return 1.0 if dialogue >= full_at else dialogue / full_at
+
+
+def _share(part: float, whole: float) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def measure(channels: Iterable[Sequence[Posted]]) -> ChannelStructure:
+    """The structure of each channel's messages (each sequence one channel, oldest first), pooled: rates over all
+    of them, chance turn-taking weighted by each channel's followers."""
+    messages = followers = same = runs = asking = asked_with_next = other_next = replying = 0
+    chance_followers = 0.0
+    authors: set[int] = set()
+    distances: list[int] = []
+    for channel in channels:
+        if not channel:
+            continue
+        position = {posted.message_id: i for i, posted in enumerate(channel)}
+        counts = Counter(posted.author_id for posted in channel)
+        authors.update(counts)
+        messages += len(channel)
+        runs += 1
+        chance_followers += (len(channel) - 1) * (1.0 - sum((n / len(channel)) ** 2 for n in counts.values()))
+        for i, posted in enumerate(channel):
+            asking += posted.asks
+            if posted.reply_to_id is not None:
+                replying += 1
+                if posted.reply_to_id in position:
+                    distances.append(i - position[posted.reply_to_id])
+            if i + 1 < len(channel) and posted.asks:
+                asked_with_next += 1
+                other_next += channel[i + 1].author_id != posted.author_id
+            if i:
+                followers += 1
+                if posted.author_id == channel[i - 1].author_id:
+                    same += 1
+                else:
+                    runs += 1
+    if not messages:
+        return NO_MESSAGES
+    distances.sort()
+    turn_taking, chance = _share(followers - same, followers), _share(chance_followers, followers)
+    return ChannelStructure(
+        messages=messages, authors=len(authors), turn_taking=turn_taking, own_follow=_share(same, followers),
+        chance_turn_taking=chance, dialogue=round(dialogue(turn_taking, chance), 4),
+        mean_burst=round(messages / runs, 3), questions=_share(asking, messages),
+        question_other_next=_share(other_next, asked_with_next), replies=_share(replying, messages),
+        reply_distance=float(distances[len(distances) // 2]) if distances else 0.0)
