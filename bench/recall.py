@@ -34,7 +34,6 @@ that server and dropped afterwards, bench/pg.py): the output is then ``{"sqlite"
 """
 
 from __future__ import annotations
-
 import argparse
 import asyncio
 import json
@@ -49,17 +48,16 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
 import numpy as np
-
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import load_profile
 from cogs.memory.records import MessageRecord, SearchFilters
-from cogs.memory.runtime.progress import TerminalProgress, follow
+
 
 from . import ablation, structure
 from .alone import AloneBaseline
+from .ingesting import ingest_showing_progress
 
 GUILD_ID = 1
 # LoCoMo, beside the repository (never copied into it): see ../shared/data/locomo/README.md.
@@ -225,20 +223,7 @@ async def ingested(args: argparse.Namespace, records: list[MessageRecord], datab
         try:
             recorder = _TextRecorder(memory.embedder, memo)
             started = time.perf_counter()
-            # On stderr, so stdout's JSON is untouched. It counts what is stored with its vector (handed over and
-            # no longer queued), not what is handed over: the profile's queue takes thousands of messages at once.
-            progress = TerminalProgress(f"ingest {len(records)} messages", len(records), sys.stderr)
-            handed = 0
-
-            async def hand_over() -> None:
-                nonlocal handed
-                for record in records:
-                    await memory.add(record)
-                    handed += 1
-                await memory.flush(vectors=True)
-
-            await follow(progress, hand_over(), lambda: max(handed - memory.queued, 0))
-            progress.close()
+            await ingest_showing_progress(records, memory)
             ingest_s = time.perf_counter() - started
 
             # The model alone, twice, keeping the faster: a first pass over new text lengths pays warm-up,

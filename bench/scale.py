@@ -25,7 +25,6 @@ a search in vector mode, its query's embedding included; ``peak_rss_mb`` covers 
 """
 
 from __future__ import annotations
-
 import argparse
 import asyncio
 import json
@@ -38,16 +37,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-
 import numpy as np
-
 from bench.exact import K, exact_comparison, percentile_ms, random_worst_case
+from bench.ingesting import ingest_showing_progress
 from bench.vectors import CACHE_DIR, Perturber, RandomEmbedder, RealisticEmbedder, load_real_vectors, message_keys
 from cogs.memory.language import keywords as text
 from cogs.memory.runtime.config import DTYPES
 from cogs.memory.vectors.embedding import DEFAULT_MODEL, EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.runtime.progress import TerminalProgress, follow
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
@@ -197,20 +194,7 @@ async def ingest_all(store: Any, embedder: Any, indexes: Any, records: list[Mess
         texts = await warm_up(workdir / "warm-up", model, records)
         embed_only.append(await time_embed_only(model, texts))
     started = time.perf_counter()
-    # On stderr, so stdout's JSON is untouched. It counts what is stored with its vector (handed over and no longer
-    # queued), not what is handed over: the queue takes messages far faster than they are written.
-    progress = TerminalProgress(f"ingest {len(records)} messages", len(records), sys.stderr)
-    handed = 0
-
-    async def hand_over() -> None:
-        nonlocal handed
-        for record in records:
-            await ingest.add(record)
-            handed += 1
-        await ingest.flush(vectors=True)
-
-    await follow(progress, hand_over(), lambda: max(handed - ingest.queued, 0))
-    progress.close()
+    await ingest_showing_progress(records, ingest)
     result["ingest_msgs_per_s"] = round(len(records) / (time.perf_counter() - started), 1)
     if embed_only:
         # Timed before and after ingest: the mean cancels other load that drifts during the run.

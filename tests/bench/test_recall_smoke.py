@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from bench import recall
+from bench import ingesting, recall
 
 MESSAGES = [
     {"channel": "c1", "msg_id": "c1/1", "author": "Ann", "ts": "2024-01-01T10:00:00", "text": "I adopted a grey cat"},
@@ -136,7 +136,7 @@ def test_ingest_progress_counts_messages_stored_not_handed_to_the_queue(tmp_path
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(recall, "TerminalProgress", StoredCheck)
+    monkeypatch.setattr(ingesting, "TerminalProgress", StoredCheck)
     recall.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
                  "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
                  "--mode", "hybrid", "--candidates", "10", "--db", str(tmp_path), "--json", str(tmp_path / "r.json")])

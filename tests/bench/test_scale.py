@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import scale
+from bench import ingesting, scale
 
 CONTRACT_KEYS = {"messages", "vectors", "ingest_msgs_per_s", "search_p50_ms", "search_p95_ms", "query_embed_p95_ms",
                  "vector_p95_ms", "keyword_p95_ms", "bruteforce_p95_ms", "peak_rss_mb", "bytes_per_vector",
@@ -90,7 +90,7 @@ class StoredCheck:
 async def test_ingest_progress_counts_messages_stored_not_handed_to_the_queue(
         monkeypatch: pytest.MonkeyPatch, store, embedder, indexes, db_path: Path, make_record) -> None:
     progress = StoredCheck(db_path)
-    monkeypatch.setattr(scale, "TerminalProgress", progress)
+    monkeypatch.setattr(ingesting, "TerminalProgress", progress)
     records = [make_record(i, f"message number {i} about the picnic") for i in range(1, 401)]
     args = scale.parse_args(["--batch-size", "16"])
     await scale.ingest_all(store, embedder, indexes, records, None, args, None)
