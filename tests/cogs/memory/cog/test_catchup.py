@@ -16,19 +16,6 @@ from tests.fixtures.history import deleted_while_away, edited_while_away, reconn
 EXTENSION = "cogs.memory.cog"
 
 
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def catch_up(memory_bot):
-    """The catch-up cog, reading without pauses and without retries."""
-    cog = memory_bot.get_cog("MemoryCatchUp")
-    cog.page_pause_s, cog.retry_delays_s = 0, ()
-    return cog
-
-
 async def remembered(bot, guild):
     await bot.memory.flush(vectors=True)
     hits = await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20)

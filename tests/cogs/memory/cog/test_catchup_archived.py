@@ -5,7 +5,6 @@ import asyncio
 from datetime import timedelta
 
 import discord
-import discord.ext.test as dpytest
 import pytest
 
 from cogs.memory.records import SearchFilters
@@ -13,19 +12,6 @@ from tests.fixtures.core import fetchall
 from tests.fixtures.discord import make_forum_channel, make_thread, say
 from tests.fixtures.history import archived_while_away, reconnect, said_while_away
 from tests.fixtures.waiting import eventually
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
-
-
-@pytest.fixture
-def catch_up(memory_bot):
-    """The catch-up cog, reading without pauses and without retries."""
-    cog = memory_bot.get_cog("MemoryCatchUp")
-    cog.page_pause_s, cog.retry_delays_s = 0, ()
-    return cog
 
 
 @pytest.fixture
