@@ -20,6 +20,8 @@ __all__ = ("document_words", "is_prefix", "query_words", "tsquery", "words")
 _TOKEN = re.compile(r"[^\W_]+")
 _CJK = re.compile("[\u3005\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _STEMMER = Stemmer.Stemmer("porter")
+# FTS5's porter tokenizer passes a token shorter than 3 bytes or longer than 64 through unstemmed ("s", "us").
+PORTER_MIN_BYTES, PORTER_MAX_BYTES = 3, 64
 
 
 def _fold(word: str) -> str:
@@ -29,7 +31,9 @@ def _fold(word: str) -> str:
 
 
 def _stem(word: str) -> str:
-    return word if _CJK.search(word) else _STEMMER.stemWord(word)
+    if _CJK.search(word) or not PORTER_MIN_BYTES <= len(word.encode()) <= PORTER_MAX_BYTES:
+        return word
+    return _STEMMER.stemWord(word)
 
 
 def words(indexed_text: str) -> str:
