@@ -41,3 +41,14 @@ async def test_of_two_messages_holding_the_word_once_the_shorter_ranks_first(
     others = [make_record(i, f"nothing to see here {i}", channel_id=100 + i) for i in range(3, 20)]
     await insert(pg_store, long, short, *others)
     assert await keyword_search(pg_store, embedder, core_profile, "zeppelin") == [2, 1]
+
+
+async def test_a_name_matches_its_authors_messages_and_not_the_messages_that_mention_it(
+        pg_store: PostgresStore, embedder: EmbeddingService, core_profile: MemoryProfile,
+        make_record: RecordFactory) -> None:
+    by_caroline = [make_record(i, f"back from the lake, day {i}", author_name="Caroline", channel_id=100 + i)
+                   for i in range(1, 4)]
+    mention = make_record(4, "caroline caroline, call me back", author_name="Mel", channel_id=104)
+    await insert(pg_store, *by_caroline, mention)
+    # Found more often as a display name than in messages, "caroline" means the person, as on SQLite.
+    assert sorted(await keyword_search(pg_store, embedder, core_profile, "What did Caroline say?")) == [1, 2, 3]
