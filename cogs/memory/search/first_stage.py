@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
 
 __all__ = ("ChannelWindow", "FirstStage", "Fused", "Hits", "Loans", "Mode", "Neighbour", "Neighbours",
-           "RecentMessage", "Side", "Spread", "Window", "characters_alone", "fuse", "fuse_sides", "lenders", "narrows",
-           "neighbours_in", "rows_wanted", "score_parts", "spread_to_neighbours", "spread_with_loans", "window_of",
-           "within_budget")
+           "RecentMessage", "Side", "Spread", "Window", "bm25_idf", "characters_alone", "fuse", "fuse_sides", "lenders",
+           "narrows", "neighbours_in", "rows_wanted", "score_parts", "spread_to_neighbours", "spread_with_loans",
+           "window_of", "within_budget")
 
 log = logging.getLogger(__name__)
 
@@ -287,6 +288,12 @@ def characters_alone(counts: dict[str, int]) -> list[str]:
         if count == 0:
             alone.extend(c for c in text.characters(term) if c not in found and c not in counts and c not in alone)
     return alone
+
+
+def bm25_idf(rows: int, matching: int) -> float:
+    """A term's IDF as FTS5's bm25() works it out, over ``rows`` documents of which ``matching`` hold the term: kept
+    just above zero for a term in half the rows or more. Both stores score with it."""
+    return max(math.log((rows - matching + 0.5) / (matching + 0.5)), 1e-6)
 
 
 def within_budget(counts: dict[str, int], budget: int = DEFAULT_TUNING.keyword_max_postings) -> list[str]:

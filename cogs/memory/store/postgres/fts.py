@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Collection
 
 import Stemmer
 
 from ...language import keywords as text
 
-__all__ = ("document_words", "query_words", "tsquery", "words")
+__all__ = ("document_words", "is_prefix", "query_words", "tsquery", "words")
 
 # Letters and digits, as FTS5's unicode61 splits them; CJK bigrams from fts_document are runs of letters too.
 _TOKEN = re.compile(r"[^\W_]+")
 _CJK = re.compile("[\u3005\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _STEMMER = Stemmer.Stemmer("porter")
+# FTS5's porter tokenizer passes a token shorter than 3 bytes or longer than 64 through unstemmed ("s", "us").
+PORTER_MIN_BYTES, PORTER_MAX_BYTES = 3, 64
 
 
 def _fold(word: str) -> str:
@@ -28,7 +31,9 @@ def _fold(word: str) -> str:
 
 
 def _stem(word: str) -> str:
-    return word if _CJK.search(word) else _STEMMER.stemWord(word)
+    if _CJK.search(word) or not PORTER_MIN_BYTES <= len(word.encode()) <= PORTER_MAX_BYTES:
+        return word
+    return _STEMMER.stemWord(word)
 
 
 def words(indexed_text: str) -> str:
@@ -55,12 +60,21 @@ def query_words(query: str) -> list[str]:
     return words
 
 
-def tsquery(words: list[str]) -> str | None:
-    """A ``to_tsquery('simple', ...)`` string ORing ``words`` as quoted lexemes; a lone CJK character is a prefix."""
+def tsquery(words: list[str], authors: Collection[str] = ()) -> str | None:
+    """A ``to_tsquery('simple', ...)`` string ORing ``words`` as quoted lexemes; a lone CJK character is a prefix.
+
+    A word in ``authors`` matches only where the author's name holds it (the document's B words, store.py).
+    """
     if not words:
         return None
     parts = []
     for word in words:
         lexeme = "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
-        parts.append(lexeme + (":*" if len(word) == 1 and _CJK.match(word) else ""))
+        label = ("*" if is_prefix(word) else "") + ("B" if word in authors else "")
+        parts.append(lexeme + (":" + label if label else ""))
     return " | ".join(parts)
+
+
+def is_prefix(word: str) -> bool:
+    """Whether ``word`` is looked up as a prefix: a lone CJK character, which the documents hold inside bigrams."""
+    return len(word) == 1 and _CJK.match(word) is not None

@@ -18,7 +18,7 @@ from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, char
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids
 from ..rows import candidate_record
-from . import fts
+from . import bm25, fts
 from .filters import filter_clause
 from .store import PostgresStore
 
@@ -55,15 +55,6 @@ SELECT (
     ) AS matched
 ) FROM unnest($2::text[]) WITH ORDINALITY AS w(q, position) ORDER BY w.position
 """
-# ts_rank's weights are {D, C, B, A}: body words (A) and author words (B) count alike, as in the SQLite side.
-# ``$1`` (the words within the budget) decides which rows match; ``$3`` (every word) ranks them, so a common word
-# lifts the rows the rare ones match without adding rows to rank: ts_rank reads each matched row's document.
-SELECT_KEYWORD = """
-SELECT m.id, ts_rank('{{0, 0, 1, 1}}', m.document, r) AS rank
-FROM messages AS m, to_tsquery('simple', $1) AS q, to_tsquery('simple', $3) AS r
-WHERE m.document @@ q AND {where}
-ORDER BY rank DESC, m.id LIMIT $2
-"""
 NEIGHBOURS_FROM = "FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.parent_channel_id, m.author_id, m.author_name, m.content,
@@ -84,6 +75,7 @@ class PostgresSearchEngine(FirstStage):
     def __init__(self, store: PostgresStore, embedder: Embedder, profile: MemoryProfile) -> None:
         super().__init__(embedder, profile)
         self._store = store
+        self._guild_stats = bm25.GuildStatsCache(store)
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embed_query(query)
@@ -98,13 +90,20 @@ class PostgresSearchEngine(FirstStage):
         return [(row[0], float(row[1])) for row in rows]
 
     async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        counts = await self._counted(fts.query_words(query)[:self.tuning.keyword_max_terms], filters.guild_id)
-        matching = within_budget(counts, self.tuning.keyword_max_postings)
+        guild_id, tuning = filters.guild_id, self.tuning
+        counts = await self._counted(fts.query_words(query)[:tuning.keyword_max_terms], guild_id)
+        matching = within_budget(counts, tuning.keyword_max_postings)
         if not matching:
             return []
-        where, params = filter_clause(filters, first=4)
-        rows = await self._store.fetch(SELECT_KEYWORD.format(where=where), fts.tsquery(matching), k,
-                                       fts.tsquery(list(counts)), *params)
+        authored = await self._count_matches(matching, guild_id, authors=True)
+        # A word found at least as often in display names as in messages means a person: match their messages.
+        names = {word for word in matching if 2 * authored[word] >= counts[word] > 0}
+        await self._guild_stats.estimate_common(guild_id, counts, tuning.keyword_max_postings + 1)
+        stats = await self._guild_stats.get(guild_id)
+        weights = bm25.term_weights(counts, authored, names, stats.messages, tuning.author_weight)
+        where, params = filter_clause(filters, first=bm25.KEYWORD_FIRST_FILTER)
+        rows = await self._store.fetch(bm25.SELECT_KEYWORD.format(where=where), fts.tsquery(matching, names), k,
+                                       *weights.arguments(tuning.body_weight, stats), *params)
         return [(row[0], float(row[1])) for row in rows]
 
     async def _counted(self, words: list[str], guild_id: int) -> dict[str, int]:
@@ -114,12 +113,13 @@ class PostgresSearchEngine(FirstStage):
         counts.update(await self._count_matches(characters_alone(counts), guild_id))
         return counts
 
-    async def _count_matches(self, words: list[str], guild_id: int) -> dict[str, int]:
-        """Each word's matching messages in the guild, counted to just above the posting budget."""
+    async def _count_matches(self, words: list[str], guild_id: int, authors: bool = False) -> dict[str, int]:
+        """Each word's matching messages in the guild (with ``authors``, those whose author's name holds it),
+        counted to just above the posting budget."""
         if not words:
             return {}
-        rows = await self._store.fetch(COUNT_MATCHES, guild_id, [fts.tsquery([word]) for word in words],
-                                       self.tuning.keyword_max_postings + 1)
+        queries = [fts.tsquery([word], words if authors else ()) for word in words]
+        rows = await self._store.fetch(COUNT_MATCHES, guild_id, queries, self.tuning.keyword_max_postings + 1)
         return {word: row[0] for word, row in zip(words, rows)}
 
     async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:

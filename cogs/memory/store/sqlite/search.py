@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -17,8 +16,8 @@ import numpy as np
 
 from ...language import keywords as text
 from ...records import MessageRecord, SearchFilters
-from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, characters_alone, narrows, rows_wanted,
-                                   window_of, within_budget)
+from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, bm25_idf, characters_alone, narrows,
+                                   rows_wanted, window_of, within_budget)
 from ...search.ranking import RankingTuning
 from ...vectors.embedding import Embedder
 from ...vectors.index import IndexRegistry
@@ -161,14 +160,9 @@ def _keyword_query(connection: sqlite3.Connection, terms: list[str],
     if expression is None:
         return None
     indexed = rows_indexed(connection) if any(authored.values()) else 0
-    names = [(text.match_expression([name]), tuning.author_weight * _idf(indexed, count))
+    names = [(text.match_expression([name]), tuning.author_weight * bm25_idf(indexed, count))
              for name, count in authored.items() if count]
     return expression, names
-
-
-def _idf(rows: int, matching: int) -> float:
-    """A term's IDF as FTS5's bm25() works it out: kept just above zero for a term in half the rows or more."""
-    return max(math.log((rows - matching + 0.5) / (matching + 0.5)), 1e-6)
 
 
 def rows_indexed(connection: sqlite3.Connection) -> int:
