@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -77,8 +78,11 @@ ROUTED = "from cogs.memory.runtime.logs import route_library_logs; route_library
 
 
 def run_library_script(level: str, route: str = ROUTED) -> str:
+    # Without CI in its environment: transformers lets its records propagate when CI is set (as CI servers set it),
+    # so the unrouted case would print twice there for a reason of its own.
+    environ = {name: value for name, value in os.environ.items() if name != "CI"}
     done = subprocess.run([sys.executable, "-c", LIBRARY_SCRIPT.format(level=level, route=route)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)  # stderr is a pipe, not a terminal
+                          capture_output=True, text=True, timeout=120, env=environ)  # stderr is a pipe, not a terminal
     assert done.returncode == 0, done.stderr
     return done.stderr
 
