@@ -3,8 +3,6 @@
 A private one is never recalled once it leaves the cache, not even for its members.
 """
 
-import discord.ext.test as dpytest
-import pytest
 
 from cogs.memory.cog import replies
 from cogs.memory.cog.recall import NO_MEMORIES_REPLY
@@ -21,11 +19,6 @@ from tests.fixtures.discord import (
 
 PICNIC = "the picnic moved to Saturday"
 SECRET = "the staff bonus budget is 4000 euros"
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 async def ask(bot, question, asker, channel):

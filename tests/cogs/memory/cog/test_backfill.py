@@ -2,18 +2,12 @@
 
 import importlib
 
-import discord.ext.test as dpytest
 import pytest
 
 from cogs.memory.records import SearchFilters
 from tests.fixtures.core import message_writes_failing, write_locked
 from tests.fixtures.discord import bot_replies, say
 from tests.fixtures.history import deleted_while_away, said_while_away
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 @pytest.fixture

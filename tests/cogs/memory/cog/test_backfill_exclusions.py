@@ -6,17 +6,11 @@ import time
 from datetime import timedelta
 
 import discord
-import discord.ext.test as dpytest
 import pytest
 
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import bot_replies, say
 from tests.fixtures.history import said_while_away
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 async def stored(bot, guild):

@@ -9,11 +9,6 @@ from tests.fixtures.core import fetchall
 from tests.fixtures.discord import edit, remembered, reply_to, say
 
 
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
-
-
 async def test_a_message_is_remembered(memory_bot, guild, channel, member):
     await say("the picnic moved to Saturday", member, channel)
     assert await remembered(memory_bot, guild) == ["the picnic moved to Saturday"]

@@ -12,11 +12,6 @@ from tests.fixtures.discord import make_thread, say
 from tests.fixtures.history import reconnect, said_while_away
 
 
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
-
-
 async def stored_names(bot) -> list[tuple]:
     await bot.memory.flush()
     return sorted(await fetchall(bot.memory.store, "SELECT kind, id, name, parent_id FROM place_names"))

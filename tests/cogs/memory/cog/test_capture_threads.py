@@ -1,15 +1,9 @@
 """Capture records which kind of thread a message came from: only public kinds are readable through the parent."""
 
-import discord.ext.test as dpytest
 import pytest
 
 from tests.fixtures.core import fetchall
 from tests.fixtures.discord import make_forum_channel, make_thread, remember
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 async def stored_private_thread(bot, message) -> int:

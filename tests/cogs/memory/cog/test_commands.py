@@ -14,11 +14,6 @@ from tests.fixtures.history import said_while_away
 SECRET = "the staff bonus budget is 4000 euros"
 
 
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
-
-
 async def stored(bot, guild, query="picnic"):
     await bot.memory.flush(vectors=True)
     return sorted(hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 20))

@@ -2,18 +2,10 @@
 
 import sys
 
-import discord.ext.test as dpytest
-import pytest
-
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import TINY_PROFILE_TOML, say
 
 EXTENSION = "cogs.memory.cog"
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 def core_modules() -> dict[str, object]:

@@ -3,18 +3,11 @@
 from pathlib import Path
 
 import discord
-import discord.ext.test as dpytest
-import pytest
 
 from tests.fixtures.discord import say
 
 # Lowercase letters and a first letter no other word here starts with, so the FTS5 index holds it whole.
 NONCE = "zqjwxkvbtm"
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 def files_holding(data_dir: Path, needle: str) -> list[str]:

@@ -2,7 +2,6 @@
 private answer saying what to change, and nothing runs."""
 
 import discord
-import discord.ext.test as dpytest
 import pytest
 from discord.webhook.async_ import async_context
 
@@ -10,11 +9,6 @@ from cogs.memory.cog import replies
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import say
 from tests.fixtures.interactions import FakeDiscordHTTP, command_payload, find_command
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 @pytest.fixture

@@ -22,11 +22,6 @@ from tests.fixtures.discord import (
 SECRET = "the staff bonus budget is 4000 euros"
 
 
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
-
-
 async def test_a_mention_answers_with_the_remembered_message_and_its_rerank_score(memory_bot, channel, asker, speaker):
     memory = await remember(memory_bot, "the picnic moved to Saturday", speaker, channel.guild.text_channels[1])
     await say(f"{memory_bot.user.mention} when is the picnic?", asker, channel)

@@ -4,7 +4,6 @@ Through the gateway: a staff member mentions the bot in #general, read by everyo
 """
 
 import discord
-import discord.ext.test as dpytest
 import pytest
 from aiohttp import web
 from discord.ext.test import backend
@@ -25,11 +24,6 @@ from tests.fixtures.discord import (
 BUDGET = "the party budget is 50 euros"
 SECRET = "the staff bonus budget is 4000 euros"
 QUESTION = "what is the budget?"
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 @pytest.fixture

@@ -3,17 +3,10 @@
 from datetime import timedelta
 
 import discord
-import discord.ext.test as dpytest
-import pytest
 
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.settings import GuildSettings
 from tests.fixtures.interactions import snowflake
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 def said(guild, channel, member, content, days_ago):

@@ -4,7 +4,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import discord
-import discord.ext.test as dpytest
 import pytest
 
 from tests.fixtures.discord import bot_replies, give_role, make_role, say
@@ -31,11 +30,6 @@ class FakeCommandsAPI:
         guild = {"guild_id": str(route.guild_id)} if route.guild_id is not None else {}
         return [{**command, **guild, "id": str(snowflake()), "application_id": str(self.application_id),
                  "version": str(snowflake())} for command in payload]
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 @pytest.fixture

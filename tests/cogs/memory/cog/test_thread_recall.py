@@ -1,6 +1,5 @@
 """Recall asked inside a thread: the parent channel and the thread are remembered, private places stay private."""
 
-import discord.ext.test as dpytest
 import pytest
 
 from cogs.memory.cog.listeners import RECENT_TURNS
@@ -9,11 +8,6 @@ from tests.fixtures.discord import bot_replies, hidden_channel, make_thread, mem
 
 PICNIC = "the picnic moved to Saturday"
 SECRET = "the staff bonus budget is 4000 euros"
-
-
-@pytest.fixture
-def guild(memory_bot):
-    return dpytest.get_config().guilds[0]
 
 
 @pytest.fixture

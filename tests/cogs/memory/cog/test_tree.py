@@ -6,7 +6,6 @@ import discord
 from discord import app_commands
 
 
-
 def test_command_names_do_not_collide(discord_bot):
     names = [command.qualified_name for command in discord_bot.tree.walk_commands()]
     assert [name for name, count in Counter(names).items() if count > 1] == []
