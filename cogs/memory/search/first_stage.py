@@ -214,8 +214,9 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
 
     for rowid, (previous, following, answers, following_answers) in neighbours.items():
         score = max(scores[rowid], 0.0)
-        if previous is not None and weights[0] * score * strength(rowid, previous) > 0.0:
-            lend(previous, weights[0] * score * strength(rowid, previous), 0)
+        back = 0.0 if previous is None else weights[0] * score * strength(rowid, previous)
+        if back > 0.0:
+            lend(previous, back, 0)
         if rowid in asking:  # a question's loan is added below, with what it got itself
             replies[rowid] = answers
             for reply in answers:
@@ -231,8 +232,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         loan = answer_weight * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
         if loan > 0.0:
             for reply in answers:
-                if loan * strength(question, reply) > 0.0:
-                    lend(reply, loan * strength(question, reply), 2 if reply in on_discord.get(question, ()) else 1)
+                if (kept := loan * strength(question, reply)) > 0.0:
+                    lend(reply, kept, 2 if reply in on_discord.get(question, ()) else 1)
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})
 
 
@@ -392,8 +393,10 @@ class FirstStage:
         if not self.tuning.read_structure:
             return None
         full_at = self.tuning.dialogue_full_at
-        kept = {channel: strength((await self.channel_structure(guild_id, channel)).dialogue, full_at)
-                for channel in set(channels.values())}
+        ids = sorted(set(channels.values()))
+        # Read together: after a refresh, a search over many channels waits for one read, not one after another.
+        structures = await asyncio.gather(*(self.channel_structure(guild_id, channel) for channel in ids))
+        kept = {channel: strength(structure.dialogue, full_at) for channel, structure in zip(ids, structures)}
         return {rowid: kept[channel] for rowid, channel in channels.items()}
 
     async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
