@@ -72,21 +72,29 @@ Neighbours = dict[int, Neighbour]
 DEFAULT_TUNING = RankingTuning()
 
 
-def _standardise(hits: Hits) -> tuple[dict[int, float], float]:
+def _standardise(hits: Hits, asked: int | None = None) -> tuple[dict[int, float], float]:
     """Z-scores of one retriever's scores for this query, and the score of a message it did not return.
 
-    That floor is the lowest z-score: a missing message ranked below everything the side kept. A lone or tied
-    list carries no spread, so its hits count as uniformly strong (1.0) over a floor of 0.
+    A side cut at what it was ``asked`` for (or asked for nothing in particular) may have more matches below its
+    weakest hit: a missing message scores that weakest hit's z-score, ranked below everything the side kept. A side
+    that returned fewer than it was asked for returned everything that matches (the keyword side: every message
+    holding a deciding term), so a missing message matches nothing and scores 0: the hits are standardised among the
+    ``asked`` candidates, the ones it fell short of scoring 0, and the floor is the z-score of 0. A handful of matches
+    then stands out from the messages that match nothing, as a handful among a full list would, rather than being
+    spread over the whole scale among themselves. A lone or tied list carries no spread, so its hits count as
+    uniformly strong (1.0) over a floor of 0.
     """
     if not hits:
         return {}, 0.0
     scores = np.fromiter((score for _, score in hits), dtype=np.float64, count=len(hits))
-    spread = float(scores.std())
-    if len(hits) < 2 or spread < 1e-9:
+    short = 0 if asked is None else max(asked - len(hits), 0)
+    population = np.concatenate([scores, np.zeros(short)]) if short else scores
+    spread = float(population.std())
+    if len(population) < 2 or spread < 1e-9:
         return {rowid: 1.0 for rowid, _ in hits}, 0.0
-    mean = float(scores.mean())
+    mean = float(population.mean())
     standard = {rowid: (score - mean) / spread for rowid, score in hits}
-    return standard, min(standard.values())
+    return standard, (-mean / spread if short else min(standard.values()))
 
 
 class Side(NamedTuple):
@@ -98,21 +106,23 @@ class Side(NamedTuple):
     floor: float
 
 
-def _fusion(vector: Hits, keyword: Hits, vector_weight: float) -> tuple[dict[int, float], float, tuple[Side, ...]]:
-    sides = tuple(Side(name, weight, *_standardise(hits)) for name, weight, hits in (
-        ("vector", vector_weight, vector), ("keyword", 1.0 - vector_weight, keyword)) if hits)
+def _fusion(vector: Hits, keyword: Hits, vector_weight: float,
+            keyword_asked: int | None = None) -> tuple[dict[int, float], float, tuple[Side, ...]]:
+    sides = tuple(Side(name, weight, *_standardise(hits, asked)) for name, weight, hits, asked in (
+        ("vector", vector_weight, vector, None), ("keyword", 1.0 - vector_weight, keyword, keyword_asked)) if hits)
     rowids = set().union(*(side.scores.keys() for side in sides))
     fused = {rowid: sum(weight * scores.get(rowid, floor) for _, weight, scores, floor in sides) for rowid in rowids}
     return fused, sum(weight * floor for _, weight, _, floor in sides), sides
 
 
-def fuse(vector: Hits, keyword: Hits,
-         vector_weight: float = DEFAULT_TUNING.vector_weight) -> tuple[dict[int, float], float]:
-    """Convex combination of the two standardised score lists, and the fused score of a message neither returned.
+def fuse(vector: Hits, keyword: Hits, vector_weight: float = DEFAULT_TUNING.vector_weight,
+         keyword_asked: int | None = None) -> tuple[dict[int, float], float]:
+    """Convex combination of the two standardised score lists, and the fused score of a message neither returned;
+    ``keyword_asked``: how many hits the keyword side was asked for (``_standardise``).
 
     A side with no hits contributes nothing, so the other side's order stands.
     """
-    fused, floor, _ = _fusion(vector, keyword, vector_weight)
+    fused, floor, _ = _fusion(vector, keyword, vector_weight, keyword_asked)
     return fused, floor
 
 
@@ -129,7 +139,7 @@ class Fused:
 
 
 def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits,
-               tuning: RankingTuning = DEFAULT_TUNING) -> Fused:
+               tuning: RankingTuning = DEFAULT_TUNING, keyword_asked: int | None = None) -> Fused:
     """``fuse`` for a hybrid search, the vector side weighted by the share of ``query`` the model reads (``scripts``).
 
     When the model reads no more than ``tuning.min_covered_share`` of the query's words and the keyword side found
@@ -145,7 +155,7 @@ def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits,
             tail, vector = [rowid for rowid, _ in vector], []
         else:
             weight *= share
-    scores, floor, sides = _fusion(vector, keyword, weight)
+    scores, floor, sides = _fusion(vector, keyword, weight, keyword_asked)
     sources: dict[int, list[str]] = {rowid: ["vector"] for rowid, _ in vector}
     for rowid, _ in keyword:
         sources.setdefault(rowid, []).append("keyword")
@@ -353,11 +363,12 @@ class FirstStage:
             return []
         tuning = self.tuning
         want_vector, want_keyword = mode in ("hybrid", "vector"), mode in ("hybrid", "keyword")
+        keyword_asked = max(self.keyword_candidates, limit)
         vector, keyword = await asyncio.gather(
             self._vector_hits(query, filters, max(self.vector_candidates, limit)) if want_vector else _none(),
-            self._keyword_hits(query, filters, max(self.keyword_candidates, limit)) if want_keyword else _none(),
+            self._keyword_hits(query, filters, keyword_asked) if want_keyword else _none(),
         )
-        fused = fuse_sides(query, self.scripts, vector, keyword, tuning)
+        fused = fuse_sides(query, self.scripts, vector, keyword, tuning, keyword_asked)
         if not fused.scores:
             return []
         strongest = sorted(fused.scores, key=fused.scores.__getitem__, reverse=True)[:tuning.context_sources]
@@ -371,7 +382,10 @@ class FirstStage:
         scores, loans = spread_with_loans(fused.scores, neighbours, fused.floor,
                                           (tuning.context_weight, tuning.next_context_weight), asking,
                                           tuning.answer_context_weight, replied, dialogue)
-        ranked = sorted((rowid for rowid in scores if rowid in rows), key=lambda rowid: (-scores[rowid], rowid))
+        # Equal scores (a name that alone matches its author's messages, say) put the latest first, as the keyword
+        # side orders them.
+        ranked = sorted((rowid for rowid in scores if rowid in rows),
+                        key=lambda rowid: (-scores[rowid], -rows[rowid].created_at.timestamp(), -rowid))
         filling: set[int] = set()
         if len(ranked) < limit and fused.tail:
             # Below everything ranked, each a step lower than the one before (a candidate's score orders it).

@@ -16,7 +16,7 @@ class RankingTuning:
     """How the first stage fuses, spreads and budgets; measurements behind each default in docs/ranking.md."""
 
     # Share of the fused (z-scored) score from the vector side, before the query's script coverage scales it.
-    vector_weight: float = 0.4
+    vector_weight: float = 0.35
     # At or below this share of the query's words read by the embedding model, the vector side only fills the tail.
     min_covered_share: float = 0.5
     # What a hit lends its previous and its next message in the channel, times the channel's dialogue

@@ -219,6 +219,8 @@ async def test_a_name_match_scores_each_of_that_authors_messages_alike(
     named = await search_engine.search("what did daniel say", SearchFilters(guild_id=guild), 10, mode="keyword")
     assert sorted(ids(named)) == [1, 2, 3, 4]
     assert len({round(hit["score"], 9) for hit in named}) == 1, named
+    # Tied, the latest comes first (message ids double as minutes), as the keyword side orders its ties.
+    assert ids(named) == [4, 3, 2, 1]
     # A word of the message on top of the name ranks it first; the others still tie below it.
     bikes = await search_engine.search("daniel bikes", SearchFilters(guild_id=guild), 10, mode="keyword")
     assert ids(bikes)[0] == 4 and len({round(hit["score"], 9) for hit in bikes[1:]}) == 1, bikes
@@ -255,6 +257,18 @@ def test_fuse_standardises_each_side_before_weighing() -> None:
     # Raw BM25 scores in the tens must not swamp cosines below 1.
     fused, _ = fuse([(1, 0.9), (2, 0.1)], [(2, 30.0), (1, 10.0)], vector_weight=0.5)
     assert fused[1] == pytest.approx(fused[2])
+
+
+def test_a_keyword_side_that_returned_every_match_counts_its_weakest_match_above_no_match() -> None:
+    # Asked for 4, it found 2: the other 2 of its candidates match nothing and score 0. Standardised among
+    # themselves the weaker match would sit at the floor, level with a message that matches nothing.
+    fused, floor = fuse([(1, 0.5), (2, 0.5)], [(3, 3.0), (1, 1.0)], vector_weight=0.5, keyword_asked=4)
+    assert fused[1] > fused[2]
+    # The floor is the z-score of 0 among 3.0, 1.0, 0 and 0 (mean 1, spread sqrt(1.5)), weighed by the keyword side.
+    assert floor == pytest.approx(0.5 * 0.0 + 0.5 * (-1.0 / 1.5 ** 0.5))
+    # Cut at what it was asked for, more matches may lie below: its weakest hit is the floor, as before.
+    cut, _ = fuse([(1, 0.5), (2, 0.5)], [(3, 3.0), (1, 1.0)], vector_weight=0.5, keyword_asked=2)
+    assert cut[1] == pytest.approx(cut[2])
 
 
 def test_fuse_with_one_side_empty_keeps_the_other_sides_order() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from cogs.memory.search.first_stage import (Neighbour, Neighbours, fuse_sides, score_parts, spread_to_neighbours,
                                             spread_with_loans)
+from cogs.memory.search.ranking import RankingTuning
 
 # Sources 1, 2 and 4 are strong on both sides; 5, the message explained, only on the keyword side.
 VECTOR = [(1, 0.9), (2, 0.8), (4, 0.7), (3, 0.1), (8, 0.0)]
@@ -35,8 +36,9 @@ def test_a_hit_with_every_kind_of_loan_has_parts_that_add_up_to_its_score() -> N
     assert min(fused.scores[1], fused.scores[2], fused.scores[4]) > 0.0  # every source lends something
     assert parts.keyword == pytest.approx(standardised(KEYWORD)[5])
     assert parts.vector is None
-    assert (parts.vector_weight, parts.keyword_weight) == (pytest.approx(0.4), pytest.approx(0.6))
-    assert parts.missing == pytest.approx(0.4 * min(standardised(VECTOR).values()))
+    weight = RankingTuning().vector_weight
+    assert (parts.vector_weight, parts.keyword_weight) == (pytest.approx(weight), pytest.approx(1.0 - weight))
+    assert parts.missing == pytest.approx(weight * min(standardised(VECTOR).values()))
     assert parts.neighbour_loan == pytest.approx(0.5 * fused.scores[1])
     assert parts.question_loan == pytest.approx(1.0 * fused.scores[2])
     assert parts.reply_loan == pytest.approx(1.0 * fused.scores[4])
