@@ -3,6 +3,8 @@ neighbours, ranked (first_stage), with every weight and budget in one ``RankingT
 docs/ranking.md). How much the context rules lend in a channel is read from its own messages (structure). Each
 store's engine supplies the look-ups (store/sqlite/search.py, store/postgres/search.py).
 The second stage's order too: candidates merged with the reranker's scores for their texts (second_stage).
+timed_cache: a value per key kept a while, concurrent misses sharing one load (the channels' structures here,
+PostgreSQL's guild stats in store/postgres/bm25.py).
 
 May import: ``records``, ``language``, ``vectors`` and ``store.rows``; it holds no SQL.
 """

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -23,6 +22,7 @@ from ..records import Candidate, MessageRecord, ScoreParts, SearchFilters, check
 from ..vectors.embedding import Embedder
 from .ranking import RankingTuning
 from .structure import ChannelStructure, Posted, measure, strength
+from .timed_cache import TimedCache
 
 if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
@@ -353,8 +353,10 @@ class FirstStage:
         self.keyword_candidates: int = profile.keyword_candidates
         self.scripts = model_scripts(profile.embedding_model, profile.embedding_scripts)
         self.tuning: RankingTuning = profile.ranking
-        # Each (guild, channel)'s structure and when it was measured (time.monotonic); only the event loop writes it.
-        self._structures: dict[tuple[int, int], tuple[float, ChannelStructure]] = {}
+        # Each (guild, channel)'s structure, measured again after the tuning's structure_refresh_s (read per look-up:
+        # a tuning swapped at run time applies at once); concurrent look-ups of a channel share one read.
+        self._structures: TimedCache[tuple[int, int], ChannelStructure] = TimedCache(
+            lambda: self.tuning.structure_refresh_s)
 
     async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
@@ -415,15 +417,13 @@ class FirstStage:
 
     async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
         """A channel's structure (search/structure.py) as of at most ``structure_refresh_s`` seconds ago: its last
-        ``structure_messages`` messages read by the store, measured off the event loop."""
-        now = time.monotonic()
-        kept = self._structures.get((guild_id, channel_id))
-        if kept is not None and now - kept[0] < self.tuning.structure_refresh_s:
-            return kept[1]
+        ``structure_messages`` messages read by the store, measured off the event loop; searches that miss together
+        share one read."""
+        return await self._structures.get((guild_id, channel_id), lambda: self._measure_channel(guild_id, channel_id))
+
+    async def _measure_channel(self, guild_id: int, channel_id: int) -> ChannelStructure:
         recent = await self._recent_in_channel(guild_id, channel_id, self.tuning.structure_messages)
-        measured = await asyncio.to_thread(_measure_recent, recent)
-        self._structures[(guild_id, channel_id)] = (now, measured)
-        return measured
+        return await asyncio.to_thread(_measure_recent, recent)
 
     async def _embed_query(self, query: str) -> np.ndarray:
         """The query's vector as a one-row matrix, read as every store's vector side reads it."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from ...search.first_stage import bm25_idf
+from ...search.timed_cache import TimedCache
 from . import fts
 from .store import PostgresStore
 
@@ -117,24 +118,20 @@ def term_weights(counts: Mapping[str, int], authored: Mapping[str, int], names: 
 
 
 class GuildStatsCache:
-    """Each guild's GuildStats, read again once GUILD_STATS_TTL_S has passed. Owned by one search engine, on the
-    event loop."""
+    """Each guild's GuildStats, read again once GUILD_STATS_TTL_S has passed; searches that miss together share one
+    read (search/timed_cache.py). Owned by one search engine, on the event loop."""
 
     def __init__(self, store: PostgresStore, ttl_s: float = GUILD_STATS_TTL_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._store = store
-        self._ttl_s = ttl_s
-        self._clock = clock
-        self._read: dict[int, tuple[float, GuildStats]] = {}
+        self._read: TimedCache[int, GuildStats] = TimedCache(ttl_s, clock=clock)
 
     async def get(self, guild_id: int) -> GuildStats:
-        now = self._clock()
-        cached = self._read.get(guild_id)
-        if cached is not None and now - cached[0] < self._ttl_s:
-            return cached[1]
+        return await self._read.get(guild_id, lambda: self._select(guild_id))
+
+    async def _select(self, guild_id: int) -> GuildStats:
         [row] = await self._store.fetch(SELECT_GUILD_STATS, guild_id, SAMPLE_SIZE)
         stats = GuildStats(row[0], float(row[1] or 0.0))
-        self._read[guild_id] = (now, stats)
         log.debug("Guild %d: %d messages, %.1f positions on average", guild_id, stats.messages, stats.average_length)
         return stats
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -115,3 +116,24 @@ async def test_a_channel_s_structure_is_kept_until_its_refresh_time(
     assert await search_engine.channel_structure(1, 10) == first
     search_engine.tuning = replace(search_engine.tuning, structure_refresh_s=0.0)
     assert (await search_engine.channel_structure(1, 10)).messages == 12
+
+
+async def test_searches_that_miss_a_channel_s_structure_together_read_it_once(
+        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    await remember_turns(memory_ingest, make_record, 1, 6)
+    read, reads, started, release = search_engine._recent_in_channel, [], asyncio.Event(), asyncio.Event()
+
+    async def held_read(guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
+        reads.append((guild_id, channel_id))
+        started.set()
+        await release.wait()
+        return await read(guild_id, channel_id, limit)
+
+    monkeypatch.setattr(search_engine, "_recent_in_channel", held_read)
+    lookups = [asyncio.create_task(search_engine.channel_structure(1, 10)) for _ in range(3)]
+    await started.wait()
+    release.set()
+    structures = await asyncio.gather(*lookups)
+    assert reads == [(1, 10)]
+    assert [structure.messages for structure in structures] == [6, 6, 6]

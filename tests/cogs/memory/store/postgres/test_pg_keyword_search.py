@@ -3,8 +3,14 @@ guild, its frequency saturates, and a long message counts a hit for less."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import pytest
+
 from cogs.memory.records import SearchFilters
 from cogs.memory.runtime.profile import MemoryProfile
+from cogs.memory.store.postgres import bm25
 from cogs.memory.store.postgres.search import PostgresSearchEngine
 from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.vectors.embedding import EmbeddingService
@@ -52,3 +58,28 @@ async def test_a_name_matches_its_authors_messages_and_not_the_messages_that_men
     await insert(pg_store, *by_caroline, mention)
     # Found more often as a display name than in messages, "caroline" means the person, as on SQLite.
     assert sorted(await keyword_search(pg_store, embedder, core_profile, "What did Caroline say?")) == [1, 2, 3]
+
+
+async def test_searches_that_miss_a_guild_s_stats_together_read_them_once_and_again_once_stale(
+        pg_store: PostgresStore, make_record: RecordFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    await insert(pg_store, *(make_record(i, f"message number {i}", channel_id=100 + i) for i in range(1, 4)))
+    fetch, reads, started, release = pg_store.fetch, [], asyncio.Event(), asyncio.Event()
+
+    async def held_fetch(sql: str, *params: Any) -> Any:
+        if sql == bm25.SELECT_GUILD_STATS:
+            reads.append(params[0])
+            started.set()
+            await release.wait()
+        return await fetch(sql, *params)
+
+    monkeypatch.setattr(pg_store, "fetch", held_fetch)
+    now = [0.0]
+    stats = bm25.GuildStatsCache(pg_store, clock=lambda: now[0])
+    lookups = [asyncio.create_task(stats.get(GUILD)) for _ in range(3)]
+    await started.wait()
+    release.set()
+    assert [found.messages for found in await asyncio.gather(*lookups)] == [3, 3, 3]
+    assert reads == [GUILD]
+    now[0] += bm25.GUILD_STATS_TTL_S
+    await stats.get(GUILD)
+    assert reads == [GUILD, GUILD]
