@@ -36,14 +36,6 @@ _PRUNE_EVERY_S = 3600.0
 _NAMED_AT_CLOSE = 20
 
 
-def _order(message: ChannelMessage) -> tuple[float, int]:
-    return message.created_at, message.message_id
-
-
-def _as_previous(message: ChannelMessage | None) -> tuple[str, str] | None:
-    return None if message is None else (message.author_name, message.content)
-
-
 class IngestQueue:
     """New messages pass two stages: ``MessageWriter`` stores them (a restart finds whatever still needs a
     vector), then ``VectorFiller`` embeds each (vectors.stored_vectors).
@@ -187,9 +179,11 @@ class IngestQueue:
     # -- edits and deletes ----------------------------------------------------------------------------------
 
     async def edit(self, message_id: int, content: str, edited_at: datetime | None) -> bool:
-        """Re-store and re-embed an edited message (and its successor); False if it is not stored.
+        """Re-store and re-embed an edited message; False if it is not stored.
 
-        An edit of a message not stored yet waits for its add, which then stores the edited text.
+        Only the edited message is embedded again: a vector is the message alone (vectors/stored.py), so the
+        message after it keeps its vector. An edit of a message not stored yet waits for its add, which then stores
+        the edited text.
         """
         if self._tombstones.holds_message(message_id):
             log.debug("Edit of deleted message %d dropped", message_id)
@@ -208,23 +202,19 @@ class IngestQueue:
                 return True
             ref = RowRef(current.rowid, current.message_id, current.guild_id, current.channel_id, current.created_at)
             if not new_content:  # edited down to nothing: nothing left to remember
-                await self._delete_refs([ref], relink=True)
+                await self._delete_refs([ref])
                 return True
             edited = ChannelMessage(current.rowid, message_id, current.guild_id, current.channel_id,
                                     current.author_name, new_content, current.created_at)
             batch = WriteBatch(self._embedder.model_name, guild_ids={current.guild_id}, replace_all_models=True)
             batch.edits = [EditRow(current.rowid, new_content, text.fts_document(new_content), current.author_name,
                                    to_timestamp(edited_at) if edited_at else None)]
-            previous = await self._store.previous_in_channel(current.guild_id, current.channel_id,
-                                                             current.created_at, message_id)
-            successor = await self._store.next_in_channel(current.guild_id, current.channel_id,
-                                                          current.created_at, message_id)
-            relinked = [(edited, previous)] + ([(successor, edited)] if successor else [])
-            await self._write(batch, await self._reembed(batch, relinked), {})
+            await self._write(batch, await self._reembed(batch, edited), {})
             return True
 
     async def delete(self, message_ids: Sequence[int]) -> int:
-        """Forget messages; each id also leaves a tombstone, so an add of it that comes later is not stored."""
+        """Forget messages; each id also leaves a tombstone, so an add of it that comes later is not stored. The
+        messages left are not embedded again: no vector quotes another message (vectors/stored.py)."""
         message_ids = list(message_ids)
         # Buried before waiting: an add that arrives while this waits is dropped; one queued before is
         # stored, then deleted below.
@@ -233,7 +223,7 @@ class IngestQueue:
         await self._after_queued()
         async with self.write_lock:
             refs = await self._store.refs_for_message_ids(message_ids)
-            count = await self._delete_refs(refs, relink=True, tombstones=message_ids)
+            count = await self._delete_refs(refs, tombstones=message_ids)
             if time.time() >= self._next_prune:
                 await self._prune_tombstones()
             return count
@@ -251,7 +241,7 @@ class IngestQueue:
         return pruned
 
     async def delete_channel(self, guild_id: int, channel_id: int) -> int:
-        """Forget a channel and its threads; nothing outside them had them as a predecessor.
+        """Forget a channel and its threads.
 
         Messages created before now that arrive later in the channel or its threads are dropped too, and each
         forgotten id leaves a tombstone: reading the channel's history again (catch-up, backfill) does not bring
@@ -261,14 +251,14 @@ class IngestQueue:
         await self._after_queued()
         async with self.write_lock:
             refs = await self._store.refs_for_channel(guild_id, channel_id)
-            return await self._delete_refs(refs, relink=False, tombstones=[ref.message_id for ref in refs])
+            return await self._delete_refs(refs, tombstones=[ref.message_id for ref in refs])
 
     async def delete_guild(self, guild_id: int) -> int:
         """Forget a guild; its messages created before now that arrive later are dropped too."""
         self._tombstones.bury_guild(guild_id)
         await self._after_queued()
         async with self.write_lock:
-            count = await self._delete_refs(await self._store.refs_for_guild(guild_id), relink=False)
+            count = await self._delete_refs(await self._store.refs_for_guild(guild_id))
             await self._indexes.drop(guild_id)
             return count
 
@@ -286,7 +276,7 @@ class IngestQueue:
             refs = await self._store.refs_for_author(guild_id, author_id)
             if channel_id is not None:
                 refs = [ref for ref in refs if ref.channel_id == channel_id]
-            return await self._delete_refs(refs, relink=True, tombstones=[ref.message_id for ref in refs])
+            return await self._delete_refs(refs, tombstones=[ref.message_id for ref in refs])
 
     async def erase(self, select: Callable[[], Awaitable[list[RowRef]]]) -> int:
         """Forget exactly the stored messages ``select`` names (read under the write lock), each leaving a tombstone:
@@ -294,7 +284,7 @@ class IngestQueue:
         await self._after_queued()
         async with self.write_lock:
             refs = await select()
-            return await self._delete_refs(refs, relink=True, tombstones=[ref.message_id for ref in refs])
+            return await self._delete_refs(refs, tombstones=[ref.message_id for ref in refs])
 
     async def delete_older_than(self, guild_id: int, cutoff: datetime) -> int:
         """Forget a guild's messages written before ``cutoff`` (retention), in one DELETE."""
@@ -302,78 +292,52 @@ class IngestQueue:
         async with self.write_lock:
             older_than = (guild_id, to_timestamp(cutoff))
             refs = await self._store.refs_older_than(*older_than)
-            return await self._delete_refs(refs, relink=True, older_than=older_than)
+            return await self._delete_refs(refs, older_than=older_than)
 
-    async def _delete_refs(self, refs: list[RowRef], relink: bool, tombstones: Sequence[int] = (),
+    async def _delete_refs(self, refs: list[RowRef], tombstones: Sequence[int] = (),
                            older_than: tuple[int, float] | None = None) -> int:
         """Delete ``refs`` (or, for retention, everything ``older_than``) and record ``tombstones`` (message ids) in
-        the same transaction."""
+        the same transaction. Nothing is embedded: each vector is its message alone, so a deleted message's text
+        goes with its own vector, and the messages after it keep theirs."""
         if not refs and not tombstones:
             return 0
         batch = WriteBatch(self._embedder.model_name, deletes=[] if older_than else [ref.rowid for ref in refs],
                            older_than=older_than, guild_ids={ref.guild_id for ref in refs}, replace_all_models=True,
                            tombstones=list(tombstones), deleted_at=time.time())
-        guilds = await self._reembed(batch, await self._successors(refs, older_than)) if relink else {}
         removed: dict[int, list[int]] = {}
         for ref in refs:
             removed.setdefault(ref.guild_id, []).append(ref.rowid)
-        await self._write(batch, guilds, removed)
+        await self._write(batch, {}, removed)
         if refs:
             log.info("Forgot %d messages in %d guild(s)", len(refs), len(removed))
         return len(refs)
 
-    async def _successors(self, refs: list[RowRef], older_than: tuple[int, float] | None = None
-                          ) -> list[tuple[ChannelMessage, ChannelMessage | None]]:
-        """Messages that follow a deleted one and survive, each with its new predecessor."""
-        if older_than is not None:  # everything before the cutoff goes: each channel's first survivor has none
-            guild_id, cutoff = older_than
-            firsts = [await self._store.next_in_channel(guild_id, channel_id, cutoff, -1)
-                      for channel_id in sorted({ref.channel_id for ref in refs})]
-            return [(message, None) for message in firsts if message is not None]
-        deleted = {ref.rowid for ref in refs}
-        found: dict[int, tuple[ChannelMessage, ChannelMessage | None]] = {}
-        for ref in refs:
-            at: tuple[float, int] = (ref.created_at, ref.message_id)
-            successor = await self._store.next_in_channel(ref.guild_id, ref.channel_id, *at)
-            while successor is not None and successor.rowid in deleted:
-                successor = await self._store.next_in_channel(ref.guild_id, ref.channel_id, *_order(successor))
-            if successor is None or successor.rowid in found:
-                continue
-            previous = await self._store.previous_in_channel(ref.guild_id, ref.channel_id, *at)
-            while previous is not None and previous.rowid in deleted:
-                previous = await self._store.previous_in_channel(ref.guild_id, ref.channel_id, *_order(previous))
-            found[successor.rowid] = (successor, previous)
-        return list(found.values())
+    async def _reembed(self, batch: WriteBatch, message: ChannelMessage) -> dict[int, int]:
+        """Embed an edited message again into ``batch``, alone (``previous`` None: the core's vector reads no other
+        message); returns rowid → guild.
 
-    async def _reembed(self, batch: WriteBatch, pairs: list[tuple[ChannelMessage, ChannelMessage | None]]
-                       ) -> dict[int, int]:
-        """Embed each message again with its (new) predecessor into ``batch``; returns rowid → guild.
-
-        If the model fails, the change is written all the same: the messages' old vectors go (they describe text
-        or context that no longer applies) and the messages wait for new ones, as a new message would.
+        If the model fails, the change is written all the same: the message's old vectors go (they describe text
+        that no longer applies) and it waits for a new one, as a new message would.
         """
-        guilds = {message.rowid: message.guild_id for message, _ in pairs}
-        if not pairs:
-            return guilds
-        sources = [VectorSource(message.author_name, message.content, _as_previous(previous))
-                   for message, previous in pairs]
+        guilds = {message.rowid: message.guild_id}
         try:
-            vectors = await stored_vectors(self._embedder, sources)
+            [vector] = await stored_vectors(self._embedder,
+                                            [VectorSource(message.author_name, message.content, None)])
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # noqa: BLE001 - any model failure: the vectors come later
-            log.warning("Embedding %d edited or relinked messages failed (%s: %s); they wait for new vectors",
-                        len(pairs), type(error).__name__, error)
-            batch.dropped_vectors = batch.pending = list(guilds)
-            batch.guild_ids |= set(guilds.values())
+        except Exception as error:  # noqa: BLE001 - any model failure: the vector comes later
+            log.warning("Embedding edited message %d failed (%s: %s); it waits for a new vector",
+                        message.message_id, type(error).__name__, error)
+            batch.dropped_vectors = batch.pending = [message.rowid]
+            batch.guild_ids.add(message.guild_id)
             return guilds
-        batch.vectors = [(message.rowid, vector) for (message, _), vector in zip(pairs, vectors, strict=True)]
-        batch.resolved = list(guilds)
+        batch.vectors = [(message.rowid, vector)]
+        batch.resolved = [message.rowid]
         return guilds
 
     async def _write(self, batch: WriteBatch, guilds: dict[int, int], removed: dict[int, list[int]]) -> None:
         """Write ``batch``, then bring FAISS in line: ``removed`` rows (by guild) and dropped vectors go, new
-        vectors come in (``guilds``: rowid → guild of each re-embedded message)."""
+        vectors come in (``guilds``: rowid → guild of the edited message embedded again)."""
         self._filler.changed()
         await self._store.write(batch)
         if batch.pending:

@@ -33,7 +33,9 @@ __all__ = ("VectorSource", "stored_vectors")
 @dataclass(frozen=True, slots=True)
 class VectorSource:
     """A message as its vector sees it: author, stored content, and the previous message's (author, content), which
-    only the benchmark's ``mean`` form reads (bench/ablation.py)."""
+    only the benchmark's ``mean`` form reads (bench/ablation.py). The vector filler and reembed_all read it from the
+    store with each message, so that form's fresh ingest is exact; an edit passes None, and neither an edit nor a
+    delete embeds the next message again (ingest/queue.py): no vector the core stores reads another message."""
 
     author_name: str
     content: str

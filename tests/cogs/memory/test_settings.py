@@ -12,7 +12,8 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.settings import GuildPolicy, GuildSettings
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
-from tests.cogs.memory.ingest.test_queue import consistent_ids, contents, expected_vector, stored_vector
+from tests.cogs.memory.ingest.test_queue import (consistent_ids, contents, expected_vector, stored_vector,
+                                                  vector_bytes)
 from tests.fixtures.core import T0, RecordFactory
 
 
@@ -78,13 +79,16 @@ async def test_forgetting_older_messages_leaves_other_guilds_alone(ingest: Inges
     assert await contents(store) == ["message at minute 1"]
 
 
-async def test_the_oldest_message_left_is_embedded_without_its_forgotten_predecessor(
+async def test_the_oldest_message_left_keeps_its_vector(
     ingest: IngestQueue, store: SqliteStore, embedder: EmbeddingService, make_record: RecordFactory
 ) -> None:
     await add(ingest, make_record, 1, 2)
+    before = await vector_bytes(store, 1020)
     await ingest.delete_older_than(1, T0 + timedelta(minutes=1.5))
-    vector = await stored_vector(store, 1020)
-    np.testing.assert_allclose(vector, expected_vector(embedder, "alice", "message at minute 2", None), atol=1e-5)
+    # The message alone: its vector never read its forgotten predecessor, so it is neither lost nor embedded again.
+    assert await vector_bytes(store, 1020) == before
+    np.testing.assert_allclose(await stored_vector(store, 1020),
+                               expected_vector(embedder, "alice", "message at minute 2", None), atol=1e-5)
 
 
 async def test_retention_forgets_by_each_guilds_own_days(policy: GuildPolicy, ingest: IngestQueue,

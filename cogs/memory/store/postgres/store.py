@@ -80,11 +80,6 @@ SELECT {CHANNEL_COLUMNS} FROM messages
 WHERE guild_id = $1 AND channel_id = $2 AND (created_at, message_id) < ($3, $4)
 ORDER BY created_at DESC, message_id DESC LIMIT 1
 """
-SELECT_NEXT = f"""
-SELECT {CHANNEL_COLUMNS} FROM messages
-WHERE guild_id = $1 AND channel_id = $2 AND (created_at, message_id) > ($3, $4)
-ORDER BY created_at, message_id LIMIT 1
-"""
 SELECT_CHANNEL_PAGE = f"""
 SELECT {CHANNEL_COLUMNS} FROM messages
 WHERE guild_id = $1 AND channel_id = $2 AND (created_at, message_id) > ($3, $4)
@@ -290,11 +285,6 @@ class PostgresStore(PostgresPendingMixin, PlaceNamesMixin):
         self, guild_id: int, channel_id: int, created_at: float, message_id: int
     ) -> ChannelMessage | None:
         return await self._channel_message(SELECT_PREVIOUS, guild_id, channel_id, created_at, message_id)
-
-    async def next_in_channel(
-        self, guild_id: int, channel_id: int, created_at: float, message_id: int
-    ) -> ChannelMessage | None:
-        return await self._channel_message(SELECT_NEXT, guild_id, channel_id, created_at, message_id)
 
     async def iter_channel(self, guild_id: int, channel_id: int, page: int = 512) -> AsyncIterator[ChannelMessage]:
         """Every message of a channel in order, read in pages (keyset pagination)."""

@@ -66,11 +66,6 @@ SELECT {CHANNEL_COLUMNS} FROM messages
 WHERE guild_id = ? AND channel_id = ? AND (created_at, message_id) < (?, ?)
 ORDER BY created_at DESC, message_id DESC LIMIT 1
 """
-SELECT_NEXT = f"""
-SELECT {CHANNEL_COLUMNS} FROM messages
-WHERE guild_id = ? AND channel_id = ? AND (created_at, message_id) > (?, ?)
-ORDER BY created_at, message_id LIMIT 1
-"""
 SELECT_CHANNEL_PAGE = f"""
 SELECT {CHANNEL_COLUMNS} FROM messages
 WHERE guild_id = ? AND channel_id = ? AND (created_at, message_id) > (?, ?)
@@ -269,12 +264,6 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
         self, guild_id: int, channel_id: int, created_at: float, message_id: int
     ) -> ChannelMessage | None:
         row = await self._fetchone(SELECT_PREVIOUS, (guild_id, channel_id, created_at, message_id))
-        return ChannelMessage(*row) if row else None
-
-    async def next_in_channel(
-        self, guild_id: int, channel_id: int, created_at: float, message_id: int
-    ) -> ChannelMessage | None:
-        row = await self._fetchone(SELECT_NEXT, (guild_id, channel_id, created_at, message_id))
         return ChannelMessage(*row) if row else None
 
     async def iter_channel(self, guild_id: int, channel_id: int, page: int = 512) -> AsyncIterator[ChannelMessage]:
