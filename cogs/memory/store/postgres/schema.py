@@ -7,7 +7,7 @@ import time
 
 import asyncpg
 
-from ..migration import SELECT_APPLIED, Migration
+from ..migration import DELETE_VECTORS_OF_EARLIER_FORMS, SELECT_APPLIED, Migration
 from ..neighbours import CREATE_REPLY_INDEX
 
 __all__ = ("DIMENSION", "MIGRATIONS", "Migration", "ROWID_BLOCK", "apply_migrations")
@@ -205,6 +205,8 @@ MIGRATIONS: tuple[Migration, ...] = (
          )
          """,),
     ),
+    # Vectors that quote the message before them, as on SQLite (store/migration.py, migrations.py's 0012).
+    Migration("0008_vectors_of_the_message_alone", (DELETE_VECTORS_OF_EARLIER_FORMS,)),
 )
 
 

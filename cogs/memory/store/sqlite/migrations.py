@@ -8,7 +8,7 @@ import time
 import aiosqlite
 
 from ...language.keywords import fts_document
-from ..migration import SELECT_APPLIED, Migration
+from ..migration import DELETE_VECTORS_OF_EARLIER_FORMS, SELECT_APPLIED, Migration
 from ..neighbours import CREATE_REPLY_INDEX
 
 __all__ = ("FTS_TOKENIZER", "MIGRATIONS", "Migration", "apply_migrations")
@@ -250,6 +250,8 @@ MIGRATIONS: tuple[Migration, ...] = (
          )
          """,),
     ),
+    # Vectors that quote the message before them (store/migration.py says why).
+    Migration("0012_vectors_of_the_message_alone", (DELETE_VECTORS_OF_EARLIER_FORMS,)),
 )
 
 
