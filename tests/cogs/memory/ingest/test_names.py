@@ -5,7 +5,10 @@ before the forget comes back (the erasure ledger's re-apply)."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from cogs.memory.memory import Memory
 from cogs.memory.privacy.ledger import LEDGER_NAME, Erasure, ErasureLedger
@@ -27,19 +30,39 @@ def note_two_guilds(memory: Memory) -> None:
     memory.names.note_channel(2, 20, "openings")
 
 
-async def reopened(memory: Memory, profile: MemoryProfile, db_path: Path, index_dir: Path,
-                   store_url: str | None) -> Memory:
-    await memory.close()
-    return await Memory.open(profile, db_path, index_dir, store_url)
+@dataclass(frozen=True, slots=True)
+class Memories:
+    """Memory on one store kind, opened as often as a test restarts it."""
+
+    profile: MemoryProfile
+    db_path: Path
+    index_dir: Path
+    store_url: str | None
+
+    async def open(self) -> Memory:
+        return await Memory.open(self.profile, self.db_path, self.index_dir, self.store_url)
+
+    async def noted(self) -> Memory:
+        """Memory opened with the names of two guilds noted and written."""
+        memory = await self.open()
+        note_two_guilds(memory)
+        await memory.flush()
+        return memory
+
+    async def reopened(self, memory: Memory) -> Memory:
+        await memory.close()
+        return await self.open()
 
 
-async def test_names_noted_are_stored_and_read_back_after_a_restart(
-    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
-) -> None:
-    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
-    note_two_guilds(memory)
-    await memory.flush()
-    memory = await reopened(memory, core_profile, db_path, index_dir, store_url)
+@pytest.fixture
+def memories(core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None,
+             embedder: object) -> Memories:
+    return Memories(core_profile, db_path, index_dir, store_url)
+
+
+async def test_names_noted_are_stored_and_read_back_after_a_restart(memories: Memories) -> None:
+    memory = await memories.noted()
+    memory = await memories.reopened(memory)
     try:
         assert names_of(memory, 1) == ("Harbour Club", {10: "general", 11: "boats", 110: "winter repairs"})
         assert memory.names.channel_parent(1, 110) == 11
@@ -48,19 +71,15 @@ async def test_names_noted_are_stored_and_read_back_after_a_restart(
         await memory.close()
 
 
-async def test_a_rename_replaces_the_name_and_a_name_seen_again_writes_nothing(
-    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
-) -> None:
-    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
-    note_two_guilds(memory)
-    await memory.flush()
+async def test_a_rename_replaces_the_name_and_a_name_seen_again_writes_nothing(memories: Memories) -> None:
+    memory = await memories.noted()
     [(seen_at,)] = await query(memory.store, "SELECT seen_at FROM place_names WHERE id = ? AND kind = 'channel'", 10)
     memory.names.note_channel(1, 10, "general")  # every message of the channel notes it: unchanged, not written
     memory.names.rename_channel(1, 11, "sailing")
     memory.names.rename_guild(1, "Harbour Sailing Club")
     memory.names.rename_channel(1, 12, "never captured")  # a rename alone records nothing
     await memory.flush()
-    memory = await reopened(memory, core_profile, db_path, index_dir, store_url)
+    memory = await memories.reopened(memory)
     try:
         assert names_of(memory, 1) == ("Harbour Sailing Club", {10: "general", 11: "sailing", 110: "winter repairs"})
         assert await query(memory.store, "SELECT seen_at FROM place_names WHERE id = ? AND kind = 'channel'",
@@ -69,17 +88,13 @@ async def test_a_rename_replaces_the_name_and_a_name_seen_again_writes_nothing(
         await memory.close()
 
 
-async def test_forgetting_a_channel_forgets_its_name_and_its_threads_and_a_guild_all_of_its_names(
-    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
-) -> None:
-    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
-    note_two_guilds(memory)
-    await memory.flush()
+async def test_forgetting_a_channel_forgets_its_name_and_its_threads_and_a_guild_all_of_its_names(memories: Memories) -> None:
+    memory = await memories.noted()
     await memory.delete_channel(1, 11)
     await memory.delete_guild(2)
     assert names_of(memory, 1) == ("Harbour Club", {10: "general"})
     assert names_of(memory, 2) == (None, {})
-    memory = await reopened(memory, core_profile, db_path, index_dir, store_url)
+    memory = await memories.reopened(memory)
     try:
         assert names_of(memory, 1) == ("Harbour Club", {10: "general"})
         assert names_of(memory, 2) == (None, {})
@@ -88,10 +103,8 @@ async def test_forgetting_a_channel_forgets_its_name_and_its_threads_and_a_guild
         await memory.close()
 
 
-async def test_a_name_noted_but_not_yet_written_when_its_channel_is_forgotten_is_never_written(
-    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
-) -> None:
-    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
+async def test_a_name_noted_but_not_yet_written_when_its_channel_is_forgotten_is_never_written(memories: Memories) -> None:
+    memory = await memories.open()
     try:
         async with memory.ingest.write_lock:  # the background write waits: the name is still only noted
             memory.names.note_channel(1, 11, "boats")
@@ -102,17 +115,13 @@ async def test_a_name_noted_but_not_yet_written_when_its_channel_is_forgotten_is
         await memory.close()
 
 
-async def test_a_forgotten_channels_name_is_forgotten_again_when_a_database_from_before_comes_back(
-    core_profile: MemoryProfile, db_path: Path, index_dir: Path, store_url: str | None, embedder: object
-) -> None:
+async def test_a_forgotten_channels_name_is_forgotten_again_when_a_database_from_before_comes_back(memories: Memories) -> None:
     """As a PostgreSQL dump restored from before the forget: the ledger file holds the forget, the database not."""
-    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
-    note_two_guilds(memory)
-    await memory.flush()
+    memory = await memories.noted()
     await memory.close()
-    await ErasureLedger(db_path.parent / LEDGER_NAME).append(
+    await ErasureLedger(memories.db_path.parent / LEDGER_NAME).append(
         Erasure.new("forget", guild_id=1, channel_id=11, until=1e10), Erasure.new("forget", guild_id=2, until=1e10))
-    memory = await Memory.open(core_profile, db_path, index_dir, store_url)
+    memory = await memories.open()
     try:
         assert (names_of(memory, 1), names_of(memory, 2)) == (("Harbour Club", {10: "general"}), (None, {}))
         assert sorted(await query(memory.store, "SELECT name FROM place_names")) == [("Harbour Club",), ("general",)]
