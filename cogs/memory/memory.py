@@ -171,6 +171,8 @@ class Memory:
                 raise MemoryOpenError(f"applying the erasure ledger again failed: {exc}") from None
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
+        if memory.db_path is None:  # a server other processes may share: what they forget or rename reaches us
+            memory.names.start_refreshing()
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
                  len(await store.guild_ids()))
         return memory
@@ -193,6 +195,7 @@ class Memory:
             steps.push_async_callback(self.names.settle)
             steps.push_async_callback(self.ingest.close)
             steps.push_async_callback(self._stop_autosave)
+            steps.push_async_callback(self.names.stop_refreshing)
 
     async def _stop_autosave(self) -> None:
         if self._autosave is not None:

@@ -1,6 +1,7 @@
 """Guilds' and channels' names as memory last saw them. An in-memory map mirrors the store's names, so noting a name
 that did not change costs a dict look-up (every captured message notes its channel's); a new or changed name is
-written in the background, in batches, between ingest writes. Forgetting a place forgets its names, in both."""
+written in the background, in batches, between ingest writes. Forgetting a place forgets its names, in both. On a store
+other processes share (PostgreSQL), the map is read again now and then, so what they forget or rename shows here too."""
 
 from __future__ import annotations
 
@@ -18,12 +19,18 @@ log = logging.getLogger(__name__)
 
 Key = tuple[int, str, int]
 
+# How old this process's copy of the names may grow on a store other processes share (PostgreSQL): a name another
+# process forgot (or renamed) stops showing here (dashboard, CLI) within this many seconds. The read is a few rows a
+# channel, so twice a minute costs the server little; a forget elsewhere should not stay readable here much longer.
+REFRESH_INTERVAL_S = 30.0
+
 
 class PlaceNames:
     """The names of guilds and channels (threads too, with their parent), last seen wins.
 
     Call ``load`` once the store is open. ``note_*`` never waits: what changed is written by a background task
-    (under the ingest ``write_lock``); ``flush`` and ``settle`` wait for it.
+    (under the ingest ``write_lock``); ``flush`` and ``settle`` wait for it. On a shared store, ``start_refreshing``
+    reads the names again every ``REFRESH_INTERVAL_S`` until ``stop_refreshing``.
     """
 
     def __init__(self, store: Store, write_lock: asyncio.Lock) -> None:
@@ -32,12 +39,58 @@ class PlaceNames:
         self._known: dict[Key, PlaceName] = {}
         self._waiting: dict[Key, PlaceName] = {}
         self._task: asyncio.Task[None] | None = None
-        # A write and a forget never interleave: a name taken for a write before its forget is not written after it.
+        self._refreshing: asyncio.Task[None] | None = None
+        self._refresh_failed = False  # the last refresh failed: the next failure is not logged again
+        # A write, a forget and a read never interleave: a name taken for a write before its forget is not written
+        # after it, and rows read before a forget (or during a write) do not replace the names after it.
         self._lock = asyncio.Lock()
 
     async def load(self) -> None:
-        """Read every stored name (a few rows a channel)."""
-        self._known = {name.key: name for name in await self._store.place_names()}
+        """Read every stored name (a few rows a channel); raises what the store raised."""
+        async with self._lock:
+            known = {name.key: name for name in await self._store.place_names()}
+            known.update(self._waiting)  # noted while the rows were read: newer than them, and not written yet
+            self._known = known
+
+    # -- reading again what other processes changed ----------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Read the stored names again: other processes' new names, renames and forgets replace this copy; what this
+        process noted and has not written yet stays. A failure (the database away) keeps the names as they were and
+        is logged once, until a read succeeds again; it is never raised."""
+        try:
+            await self.load()
+        except Exception as exc:  # noqa: BLE001 - the names last read stay shown until the database answers
+            if not self._refresh_failed:
+                log.warning("Could not read guild and channel names again (%s: %s); the names read before are shown "
+                            "until the database answers", type(exc).__name__, exc)
+            self._refresh_failed = True
+            return
+        if self._refresh_failed:
+            log.info("Guild and channel names read again")
+        self._refresh_failed = False
+
+    @property
+    def refreshing(self) -> bool:
+        """Whether the names are read again now and then (a store other processes share)."""
+        return self._refreshing is not None and not self._refreshing.done()
+
+    def start_refreshing(self, interval_s: float | None = None) -> None:
+        """Read the names again every ``interval_s`` seconds (``REFRESH_INTERVAL_S``) in the background."""
+        if not self.refreshing:
+            every = REFRESH_INTERVAL_S if interval_s is None else interval_s
+            self._refreshing = asyncio.create_task(self._refresh_every(every), name="memory-place-names-refresh")
+
+    async def stop_refreshing(self) -> None:
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+            await asyncio.gather(self._refreshing, return_exceptions=True)
+            self._refreshing = None
+
+    async def _refresh_every(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            await self.refresh()
 
     # -- noting what was seen ------------------------------------------------------------------------------
 

@@ -1,18 +1,26 @@
 """Guilds' and channels' names as last seen, on both stores: written in the background and read back after a restart,
 renamed, forgotten with their channel or guild (threads with their parent), and forgotten again when a database from
-before the forget comes back (the erasure ledger's re-apply)."""
+before the forget comes back (the erasure ledger's re-apply). On PostgreSQL, shared by several processes, each reads
+the names again: what another forgot or renamed reaches it, with no forget of its own undone by a read in flight."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from cogs.memory.dashboard.memory_source import MemorySource
+from cogs.memory.ingest import names as place_names
 from cogs.memory.memory import Memory
 from cogs.memory.privacy.ledger import LEDGER_NAME, Erasure, ErasureLedger
 from cogs.memory.runtime.profile import MemoryProfile
+from cogs.memory.store.protocol import DatabaseUnavailableError, Store
+from cogs.memory.store.rows import PlaceName
 from cogs.memory.store.sqlite.backup import backup_database, restore_database
 from tests.fixtures.stores import query
 
@@ -172,5 +180,161 @@ async def test_a_name_the_database_refuses_now_fails_no_flush_and_is_written_lat
         await memory.flush()
         assert (refused, await query(memory.store, "SELECT name FROM place_names")) == ([], [("general",)])
         assert "Could not store 1 guild or channel name(s) now" in caplog.text
+    finally:
+        await memory.close()
+
+
+# -- several processes on one PostgreSQL database ----------------------------------------------------------------
+
+
+@pytest.fixture
+def processes(core_profile: MemoryProfile, tmp_path: Path, database_url: str,
+              embedder: object) -> Callable[[str], Memories]:
+    """Memory of one process among several sharing one PostgreSQL database, each with a data folder of its own."""
+    def process(name: str) -> Memories:
+        (tmp_path / name).mkdir(exist_ok=True)
+        return Memories(core_profile, tmp_path / name / "memory.sqlite3", tmp_path / name / "indexes", database_url)
+    return process
+
+
+class HeldRead:
+    """A store's ``place_names`` that reads its rows, then holds them until ``release``: a refresh in flight."""
+
+    def __init__(self, store: Store) -> None:
+        self._read = store.place_names
+        self.read = asyncio.Event()
+        self._released = asyncio.Event()
+
+    async def __call__(self) -> list[PlaceName]:
+        rows = await self._read()
+        self.read.set()
+        await self._released.wait()
+        return rows
+
+    def release(self) -> None:
+        self._released.set()
+
+
+async def test_memory_reads_the_names_again_on_postgresql_only(memories: Memories, store_url: str | None) -> None:
+    """A SQLite file has one process: nothing else changes its names, so nothing reads them again."""
+    memory = await memories.open()
+    try:
+        assert memory.names.refreshing is (store_url is not None)
+    finally:
+        await memory.close()
+    assert memory.names.refreshing is False
+
+
+async def test_a_channel_and_a_guild_another_process_forgets_lose_their_names_here_at_the_next_refresh(
+    processes: Callable[[str], Memories]
+) -> None:
+    a = await processes("a").noted()
+    b = await processes("b").open()
+    try:
+        assert names_of(b, 1) == ("Harbour Club", {10: "general", 11: "boats", 110: "winter repairs"})
+        await a.delete_channel(1, 11)
+        await a.delete_guild(2)
+        await b.names.refresh()
+        assert (names_of(b, 1), names_of(b, 2)) == (("Harbour Club", {10: "general"}), (None, {}))
+        assert b.names.channel_parent(1, 110) is None
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_rename_by_another_process_shows_here_at_the_next_refresh(processes: Callable[[str], Memories]) -> None:
+    a = await processes("a").noted()
+    b = await processes("b").open()
+    try:
+        a.names.rename_channel(1, 11, "sailing")
+        a.names.rename_guild(1, "Harbour Sailing Club")
+        await a.flush()
+        await b.names.refresh()
+        assert names_of(b, 1) == ("Harbour Sailing Club", {10: "general", 11: "sailing", 110: "winter repairs"})
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_the_dashboard_of_a_process_stops_showing_a_channel_another_forgot_within_the_refresh_interval(
+    processes: Callable[[str], Memories], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No refresh called: memory's own background one, its interval shortened so the test waits little."""
+    monkeypatch.setattr(place_names, "REFRESH_INTERVAL_S", 0.05)
+    a = await processes("a").noted()
+    b = await processes("b").open()
+    try:
+        dashboard = MemorySource(lambda: b, profiles_dir=tmp_path / "profiles")
+        assert (await dashboard.channel_names(1))[11] == "boats"
+        await a.delete_channel(1, 11)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while 11 in await dashboard.channel_names(1) and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        assert await dashboard.channel_names(1) == {10: "general"}
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_name_noted_while_a_refresh_reads_is_kept(processes: Callable[[str], Memories],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = await processes("b").noted()
+    try:
+        held = HeldRead(memory.store)
+        monkeypatch.setattr(memory.store, "place_names", held)
+        refresh = asyncio.create_task(memory.names.refresh())
+        await held.read.wait()
+        memory.names.note_channel(1, 12, "harbour-webcam")
+        held.release()
+        await refresh
+        assert names_of(memory, 1)[1][12] == "harbour-webcam"
+        await memory.flush()
+        assert await query(memory.store, "SELECT name FROM place_names WHERE id = ?", 12) == [("harbour-webcam",)]
+    finally:
+        await memory.close()
+
+
+async def test_a_forget_while_a_refresh_reads_is_not_undone_by_the_rows_it_read(
+    processes: Callable[[str], Memories], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = await processes("b").noted()
+    try:
+        held = HeldRead(memory.store)
+        monkeypatch.setattr(memory.store, "place_names", held)
+        refresh = asyncio.create_task(memory.names.refresh())
+        await held.read.wait()  # the rows read still hold #boats
+        forget = asyncio.create_task(memory.names.forget(1, 11))
+        await asyncio.sleep(0)  # the forget starts: it waits for the read, or (unguarded) forgets before it lands
+        held.release()
+        await asyncio.gather(refresh, forget)
+        assert names_of(memory, 1) == ("Harbour Club", {10: "general"})
+        monkeypatch.undo()
+        await memory.names.refresh()
+        assert names_of(memory, 1) == ("Harbour Club", {10: "general"})
+    finally:
+        await memory.close()
+
+
+async def test_a_refresh_that_fails_keeps_the_names_and_warns_once(
+    processes: Callable[[str], Memories], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = await processes("b").noted()
+    try:
+        async def refused() -> list[PlaceName]:
+            raise DatabaseUnavailableError("the PostgreSQL server is not answering")
+
+        monkeypatch.setattr(memory.store, "place_names", refused)
+        with caplog.at_level(logging.INFO, logger=place_names.__name__):
+            await memory.names.refresh()
+            await memory.names.refresh()
+            assert names_of(memory, 1) == ("Harbour Club", {10: "general", 11: "boats", 110: "winter repairs"})
+            monkeypatch.undo()
+            await memory.names.refresh()
+        assert [(record.levelname, record.getMessage()) for record in caplog.records
+                if record.name == place_names.__name__] == [
+            ("WARNING", "Could not read guild and channel names again (DatabaseUnavailableError: the PostgreSQL "
+                        "server is not answering); the names read before are shown until the database answers"),
+            ("INFO", "Guild and channel names read again")]
     finally:
         await memory.close()
