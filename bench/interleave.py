@@ -23,7 +23,7 @@ from typing import Any
 
 from .recall import DEFAULT_DATA
 
-__all__ = ("interleave", "main")
+__all__ = ("interleave", "main", "read_rows", "write_rows")
 
 STEP = timedelta(seconds=30)
 START = datetime(2024, 1, 1)
@@ -55,12 +55,12 @@ def interleave(messages: list[dict[str, Any]], queries: list[dict[str, Any]],
     return merged, moved
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
@@ -71,10 +71,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True, help="directory to write (outside the repository)")
     parser.add_argument("--seed", type=int, default=25, help="seed of the order the talks interleave in")
     args = parser.parse_args(argv)
-    messages, queries = interleave(_read(args.data / "messages.jsonl"), _read(args.data / "queries.jsonl"), args.seed)
+    messages, queries = interleave(read_rows(args.data / "messages.jsonl"), read_rows(args.data / "queries.jsonl"),
+                                    args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
-    _write(args.out / "messages.jsonl", messages)
-    _write(args.out / "queries.jsonl", queries)
+    write_rows(args.out / "messages.jsonl", messages)
+    write_rows(args.out / "queries.jsonl", queries)
     print(f"{len(messages)} messages in {len({m['channel'] for m in messages})} channels, {len(queries)} questions "
           f"-> {args.out}")
 
