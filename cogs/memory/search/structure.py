@@ -57,13 +57,20 @@ NO_MESSAGES = ChannelStructure(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
 def dialogue(turn_taking: float, chance: float) -> float:
-    """How much more often than chance the author changes from one message to the next, from 0 (no more than
-    authors written in a random order) to 1 (every message answers another author's): (turn_taking − chance) /
-    (1 − chance), clamped. Two people taking turns read 1; a bursty group, whose many authors would change often by
-    chance alone, reads 0."""
+    """How far adjacent messages are turns of one exchange, from 0 to 1: the larger of two readings.
+
+    Turn-taking: how much more often than chance the author changes from one message to the next, from 0 (no more
+    than authors written in a random order) to 1 (every message answers another author's): (turn_taking − chance) /
+    (1 − chance), clamped. A bursty group, whose many authors would change often by chance alone, reads 0.
+    Two people: with two authors every change of author is one answering the other, however long their bursts (which
+    put turn-taking below chance). Read from the effective number of authors, 1 / (1 − chance) (1 / Σ share²):
+    1 at two, falling to 0 at one (a monologue) and at three (a group, which only turn-taking can show to be one
+    exchange)."""
     if chance >= 1.0:
         return 0.0
-    return min(max((turn_taking - chance) / (1.0 - chance), 0.0), 1.0)
+    taking_turns = (turn_taking - chance) / (1.0 - chance)
+    two_people = round(1.0 - abs(1.0 / (1.0 - chance) - 2.0), 9)  # three authors exactly: 0, not 4e-16
+    return min(max(taking_turns, two_people, 0.0), 1.0)
 
 
 def strength(dialogue: float, full_at: float) -> float:

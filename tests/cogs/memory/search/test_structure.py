@@ -42,7 +42,19 @@ def test_a_group_whose_authors_change_only_as_often_as_chance_is_no_dialogue() -
     # random would change two times in three, so the lift over chance is what counts, not the rate alone.
     assert dialogue(turn_taking=2 / 3, chance=2 / 3) == 0.0
     assert dialogue(turn_taking=1.0, chance=2 / 3) == 1.0
-    assert dialogue(turn_taking=0.75, chance=0.5) == 0.5
+    assert dialogue(turn_taking=0.875, chance=0.75) == pytest.approx(0.5)  # four people: half-way above chance
+
+
+def test_two_people_writing_in_bursts_are_a_dialogue() -> None:
+    # Ann writes three lines, then Ben three: turn-taking 1/3 is below chance (1/2), but with two people every change
+    # of author is one answering the other.
+    figures = measure([channel([ANN, ANN, ANN, BEN, BEN, BEN] * 10)])
+    assert figures.turn_taking < figures.chance_turn_taking == 0.5
+    assert figures.dialogue == 1.0
+    # One of the two writing most of it is still two people, less clearly: 1 / (0.8² + 0.2²) = 1.47 authors.
+    assert measure([channel(([ANN] * 4 + [BEN]) * 10)]).dialogue == pytest.approx(1.0 - abs(1 / 0.68 - 2), abs=1e-3)
+    # A third person as active makes a group again: only turn-taking above chance makes it a dialogue.
+    assert measure([channel([ANN, ANN, BEN, BEN, CAL, CAL] * 10)]).dialogue == 0.0
 
 
 def test_the_rules_keep_their_full_weight_from_half_a_dialogue_up() -> None:
