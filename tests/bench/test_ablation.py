@@ -101,10 +101,11 @@ def test_the_mean_input_form_embeds_the_message_after_its_predecessor_too_until_
 async def test_structure_off_lends_in_a_channel_that_is_no_dialogue(
         store: SqliteStore, embedder: EmbeddingService, indexes: IndexRegistry, ingest: IngestQueue,
         make_record: RecordFactory, core_profile: MemoryProfile) -> None:
-    # Before the question, two people each wrote four lines in a row: channel 41 changes author less often than
-    # chance, its adjacent messages are no exchange, so the question lends nothing to the next one there.
-    for i, author in enumerate([501] * 4 + [500] * 4):
-        await ingest.add(make_record(20 + i, "brb", guild_id=GUILD, channel_id=41, author_id=author, minute=-10 + i))
+    # Before the question, four people each wrote three lines in a row: channel 41 is a group that changes author
+    # less often than chance, its adjacent messages are no exchange, so the question lends nothing to the next one.
+    # (Two people in bursts would be a dialogue: search/structure.py.)
+    for i, author in enumerate([502] * 3 + [503] * 3 + [501] * 3 + [500] * 3):
+        await ingest.add(make_record(20 + i, "brb", guild_id=GUILD, channel_id=41, author_id=author, minute=-20 + i))
     for message_id, channel, content in MESSAGES_IN_CHANNELS:
         await ingest.add(make_record(message_id, content, guild_id=GUILD, channel_id=channel,
                                      author_id=500 + message_id % 2))
