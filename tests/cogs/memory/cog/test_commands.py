@@ -1,6 +1,7 @@
 """/memory slash commands through the real command tree, asserting what the member sees."""
 
 import re
+import time
 
 import discord
 import discord.ext.test as dpytest
@@ -10,6 +11,7 @@ from cogs.memory.cog import replies
 from cogs.memory.records import SearchFilters
 from tests.fixtures.discord import hidden_channel, say
 from tests.fixtures.history import said_while_away
+from tests.fixtures.waiting import eventually
 
 SECRET = "the staff bonus budget is 4000 euros"
 
@@ -239,6 +241,10 @@ async def test_after_opting_out_new_messages_are_not_remembered(memory_bot, slas
 async def test_opting_back_in_remembers_again(memory_bot, slash, guild, channel, member):
     await slash.run("memory optout", member, channel)
     http = await slash.run("memory optin", member, channel)
+    # Discord's ids carry milliseconds: a message stamped the millisecond of the opt-in may have been written before
+    # it, while opted out. The member's next message comes once the clock is past that millisecond.
+    opted_in = time.time()
+    await eventually(lambda: time.time() >= opted_in + 0.002, what="the clock past the opt-in's millisecond")
     await say("my picnic idea", member, channel)
     assert (http.last.content, await stored(memory_bot, guild)) == (replies.OPTED_IN, ["my picnic idea"])
 
