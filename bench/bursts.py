@@ -18,8 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .interleave import read_rows, write_rows
-from .recall import DEFAULT_DATA
+from .recall import DEFAULT_DATA, read_jsonl, write_jsonl
 
 __all__ = ("main", "split_into_bursts")
 
@@ -49,10 +48,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="dataset directory (default: LoCoMo)")
     parser.add_argument("--out", type=Path, required=True, help="directory to write (outside the repository)")
     args = parser.parse_args(argv)
-    messages, queries = split_into_bursts(read_rows(args.data / "messages.jsonl"), read_rows(args.data / "queries.jsonl"))
+    messages, queries = split_into_bursts(read_jsonl(args.data / "messages.jsonl"),
+                                          read_jsonl(args.data / "queries.jsonl"))
     args.out.mkdir(parents=True, exist_ok=True)
-    write_rows(args.out / "messages.jsonl", messages)
-    write_rows(args.out / "queries.jsonl", queries)
+    write_jsonl(args.out / "messages.jsonl", messages)
+    write_jsonl(args.out / "queries.jsonl", queries)
     print(f"{len(messages)} messages, {len(queries)} questions -> {args.out}")
 
 

@@ -15,15 +15,14 @@ DIR outside the repository: LoCoMo's licence (CC BY-NC) keeps it out of the proj
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .recall import DEFAULT_DATA
+from .recall import DEFAULT_DATA, read_jsonl, write_jsonl
 
-__all__ = ("interleave", "main", "read_rows", "write_rows")
+__all__ = ("interleave", "main")
 
 STEP = timedelta(seconds=30)
 START = datetime(2024, 1, 1)
@@ -55,27 +54,17 @@ def interleave(messages: list[dict[str, Any]], queries: list[dict[str, Any]],
     return merged, moved
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.interleave", description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="dataset directory (default: LoCoMo)")
     parser.add_argument("--out", type=Path, required=True, help="directory to write (outside the repository)")
     parser.add_argument("--seed", type=int, default=25, help="seed of the order the talks interleave in")
     args = parser.parse_args(argv)
-    messages, queries = interleave(read_rows(args.data / "messages.jsonl"), read_rows(args.data / "queries.jsonl"),
+    messages, queries = interleave(read_jsonl(args.data / "messages.jsonl"), read_jsonl(args.data / "queries.jsonl"),
                                     args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
-    write_rows(args.out / "messages.jsonl", messages)
-    write_rows(args.out / "queries.jsonl", queries)
+    write_jsonl(args.out / "messages.jsonl", messages)
+    write_jsonl(args.out / "queries.jsonl", queries)
     print(f"{len(messages)} messages in {len({m['channel'] for m in messages})} channels, {len(queries)} questions "
           f"-> {args.out}")
 

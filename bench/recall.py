@@ -114,9 +114,16 @@ class _TextRecorder:
         return np.stack([self._memo[kind, text] for text in texts])
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """A dataset file's rows (messages.jsonl, queries.jsonl), blank lines skipped."""
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` as a dataset file, one JSON object a line (what ``read_jsonl`` reads)."""
+    with path.open("w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def _timestamp(value: str) -> datetime:
@@ -130,7 +137,7 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
     authors: dict[str, int] = {}
     message_ids: dict[str, int] = {}
     records: list[MessageRecord] = []
-    for position, row in enumerate(_read_jsonl(messages_path), start=1):
+    for position, row in enumerate(read_jsonl(messages_path), start=1):
         parent = row.get("parent")
         parent_id = None if parent is None else channels.setdefault(str(parent), 100 + len(channels))
         channel_id = channels.setdefault(str(row["channel"]), 100 + len(channels))
@@ -143,7 +150,7 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
                                      content=str(row["text"]), created_at=_timestamp(row["ts"]),
                                      reply_to_id=reply_to_id))
     queries = []
-    for row in _read_jsonl(queries_path):
+    for row in read_jsonl(queries_path):
         relevant = frozenset(message_ids[str(m)] for m in row["relevant"] if str(m) in message_ids)
         if relevant and str(row["channel"]) in channels:
             queries.append(Query(channels[str(row["channel"])], str(row["question"]), str(row.get("category", "")),
@@ -154,7 +161,7 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
 def channel_names(messages_path: Path) -> dict[int, str]:
     """Each channel id load_dataset gives, and the channel's name in the file."""
     channels: dict[str, int] = {}
-    for row in _read_jsonl(messages_path):
+    for row in read_jsonl(messages_path):
         for name in (row.get("parent"), row["channel"]):
             if name is not None:
                 channels.setdefault(str(name), 100 + len(channels))

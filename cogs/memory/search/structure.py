@@ -33,7 +33,7 @@ class ChannelStructure:
     ``turn_taking``: share of messages (after a channel's first) whose author differs from the previous message's;
     ``own_follow`` is the rest. ``chance_turn_taking``: the turn-taking the same authors would show written in a
     random order (1 − Σ share², each author's share of the channel's messages). ``dialogue``: how far turn-taking
-    exceeds that chance, as a share of the most it could (``dialogue()``). ``mean_burst``: messages per run of one
+    exceeds that chance, as a share of the most it could, or how nearly two people wrote it (``dialogue()``). ``mean_burst``: messages per run of one
     author's consecutive messages. ``questions``: share of messages that ask. ``question_other_next``: of the
     questions that have a next message, the share whose next message is another author's. ``replies``: share of
     messages that are a Discord reply. ``reply_distance``: median number of messages between a reply and what it
