@@ -12,6 +12,8 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import models
+from .models import ModelsInUse
 from .privacy.admission import Admission
 from .privacy.erasures import Erasures
 from .privacy.ledger import LEDGER_NAME, ErasureLedger
@@ -20,10 +22,9 @@ from .store.backend import open_backend
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
-from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
+from .runtime.profile import MemoryProfile, reranks, resolve_device
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .search.second_stage import reranked
-from .ingest.reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
@@ -70,23 +71,15 @@ class ChannelActivity:
 _END_OF_TIME, _LAST_ID = float("inf"), 2**63 - 1
 
 
-def _embedder_for(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> EmbeddingService:
-    return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
-                            batch_size=profile.embedding_batch_size, onnx_dir=onnx_dir, **_prefixes(profile))
-
-
-def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
-    return {"query_prefix": profile.embedding_query_prefix, "passage_prefix": profile.embedding_passage_prefix}
-
-
 class Memory:
     """Facade over a store backend (the store, its vector indexes, search engine and history), the embedding model,
     the ingest queue and the reranker."""
 
     def __init__(self, profile: MemoryProfile, backend: StoreBackend, embedder: EmbeddingService,
-                 indexes: VectorIndexes, ingest: IngestQueue, reranker: RerankerService | None,
-                 onnx_dir: Path | None = None, ledger: ErasureLedger | None = None) -> None:
+                 indexes: VectorIndexes, ingest: IngestQueue, reranker: RerankerService | None, *,
+                 index_dir: Path, onnx_dir: Path | None = None, ledger: ErasureLedger | None = None) -> None:
         self.profile = profile
+        self.index_dir = index_dir  # where a profile switch's new vector indexes go (SQLite's FAISS files)
         self.onnx_dir = onnx_dir  # where a local reranker's ONNX export goes (None: the service's default)
         self.backend = backend
         self.store: Store = backend.store
@@ -134,7 +127,7 @@ class Memory:
             undo.push_async_callback(store.close)
             # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
             onnx_dir = db_path.parent / "onnx"
-            embedder = _embedder_for(profile, device, onnx_dir)
+            embedder = models.embedder_for(profile, device, onnx_dir)
             undo.push_async_callback(embedder.close)
             try:
                 await embedder.start()
@@ -153,12 +146,13 @@ class Memory:
             ingest.start(embed=embed_backlog)
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)
-            service = _build_reranker(profile, device, onnx_dir) if reranker else None
+            service = models.build_reranker(profile, device, onnx_dir) if reranker else None
             if service is not None:
                 undo.push_async_callback(service.aclose)
                 await service.tokenizers_loaded()
             ledger = ErasureLedger(db_path.parent / LEDGER_NAME)
-            memory = cls(profile, backend, embedder, indexes, ingest, service, onnx_dir, ledger)
+            memory = cls(profile, backend, embedder, indexes, ingest, service, index_dir=index_dir,
+                         onnx_dir=onnx_dir, ledger=ledger)
             await memory.names.load()
             try:  # before anything reads: a restored database holds no erased message
                 await memory.erasures.reapply()
@@ -370,7 +364,7 @@ class Memory:
             if not reranks(self.profile):
                 return False
             device = await asyncio.to_thread(resolve_device, self.profile)
-            self.reranker = await asyncio.to_thread(_build_reranker, self.profile, device, self.onnx_dir)
+            self.reranker = await asyncio.to_thread(models.build_reranker, self.profile, device, self.onnx_dir)
         return self.reranker is not None and await self.reranker.aload()
 
     async def stats(self, guild_id: int) -> MemoryStats:
@@ -395,41 +389,14 @@ class Memory:
         The new models load first, beside the old ones; only then is anything swapped. A new embedding model
         re-embeds every stored message before it is used.
         """
-        device = await asyncio.to_thread(resolve_device, profile)
-        same_embedder = (profile.embedding_model, device, profile.dtype, _prefixes(profile)) == (
-            self.profile.embedding_model, self.embedder.device, self.profile.dtype, _prefixes(self.profile))
-        embedder = self.embedder
-        if not same_embedder:
-            embedder = _embedder_for(profile, device, self.onnx_dir)
-            await embedder.start()  # a model that cannot load raises here, with nothing changed yet
-        if (self.reranker is not None and reranks(profile)
-                and not await self.reranker.switch(profile, device=device)):
-            if embedder is not self.embedder:
-                await embedder.close()
-            raise ProfileError(f"the reranker of profile {profile.name!r} did not load: "
-                               f"{self.reranker.status().last_switch_error}")
-        embedder.batch_size = profile.embedding_batch_size
-        await self.ingest.settle(vectors=False)
-        async with self.ingest.write_lock:
-            indexes = self.indexes
-            if embedder.model_name != self.embedder.model_name:
-                await reembed_all(self.store, embedder)
-                await self.store.resolve_embedded(embedder.model_name)
-                await self.indexes.close()
-                indexes = self.backend.indexes(self.indexes.directory, embedder.model_name, embedder.dimension)
-                await indexes.load_all()
-            old = self.embedder
-            self.ingest.use(embedder, indexes, batch_size=profile.ingest_batch_size)
-            self.embedder, self.indexes, self.profile = embedder, indexes, profile
-            self.search_engine = self.backend.search_engine(embedder, indexes, profile)
-        if old is not embedder:
-            await old.close()
-        if self.reranker is not None and not reranks(profile):
-            await self.reranker.aclose()
-            self.reranker = None
-        elif self.reranker is None:
-            self.reranker = _build_reranker(profile, device, self.onnx_dir)
-        log.info("Memory switched to profile %s", profile.name)
+        current = ModelsInUse(self.profile, self.embedder, self.indexes, self.reranker)
+        self.reranker = await models.switch_profile(current, profile, self.backend, self.ingest, self._use,
+                                                    index_dir=self.index_dir, onnx_dir=self.onnx_dir)
+
+    def _use(self, switched: ModelsInUse) -> None:
+        self.profile, self.embedder, self.indexes = switched.profile, switched.embedder, switched.indexes
+        self.reranker = switched.reranker
+        self.search_engine = self.backend.search_engine(switched.embedder, switched.indexes, switched.profile)
 
 
 async def _prune_tombstones(ingest: IngestQueue) -> None:
@@ -452,12 +419,3 @@ async def _mark_unembedded(store: Store, model: str) -> None:
     if marked:
         log.info("%d stored messages have no vector for %s; they are embedded in the background", marked, model)
 
-
-def _build_reranker(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> RerankerService | None:
-    if not reranks(profile):
-        return None
-    from .rerank.service import RerankerService  # loads torch: only when a profile reranks
-
-    if onnx_dir is None:
-        return RerankerService(profile, device=device)
-    return RerankerService(profile, device=device, export_dir=onnx_dir)
