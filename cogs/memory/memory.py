@@ -6,26 +6,25 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .privacy import ledger
+from . import models
+from .models import ModelsInUse
 from .privacy.admission import Admission
-from .privacy.ledger import LEDGER_NAME, Erasure, ErasureLedger
+from .privacy.erasures import Erasures
+from .privacy.ledger import LEDGER_NAME, ErasureLedger
 from .privacy.purge_schedule import PurgeScheduler
 from .store.backend import open_backend
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
-from .store.history import Exclusion
 from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
-from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
+from .runtime.profile import MemoryProfile, reranks, resolve_device
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .search.second_stage import reranked
-from .ingest.reembed import reembed_all
 from .settings import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
@@ -72,27 +71,15 @@ class ChannelActivity:
 _END_OF_TIME, _LAST_ID = float("inf"), 2**63 - 1
 
 
-def _embedder_for(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> EmbeddingService:
-    return EmbeddingService(profile.embedding_model, device=device, dtype=profile.dtype,
-                            batch_size=profile.embedding_batch_size, onnx_dir=onnx_dir, **_prefixes(profile))
-
-
-def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
-    return {"query_prefix": profile.embedding_query_prefix, "passage_prefix": profile.embedding_passage_prefix}
-
-
 class Memory:
     """Facade over a store backend (the store, its vector indexes, search engine and history), the embedding model,
     the ingest queue and the reranker."""
 
     def __init__(self, profile: MemoryProfile, backend: StoreBackend, embedder: EmbeddingService,
-                 indexes: VectorIndexes, ingest: IngestQueue, reranker: RerankerService | None,
-                 onnx_dir: Path | None = None, erasures: ErasureLedger | None = None) -> None:
+                 indexes: VectorIndexes, ingest: IngestQueue, reranker: RerankerService | None, *,
+                 index_dir: Path, onnx_dir: Path | None = None, ledger: ErasureLedger | None = None) -> None:
         self.profile = profile
-        # Every erasure, kept apart from the database (privacy/ledger.py); None: not kept (a bare test memory).
-        self.erasures = erasures
-        # What the last ``reapply_erasures`` did: (entries applied again, messages they forgot).
-        self.reapplied = (0, 0)
+        self.index_dir = index_dir  # where a profile switch's new vector indexes go (SQLite's FAISS files)
         self.onnx_dir = onnx_dir  # where a local reranker's ONNX export goes (None: the service's default)
         self.backend = backend
         self.store: Store = backend.store
@@ -111,6 +98,9 @@ class Memory:
         ingest.admit_by(self.admission.refused)
         self._autosave: asyncio.Task[None] | None = None
         self.purges = PurgeScheduler(self._erase_forgotten)
+        # Every forget, delete, opt-out and capture switch, kept in force through restores by the erasure ledger
+        # (``ledger`` None: not kept, a bare test memory).
+        self.erasures = Erasures(ledger, self.store, ingest, self.history, self.names, self.purges, self._policy)
 
     @classmethod
     async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path,
@@ -137,7 +127,7 @@ class Memory:
             undo.push_async_callback(store.close)
             # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
             onnx_dir = db_path.parent / "onnx"
-            embedder = _embedder_for(profile, device, onnx_dir)
+            embedder = models.embedder_for(profile, device, onnx_dir)
             undo.push_async_callback(embedder.close)
             try:
                 await embedder.start()
@@ -156,18 +146,19 @@ class Memory:
             ingest.start(embed=embed_backlog)
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)
-            service = _build_reranker(profile, device, onnx_dir) if reranker else None
+            service = models.build_reranker(profile, device, onnx_dir) if reranker else None
             if service is not None:
                 undo.push_async_callback(service.aclose)
                 await service.tokenizers_loaded()
-            memory = cls(profile, backend, embedder, indexes, ingest, service, onnx_dir,
-                         ErasureLedger(db_path.parent / LEDGER_NAME))
+            ledger = ErasureLedger(db_path.parent / LEDGER_NAME)
+            memory = cls(profile, backend, embedder, indexes, ingest, service, index_dir=index_dir,
+                         onnx_dir=onnx_dir, ledger=ledger)
             await memory.names.load()
             try:  # before anything reads: a restored database holds no erased message
-                await memory.reapply_erasures()
+                await memory.erasures.reapply()
             except (OSError, ValueError, sqlite3.Error) as exc:
                 log.error("Memory cannot start: applying the erasure ledger %s again failed (%s: %s); fix that and "
-                          "start again", memory.erasures.path if memory.erasures else "", type(exc).__name__, exc)
+                          "start again", ledger.path, type(exc).__name__, exc)
                 raise MemoryOpenError(f"applying the erasure ledger again failed: {exc}") from None
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
@@ -277,83 +268,26 @@ class Memory:
             self.purges.soon()
         return stored
 
-    async def delete(self, message_ids: Sequence[int]) -> int:
-        """Forget messages deleted on Discord (also in the erasure ledger: a restore does not bring them back)."""
-        if not message_ids:
-            return 0
-        erasure = await self._ledger(Erasure.new("deleted", message_ids=tuple(message_ids)))
-        return await self._applied(erasure, self._forgot(await self.ingest.delete(message_ids)))
+    # Erasures (privacy/erasures.py) go in the erasure ledger first, so that no restore undoes them; forgetting by
+    # request also tells history (catch-up, backfill) and the admission rule never to store that again.
 
-    # Forgetting by request also tells history (catch-up, backfill) and the admission rule never to store that
-    # again, and goes in the erasure ledger first (privacy/ledger.py), so that no restore undoes it.
+    async def delete(self, message_ids: Sequence[int]) -> int:
+        """Forget messages deleted on Discord."""
+        return await self.erasures.deleted(message_ids)
 
     async def forget_message(self, guild_id: int, message_id: int) -> int:
-        erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, message_ids=(message_id,)))
-        return await self._forget(erasure, await self.ingest.delete([message_id]))
+        return await self.erasures.forget_message(guild_id, message_id)
 
-    async def delete_channel(self, guild_id: int, channel_id: int) -> int:
-        erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, channel_id=channel_id,
-                                                 until=time.time()))
-        return await self._forget(erasure, await self.ingest.delete_channel(guild_id, channel_id))
+    async def forget_channel(self, guild_id: int, channel_id: int) -> int:
+        """Forget a channel and its threads."""
+        return await self.erasures.forget_channel(guild_id, channel_id)
 
-    async def delete_guild(self, guild_id: int) -> int:
-        erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, until=time.time()))
-        count = await self._forget(erasure, await self.ingest.delete_guild(guild_id))
-        self._policy.forget_guild(guild_id)
-        return count
+    async def forget_guild(self, guild_id: int) -> int:
+        return await self.erasures.forget_guild(guild_id)
 
-    async def delete_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
-        erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, channel_id=channel_id,
-                                                 author_id=author_id, until=time.time()))
-        return await self._forget(erasure, await self.ingest.delete_author(guild_id, author_id, channel_id))
-
-    async def _forget(self, erasure: Erasure, count: int) -> int:
-        """After ingest forgot what it held (a message still queued is stored first, so it is counted), record the
-        exclusion the admission rule and history read, and forget what another process stored meanwhile."""
-        count += await ledger.apply(self, erasure)
-        return await self._applied(erasure, self._forgot(count))
-
-    async def _ledger(self, erasure: Erasure) -> Erasure:
-        """Write ``erasure`` to the ledger file (on disk before the erasure is done: a crash between the two
-        leaves it to be applied again as memory next opens)."""
-        if self.erasures is not None:
-            await self.erasures.append(erasure)
-        return erasure
-
-    async def _applied(self, erasure: Erasure, count: int = 0) -> int:
-        """Note in the database that it holds ``erasure``: a database restored from before it lacks the note."""
-        async with self.ingest.write_lock:
-            await self.store.record_erasure(erasure.id, erasure.at, erasure.to_json())
-        return count
-
-    async def reapply_erasures(self) -> int:
-        """Apply again every erasure of the ledger this database has not recorded (a restored SQLite file, a
-        PostgreSQL dump restored), then erase their text from disk; returns how many were applied. Cheap when
-        there are none: one read of the file and of the ``erasures`` table.
-
-        Entries another process sharing this PostgreSQL recorded are copied into this ledger file, so that a
-        restore of the database cannot undo them either.
-        """
-        if self.erasures is None:
-            return 0
-        entries = await self.erasures.read()
-        recorded = await self.store.erasures()
-        known = {erasure.id for erasure in entries}
-        others = [Erasure.from_json(entry) for erasure_id, entry in recorded.items() if erasure_id not in known]
-        await self.erasures.append(*sorted(others, key=lambda erasure: erasure.at))
-        missing = sorted((erasure for erasure in entries if erasure.id not in recorded), key=lambda e: e.at)
-        if not missing:
-            return 0
-        log.info("Applying %d erasures this database does not hold (it was restored from before them)", len(missing))
-        forgotten = 0
-        for erasure in missing:
-            forgotten += await ledger.apply(self, erasure)
-            await self._applied(erasure)
-        self.reapplied = (len(missing), forgotten)
-        if not await self.purge():
-            log.warning("Some re-applied erasures are still in the WAL; the next purge erases them")
-        log.info("Applied %d erasures again: %d messages forgotten", len(missing), forgotten)
-        return len(missing)
+    async def forget_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+        """Forget a member's messages in a guild (everywhere with ``guild_id`` None; or in one channel)."""
+        return await self.erasures.forget_author(guild_id, author_id, channel_id)
 
     @property
     def queued(self) -> int:
@@ -390,48 +324,14 @@ class Memory:
     async def save_settings(self, guild_id: int, settings: GuildSettings) -> None:
         """Saves a guild's settings; history never stores what a channel said while its capture was off, and each
         capture switch goes in the erasure ledger."""
-        was_off = (await self.settings(guild_id)).capture_disabled_channel_ids
-        switched = [Erasure.new("capture_off", guild_id=guild_id, channel_id=channel_id)
-                    for channel_id in settings.capture_disabled_channel_ids - was_off]
-        switched += [Erasure.new("capture_on", guild_id=guild_id, channel_id=channel_id)
-                     for channel_id in was_off - settings.capture_disabled_channel_ids]
-        if self.erasures is not None:
-            await self.erasures.append(*switched)
-        await self._policy.save_settings(guild_id, settings)
-        for erasure in switched:
-            await self._capture_exclusion(erasure)
-            await self._applied(erasure)
-
-    async def switch_capture(self, guild_id: int, channel_id: int, on: bool, *, at: float) -> None:
-        """Switch one channel's capture as it was switched at ``at`` (the erasure ledger's re-apply)."""
-        disabled = (await self.settings(guild_id)).capture_disabled_channel_ids
-        disabled = disabled - {channel_id} if on else disabled | {channel_id}
-        settings = (await self.settings(guild_id)).with_changes(capture_disabled_channel_ids=disabled)
-        await self._policy.save_settings(guild_id, settings)
-        await self._capture_exclusion(Erasure("capture_on" if on else "capture_off", guild_id, channel_id, at=at))
-
-    async def _capture_exclusion(self, erasure: Erasure) -> None:
-        assert erasure.guild_id is not None and erasure.channel_id is not None
-        if erasure.kind == "capture_off":
-            await self.history.exclude(Exclusion(erasure.guild_id, erasure.channel_id, since=erasure.at))
-        else:
-            await self.history.end_exclusions(erasure.guild_id, erasure.channel_id, erasure.at)
+        await self.erasures.save_settings(guild_id, settings)
 
     async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
         return await self._policy.is_opted_out(guild_id, user_id)
 
-    async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool, *, at: float | None = None,
-                          ledger: bool = True) -> None:
-        """Opting back in: history still never stores what the member said before (while opted out). ``at`` and
-        ``ledger``: the erasure ledger's re-apply of an opt-out or opt-in made then."""
-        erasure = Erasure.new("opt_out" if opted_out else "opt_in", guild_id=guild_id, author_id=user_id)
-        if ledger:
-            await self._ledger(erasure)
-        if not opted_out:
-            await self.history.exclude(Exclusion(guild_id, author_id=user_id, until=at or erasure.at))
-        await self._policy.set_opt_out(guild_id, user_id, opted_out)
-        if ledger:
-            await self._applied(erasure)
+    async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
+        """Opting back in: history still never stores what the member said before (while opted out)."""
+        await self.erasures.set_opt_out(guild_id, user_id, opted_out)
 
     async def apply_retention(self, now: datetime | None = None) -> int:
         """Forget what each guild's ``retention_days`` no longer keeps; returns how many messages went."""
@@ -464,7 +364,7 @@ class Memory:
             if not reranks(self.profile):
                 return False
             device = await asyncio.to_thread(resolve_device, self.profile)
-            self.reranker = await asyncio.to_thread(_build_reranker, self.profile, device, self.onnx_dir)
+            self.reranker = await asyncio.to_thread(models.build_reranker, self.profile, device, self.onnx_dir)
         return self.reranker is not None and await self.reranker.aload()
 
     async def stats(self, guild_id: int) -> MemoryStats:
@@ -489,41 +389,14 @@ class Memory:
         The new models load first, beside the old ones; only then is anything swapped. A new embedding model
         re-embeds every stored message before it is used.
         """
-        device = await asyncio.to_thread(resolve_device, profile)
-        same_embedder = (profile.embedding_model, device, profile.dtype, _prefixes(profile)) == (
-            self.profile.embedding_model, self.embedder.device, self.profile.dtype, _prefixes(self.profile))
-        embedder = self.embedder
-        if not same_embedder:
-            embedder = _embedder_for(profile, device, self.onnx_dir)
-            await embedder.start()  # a model that cannot load raises here, with nothing changed yet
-        if (self.reranker is not None and reranks(profile)
-                and not await self.reranker.switch(profile, device=device)):
-            if embedder is not self.embedder:
-                await embedder.close()
-            raise ProfileError(f"the reranker of profile {profile.name!r} did not load: "
-                               f"{self.reranker.status().last_switch_error}")
-        embedder.batch_size = profile.embedding_batch_size
-        await self.ingest.settle(vectors=False)
-        async with self.ingest.write_lock:
-            indexes = self.indexes
-            if embedder.model_name != self.embedder.model_name:
-                await reembed_all(self.store, embedder)
-                await self.store.resolve_embedded(embedder.model_name)
-                await self.indexes.close()
-                indexes = self.backend.indexes(self.indexes.directory, embedder.model_name, embedder.dimension)
-                await indexes.load_all()
-            old = self.embedder
-            self.ingest.use(embedder, indexes, batch_size=profile.ingest_batch_size)
-            self.embedder, self.indexes, self.profile = embedder, indexes, profile
-            self.search_engine = self.backend.search_engine(embedder, indexes, profile)
-        if old is not embedder:
-            await old.close()
-        if self.reranker is not None and not reranks(profile):
-            await self.reranker.aclose()
-            self.reranker = None
-        elif self.reranker is None:
-            self.reranker = _build_reranker(profile, device, self.onnx_dir)
-        log.info("Memory switched to profile %s", profile.name)
+        current = ModelsInUse(self.profile, self.embedder, self.indexes, self.reranker)
+        self.reranker = await models.switch_profile(current, profile, self.backend, self.ingest, self._use,
+                                                    index_dir=self.index_dir, onnx_dir=self.onnx_dir)
+
+    def _use(self, switched: ModelsInUse) -> None:
+        self.profile, self.embedder, self.indexes = switched.profile, switched.embedder, switched.indexes
+        self.reranker = switched.reranker
+        self.search_engine = self.backend.search_engine(switched.embedder, switched.indexes, switched.profile)
 
 
 async def _prune_tombstones(ingest: IngestQueue) -> None:
@@ -546,12 +419,3 @@ async def _mark_unembedded(store: Store, model: str) -> None:
     if marked:
         log.info("%d stored messages have no vector for %s; they are embedded in the background", marked, model)
 
-
-def _build_reranker(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> RerankerService | None:
-    if not reranks(profile):
-        return None
-    from .rerank.service import RerankerService  # loads torch: only when a profile reranks
-
-    if onnx_dir is None:
-        return RerankerService(profile, device=device)
-    return RerankerService(profile, device=device, export_dir=onnx_dir)

@@ -130,8 +130,8 @@ def vectors_waiting(db: Path) -> int:
 
 
 async def reapply_erasures(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
-    """Opening memory applied them (``Memory.reapply_erasures``); this says what it did."""
-    applied, forgotten = memory.reapplied
+    """Opening memory applied them (``Erasures.reapply``, privacy/erasures.py); this says what it did."""
+    applied, forgotten = memory.erasures.reapplied
     print(f"erasures: {applied} applied again ({forgotten} messages forgotten); memory holds nothing the erasure "
           f"ledger erased", file=term.out)
     return OK

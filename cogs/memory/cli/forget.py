@@ -35,13 +35,13 @@ def plan(memory: Memory, args: argparse.Namespace) -> tuple[str, Callable[[], Aw
     """What will be forgotten, in words, and the Memory call the slash command makes for it."""
     guild = args.guild
     if args.member is not None:
-        return f"messages of member {args.member} in guild {guild}", lambda: memory.delete_author(guild, args.member)
+        return f"messages of member {args.member} in guild {guild}", lambda: memory.forget_author(guild, args.member)
     if args.channel is not None:
         return (f"messages in channel {args.channel} (and its threads) of guild {guild}",
-                lambda: memory.delete_channel(guild, args.channel))
+                lambda: memory.forget_channel(guild, args.channel))
     if args.message is not None:
         return f"message {args.message} in guild {guild}", lambda: memory.forget_message(guild, args.message)
-    return f"messages of guild {guild} (everything memory holds of it)", lambda: memory.delete_guild(guild)
+    return f"messages of guild {guild} (everything memory holds of it)", lambda: memory.forget_guild(guild)
 
 
 def unconfirmable(args: argparse.Namespace, term: Terminal) -> int | None:

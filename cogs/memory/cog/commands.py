@@ -201,10 +201,10 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         guild_id, user = interaction.guild_id, interaction.user
         if what == "my messages":
             if channel is None:
-                return "all your messages in this server", lambda: memory.delete_author(guild_id, user.id)
+                return "all your messages in this server", lambda: memory.forget_author(guild_id, user.id)
             return (
                 f"your messages in {channel.mention}",
-                lambda: memory.delete_author(guild_id, user.id, channel_id=channel.id),
+                lambda: memory.forget_author(guild_id, user.id, channel_id=channel.id),
             )
         if what == "a message":
             return await self._forget_message_plan(interaction, memory, message_link)
@@ -213,10 +213,10 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         if what == "a channel":
             if channel is None:
                 raise UserInputError(replies.FORGET_NEEDS_CHANNEL)
-            return f"everything in {channel.mention}", lambda: memory.delete_channel(guild_id, channel.id)
+            return f"everything in {channel.mention}", lambda: memory.forget_channel(guild_id, channel.id)
         if member is None:
             raise UserInputError(replies.FORGET_NEEDS_MEMBER)
-        return f"all messages by {member.mention}", lambda: memory.delete_author(guild_id, member.id)
+        return f"all messages by {member.mention}", lambda: memory.forget_author(guild_id, member.id)
 
     async def _forget_message_plan(
         self, interaction: discord.Interaction, memory: Memory, message_link: str | None
@@ -250,7 +250,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         memory = self.memory()
         await interaction.response.defer(ephemeral=True, thinking=True)
         await memory.set_opt_out(interaction.guild_id, interaction.user.id, True)
-        count = await memory.delete_author(interaction.guild_id, interaction.user.id)
+        count = await memory.forget_author(interaction.guild_id, interaction.user.id)
         await memory.purge()
         await interaction.followup.send(replies.OPTED_OUT.format(count=count), ephemeral=True)
 

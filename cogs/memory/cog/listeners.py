@@ -130,12 +130,12 @@ class MemoryListeners(commands.Cog):
     @commands.Cog.listener()
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
         if (memory := await self.memory()) is not None:
-            await memory.delete_channel(channel.guild.id, channel.id)
+            await memory.forget_channel(channel.guild.id, channel.id)
 
     @commands.Cog.listener()
     async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
         if (memory := await self.memory()) is not None:
-            await memory.delete_channel(payload.guild_id, payload.thread_id)
+            await memory.forget_channel(payload.guild_id, payload.thread_id)
 
     # Renames change a name memory holds (a rename alone records none); the background write costs no round trip.
 
@@ -159,7 +159,7 @@ class MemoryListeners(commands.Cog):
     async def on_guild_remove(self, guild: discord.Guild) -> None:
         if (memory := await self.memory()) is not None:
             log.info("Removed from guild %d; forgetting its memory", guild.id)
-            await memory.delete_guild(guild.id)
+            await memory.forget_guild(guild.id)
         self.audiences.forget_guild(guild.id)
 
     @commands.Cog.listener()
@@ -167,7 +167,7 @@ class MemoryListeners(commands.Cog):
         if (memory := await self.memory()) is None:
             return
         if (await memory.settings(payload.guild_id)).forget_on_leave:
-            count = await memory.delete_author(payload.guild_id, payload.user.id)
+            count = await memory.forget_author(payload.guild_id, payload.user.id)
             log.info("Member %d left guild %d; forgot %d messages", payload.user.id, payload.guild_id, count)
 
     # -- automatic recall ----------------------------------------------------------------------------------

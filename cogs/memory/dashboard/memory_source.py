@@ -229,11 +229,11 @@ class MemorySource:
             count = await memory.forget_message(guild_id, target_id) \
                 if stored is not None and stored.guild_id == guild_id else 0
         elif kind == "member":
-            count = await memory.delete_author(guild_id, target_id)
+            count = await memory.forget_author(guild_id, target_id)
         elif kind == "channel":
-            count = await memory.delete_channel(guild_id, target_id)
+            count = await memory.forget_channel(guild_id, target_id)
         else:
-            count = await memory.delete_guild(guild_id)
+            count = await memory.forget_guild(guild_id)
         erased = await memory.purge()  # "forgot" means gone from the files too, as the slash commands promise
         return ForgetResult(kind, guild_id, target_id, count, erased)
 

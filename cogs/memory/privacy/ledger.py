@@ -1,7 +1,8 @@
-"""The erasure ledger: every forget, delete, opt-out or opt-in and capture switch, kept apart from the database (an
-append-only file beside it, ids and times only, never message content), so that restoring an older database, or a
-PostgreSQL dump, cannot bring back what was erased after it was taken: memory applies again, as it opens, every
-entry the database has not recorded as applied (its ``erasures`` table).
+"""The erasure ledger's file: every forget, delete, opt-out or opt-in and capture switch, kept apart from the
+database (an append-only file beside it, ids and times only, never message content), so that restoring an older
+database, or a PostgreSQL dump, cannot bring back what was erased after it was taken. This module is the file format
+alone; privacy/erasures.py records each entry and applies again, as memory opens, every one the database has not
+recorded as applied (its ``erasures`` table).
 
 One JSON object per line, e.g. ``{"v": 1, "id": "…", "at": 1764090000.5, "kind": "forget", "guild": 1,
 "channel": 10, "author": null, "messages": [], "since": 0.0, "until": 1764090000.5}``. A line a crash cut short is
@@ -18,15 +19,9 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..store.history import Exclusion
-from ..store.rows import RowRef
-
-if TYPE_CHECKING:
-    from ..memory import Memory
-
-__all__ = ("KINDS", "LEDGER_NAME", "Erasure", "ErasureLedger", "apply")
+__all__ = ("KINDS", "LEDGER_NAME", "Erasure", "ErasureLedger")
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +35,8 @@ KINDS = frozenset({"forget", "deleted", "opt_out", "opt_in", "capture_off", "cap
 
 @dataclass(frozen=True, slots=True)
 class Erasure:
+    """One entry of the ledger: what was erased (``KINDS``) and when, by ids and times alone."""
+
     kind: str
     guild_id: int | None = None
     channel_id: int | None = None
@@ -54,10 +51,6 @@ class Erasure:
     def new(cls, kind: str, **fields: Any) -> Erasure:
         """A new entry, stamped now with a fresh id (unique across processes sharing one PostgreSQL)."""
         return cls(kind, **fields, at=time.time(), id=uuid.uuid4().hex)
-
-    def exclusion(self) -> Exclusion:
-        message_id = self.message_ids[0] if len(self.message_ids) == 1 else None
-        return Exclusion(self.guild_id, self.channel_id, self.author_id, message_id, self.since, self.until)
 
     def to_json(self) -> str:
         return json.dumps({"v": VERSION, "id": self.id, "at": self.at, "kind": self.kind, "guild": self.guild_id,
@@ -127,67 +120,3 @@ class ErasureLedger:
                         unreadable, self.path)
         return erasures
 
-
-def _span(refs: list[RowRef], since: float, until: float | None, channel_id: int | None = None) -> list[RowRef]:
-    """The refs created from ``since`` to ``until``, in ``channel_id`` where one is given."""
-    return [ref for ref in refs if since <= ref.created_at and (until is None or ref.created_at <= until)
-            and (channel_id is None or ref.channel_id == channel_id)]
-
-
-async def _forget(memory: Memory, erasure: Erasure) -> int:
-    store, ingest, since, until = memory.store, memory.ingest, erasure.since, erasure.until
-    await memory.history.exclude(erasure.exclusion())
-    if erasure.message_ids:
-        return await ingest.delete(list(erasure.message_ids))
-    guild_id, channel_id, author_id = erasure.guild_id, erasure.channel_id, erasure.author_id
-    if author_id is not None:  # a member (in one channel): as ``IngestQueue.delete_author`` picks them
-        return await ingest.erase(lambda: _refs_for_author(memory, guild_id, author_id, since, until, channel_id))
-    assert guild_id is not None
-    await memory.history.forget(guild_id, channel_id)
-    if await memory.names.forget(guild_id, channel_id):  # a forgotten place leaves no name behind either
-        memory.purges.soon()
-    if channel_id is not None:  # the channel and its threads
-        return await ingest.erase(lambda: _in_channel(memory, guild_id, channel_id, since, until))
-    return await ingest.erase(lambda: _refs_for_guild(memory, guild_id, since, until))
-
-
-async def _refs_for_author(memory: Memory, guild_id: int | None, author_id: int, since: float, until: float | None,
-                           channel_id: int | None) -> list[RowRef]:
-    return _span(await memory.store.refs_for_author(guild_id, author_id), since, until, channel_id)
-
-
-async def _in_channel(memory: Memory, guild_id: int, channel_id: int, since: float,
-                      until: float | None) -> list[RowRef]:
-    return _span(await memory.store.refs_for_channel(guild_id, channel_id), since, until)
-
-
-async def _refs_for_guild(memory: Memory, guild_id: int, since: float, until: float | None) -> list[RowRef]:
-    return _span(await memory.store.refs_for_guild(guild_id), since, until)
-
-
-async def apply(memory: Memory, erasure: Erasure) -> int:
-    """Make the database say what ``erasure`` said when it was made (idempotent); returns the messages forgotten.
-
-    Nothing is buried "as of now": what was said after the erasure (a forgotten channel's later messages) stays.
-    """
-    if erasure.kind == "forget":
-        return await _forget(memory, erasure)
-    if erasure.kind == "deleted":
-        return await memory.ingest.delete(list(erasure.message_ids))
-    guild_id, at = erasure.guild_id, erasure.at
-    assert guild_id is not None
-    if erasure.kind in ("opt_out", "opt_in"):
-        author_id = erasure.author_id
-        assert author_id is not None
-        opted_out = erasure.kind == "opt_out"
-        await memory.set_opt_out(guild_id, author_id, opted_out, at=at, ledger=False)
-        if not opted_out:
-            return 0
-        return await memory.ingest.erase(lambda: _refs_for_author(memory, guild_id, author_id, 0.0, None, None))
-    channel_id = erasure.channel_id
-    assert channel_id is not None
-    on = erasure.kind == "capture_on"
-    await memory.switch_capture(guild_id, channel_id, on, at=at)
-    if on:
-        return 0
-    return await memory.ingest.erase(lambda: _in_channel(memory, guild_id, channel_id, at, None))

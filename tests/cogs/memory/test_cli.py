@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory import memory as memory_module
+from cogs.memory import models as models_module
 from cogs.memory.__main__ import parse_args, run
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.store.sqlite.integrity import RESTORE_ADVICE
@@ -278,13 +278,13 @@ async def test_an_import_counts_the_messages_still_waiting_for_vectors(cli, expo
 def rerankers_built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The profiles a reranker was built for during the test (a spy around the real builder)."""
     built: list[str] = []
-    real = memory_module._build_reranker
+    real = models_module.build_reranker
 
     def spy(profile, *args):
         built.append(profile.name)
         return real(profile, *args)
 
-    monkeypatch.setattr(memory_module, "_build_reranker", spy)
+    monkeypatch.setattr(models_module, "build_reranker", spy)
     return built
 
 

@@ -221,6 +221,6 @@ async def test_an_import_keeps_a_name_memory_already_holds(memory: Memory, tmp_p
 
 async def test_an_import_of_a_forgotten_channel_records_no_name(memory: Memory, tmp_path: Path) -> None:
     await run_import(memory, write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday")]))
-    await memory.delete_channel(1, 20)
+    await memory.forget_channel(1, 20)
     await run_import(memory, write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday")]))
     assert memory.names.channel_names(1) == {}

@@ -22,10 +22,10 @@ async def test_stats_shows_each_guild_with_its_channels_and_last_message(cli, tw
 
 
 async def test_stats_loads_no_reranker(cli, two_guilds, monkeypatch):
-    from cogs.memory import memory as memory_module
+    from cogs.memory import models
 
     built = []
-    monkeypatch.setattr(memory_module, "_build_reranker", lambda *args: built.append(args))
+    monkeypatch.setattr(models, "build_reranker", lambda *args: built.append(args))
     code, _, _ = await cli("stats", "--guild", "2")
     assert (code, built) == (0, [])
 

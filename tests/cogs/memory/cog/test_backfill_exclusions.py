@@ -96,13 +96,13 @@ async def test_a_member_who_left_is_not_read_in_where_leaving_forgets(memory_bot
 # -- what was forgotten ---------------------------------------------------------------------------------------------
 
 FORGETS = {
-    "a member": lambda memory, message: memory.delete_author(message.guild.id, message.author.id),
-    "a member everywhere": lambda memory, message: memory.delete_author(None, message.author.id),
-    "a member in a channel": lambda memory, message: memory.delete_author(
+    "a member": lambda memory, message: memory.forget_author(message.guild.id, message.author.id),
+    "a member everywhere": lambda memory, message: memory.forget_author(None, message.author.id),
+    "a member in a channel": lambda memory, message: memory.forget_author(
         message.guild.id, message.author.id, channel_id=message.channel.id),
     "a message": lambda memory, message: memory.forget_message(message.guild.id, message.id),
-    "a channel": lambda memory, message: memory.delete_channel(message.guild.id, message.channel.id),
-    "a guild": lambda memory, message: memory.delete_guild(message.guild.id),
+    "a channel": lambda memory, message: memory.forget_channel(message.guild.id, message.channel.id),
+    "a guild": lambda memory, message: memory.forget_guild(message.guild.id),
 }
 
 

@@ -181,7 +181,7 @@ async def test_a_forgotten_members_messages_do_not_come_back_after_a_restart(mem
     await say("picnic plans: the park", member, channel)
     await say("picnic: my last words", other, channel)
     await memory_bot.memory.flush(vectors=True)
-    await memory_bot.memory.delete_author(guild.id, other.id)  # as /memory forget a member does
+    await memory_bot.memory.forget_author(guild.id, other.id)  # as /memory forget a member does
     await memory_bot.memory.close()  # a restart: nothing of the forget is left in this process
     await memory_bot.attach_memory(await Memory.open(tiny_reranker_profile, memory_bot.db_path,
                                                      memory_bot.index_dir))

@@ -132,7 +132,7 @@ async def test_a_forgotten_threads_messages_do_not_come_back(memory_bot, guild, 
     await say("picnic thread: who brings food", member, thread)
     said_while_away("picnic thread: I bring cake", member, thread)
     await memory_bot.memory.flush()
-    await memory_bot.memory.delete_channel(guild.id, thread.id)  # as /memory forget a channel does
+    await memory_bot.memory.forget_channel(guild.id, thread.id)  # as /memory forget a channel does
     archived_while_away(thread)
     await reconnect(memory_bot)
     assert await remembered(memory_bot, guild) == ["picnic plans: the park"]

@@ -98,8 +98,8 @@ async def test_a_rename_replaces_the_name_and_a_name_seen_again_writes_nothing(m
 
 async def test_forgetting_a_channel_forgets_its_name_and_its_threads_and_a_guild_all_of_its_names(memories: Memories) -> None:
     memory = await memories.noted()
-    await memory.delete_channel(1, 11)
-    await memory.delete_guild(2)
+    await memory.forget_channel(1, 11)
+    await memory.forget_guild(2)
     assert names_of(memory, 1) == ("Harbour Club", {10: "general"})
     assert names_of(memory, 2) == (None, {})
     memory = await memories.reopened(memory)
@@ -116,7 +116,7 @@ async def test_a_name_noted_but_not_yet_written_when_its_channel_is_forgotten_is
     try:
         async with memory.ingest.write_lock:  # the background write waits: the name is still only noted
             memory.names.note_channel(1, 11, "boats")
-        await memory.delete_channel(1, 11)
+        await memory.forget_channel(1, 11)
         await memory.flush()
         assert await query(memory.store, "SELECT name FROM place_names") == []
     finally:
@@ -152,7 +152,7 @@ async def test_a_restored_sqlite_backup_loses_a_name_forgotten_after_it_in_every
     memory.names.note_channel(1, 11, "smugglers-cove")
     await memory.flush()
     backup = backup_database(db_path, tmp_path / "backup.sqlite3").path
-    await memory.delete_channel(1, 11)
+    await memory.forget_channel(1, 11)
     await memory.close()
     restore_database(backup, db_path, index_dir)
     memory = await Memory.open(core_profile, db_path, index_dir)
@@ -232,8 +232,8 @@ async def test_a_channel_and_a_guild_another_process_forgets_lose_their_names_he
     b = await processes("b").open()
     try:
         assert names_of(b, 1) == ("Harbour Club", {10: "general", 11: "boats", 110: "winter repairs"})
-        await a.delete_channel(1, 11)
-        await a.delete_guild(2)
+        await a.forget_channel(1, 11)
+        await a.forget_guild(2)
         await b.names.refresh()
         assert (names_of(b, 1), names_of(b, 2)) == (("Harbour Club", {10: "general"}), (None, {}))
         assert b.names.channel_parent(1, 110) is None
@@ -266,7 +266,7 @@ async def test_the_dashboard_of_a_process_stops_showing_a_channel_another_forgot
     try:
         dashboard = MemorySource(lambda: b, profiles_dir=tmp_path / "profiles")
         assert (await dashboard.channel_names(1))[11] == "boats"
-        await a.delete_channel(1, 11)
+        await a.forget_channel(1, 11)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 30
         while 11 in await dashboard.channel_names(1) and loop.time() < deadline:

@@ -285,7 +285,7 @@ async def test_a_forgotten_authors_message_does_not_come_back_after_a_restart(
     memory = await Memory.open(core_profile, db_path, index_dir)
     await memory.add(make_record(1, "said, then forgotten with its author"))
     await memory.flush(vectors=True)
-    await memory.delete_author(1, 100)
+    await memory.forget_author(1, 100)
     await memory.close()
     reopened = await Memory.open(core_profile, db_path, index_dir)
     try:
@@ -303,7 +303,7 @@ async def test_a_forgotten_channels_message_does_not_come_back_after_a_restart(
     memory = await Memory.open(core_profile, db_path, index_dir)
     await memory.add(make_record(1, "said, then forgotten with its channel"))
     await memory.flush(vectors=True)
-    await memory.delete_channel(1, 10)
+    await memory.forget_channel(1, 10)
     await memory.close()
     reopened = await Memory.open(core_profile, db_path, index_dir)
     try:

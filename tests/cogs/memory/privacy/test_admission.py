@@ -42,19 +42,19 @@ async def add_all(memory: Memory, *records: MessageRecord) -> set[int]:
 
 async def opt_out(memory: Memory) -> None:
     await memory.set_opt_out(GUILD, MEMBER, True)
-    await memory.delete_author(GUILD, MEMBER)
+    await memory.forget_author(GUILD, MEMBER)
 
 
 async def forget_member(memory: Memory) -> None:
-    await memory.delete_author(GUILD, MEMBER)
+    await memory.forget_author(GUILD, MEMBER)
 
 
 async def forget_channel(memory: Memory) -> None:
-    await memory.delete_channel(GUILD, CHANNEL)
+    await memory.forget_channel(GUILD, CHANNEL)
 
 
 async def forget_guild(memory: Memory) -> None:
-    await memory.delete_guild(GUILD)
+    await memory.forget_guild(GUILD)
 
 
 async def capture_off(memory: Memory) -> None:

@@ -96,9 +96,9 @@ async def forget_older_than(memory: Memory, cutoff_minute: float) -> int:
 
 FORGET_PATHS: dict[str, Callable[[Memory], Awaitable[object]]] = {
     "message delete": lambda memory: memory.delete([NONCE_ID]),
-    "channel delete": lambda memory: memory.delete_channel(1, 10),
-    "guild removal": lambda memory: memory.delete_guild(1),
-    "opt-out or member leave": lambda memory: memory.delete_author(1, 100),
+    "channel delete": lambda memory: memory.forget_channel(1, 10),
+    "guild removal": lambda memory: memory.forget_guild(1),
+    "opt-out or member leave": lambda memory: memory.forget_author(1, 100),
     "retention": lambda memory: forget_older_than(memory, 50),
     "edit": lambda memory: memory.edit(NONCE_ID, "the meeting moved, nothing else to say", T0 + timedelta(days=1)),
 }
@@ -258,7 +258,7 @@ async def test_a_forget_marks_a_purge_pending_in_its_own_transaction(
 
 async def test_forgetting_an_author_leaves_no_row_of_theirs(any_memory: Memory, make_record: RecordFactory) -> None:
     await fill(any_memory, make_record)  # messages 1-3 by author 100 in guild 1, message 4 by them in guild 2
-    await any_memory.delete_author(1, 100)
+    await any_memory.forget_author(1, 100)
     assert await any_memory.purge()
     rows = await query(any_memory.store, "SELECT COUNT(*) FROM messages WHERE author_id = 100 AND guild_id = 1")
     vectors = await query(any_memory.store, "SELECT COUNT(*) FROM embeddings")
