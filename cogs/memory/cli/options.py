@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS
-from ..runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
+from ..runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, postgres_url_problem
+from ..runtime.safe_text import shown_value
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -75,9 +76,11 @@ def utc_time(value: str) -> datetime:
 
 
 def postgres_url(value: str) -> str:
-    if not value.startswith(("postgresql://", "postgres://")):
-        raise argparse.ArgumentTypeError(f"must be a postgresql:// URL; you gave {value!r}")
-    return value
+    """A URL asyncpg reads (DATABASE_URL's rule); the error shows it without its password."""
+    problem = postgres_url_problem(value.strip())
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}; you gave {shown_value(value, credentials=True)}")
+    return value.strip()
 
 
 def add_memory_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
