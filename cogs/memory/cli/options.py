@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS
 from ..runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, postgres_url_problem
-from ..runtime.safe_text import shown_value
+from ..runtime.safe_text import shown_value, terminal_text
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -127,12 +126,6 @@ def utc_text(moment: datetime | float | str) -> str:
     elif isinstance(moment, float | int):
         moment = datetime.fromtimestamp(moment, UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def terminal_text(text: str) -> str:
-    """``text`` with control characters (an escape sequence in a channel's name) shown as ``?``: a name is what a
-    member typed, and a terminal must show it, not obey it."""
-    return "".join("?" if unicodedata.category(char).startswith("C") else char for char in text)
 
 
 def guild_label(memory: Memory, guild_id: int) -> str:
