@@ -18,6 +18,7 @@ import discord
 from bot import MemoryBot, ShardedMemoryBot
 from cogs.memory.runtime.config import ENV_FILE, Settings, SettingsError, export_library_variables, load_settings
 from cogs.memory.runtime.logs import chosen_level, route_library_logs
+from cogs.memory.runtime.safe_text import redacted_text
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,11 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def _proxy_host(proxy: str | None) -> str:
+    """DISCORD_PROXY's host and port, without its user and password."""
+    return urlsplit(proxy).netloc.rpartition("@")[2] if proxy else "the proxy"
+
+
 def connect_failure(error: BaseException, proxy: str | None = None) -> str | None:
     """What to tell the admin, in one line, when ``bot.start`` failed with ``error``; None for an error that is not
     about reaching Discord or being let in (a bug: its traceback is what helps)."""
@@ -76,9 +82,13 @@ def connect_failure(error: BaseException, proxy: str | None = None) -> str | Non
         return (f"Discord is not answering as it should ({_first_line(error)}): see https://discordstatus.com, and "
                 "start the bot again later")
     if isinstance(error, aiohttp.ClientProxyConnectionError):
-        where = urlsplit(proxy).netloc.rpartition("@")[2] if proxy else "the proxy"
+        where = _proxy_host(proxy)
         return (f"cannot reach the proxy in DISCORD_PROXY ({where}: {_reason(error)}): check that "
                 "it runs and that the address is right, or unset DISCORD_PROXY")
+    if isinstance(error, aiohttp.ClientHttpProxyError):  # its words hold the proxy's URL, password and all
+        where = _proxy_host(proxy)
+        fix = "check the user and password in DISCORD_PROXY" if error.status == 407 else "check DISCORD_PROXY"
+        return f"the proxy in DISCORD_PROXY ({where}) refused the connection (HTTP {error.status}): {fix}"
     if isinstance(error, aiohttp.ClientConnectorDNSError):
         return f"cannot reach discord.com: its name does not resolve ({_reason(error)}): {NETWORK_HELP}"
     if isinstance(error, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError)):
@@ -216,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(run_bot(settings.discord_token.get_secret_value().strip(), bot))
     except StartError as error:
         log.debug("The bot could not run", exc_info=error.__cause__)  # the traceback, at -v
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redacted_text(str(error))}", file=sys.stderr)  # an error's words may hold a URL's password
         return 1
     return 0
 

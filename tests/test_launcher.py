@@ -9,6 +9,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,7 +21,8 @@ from discord.ext import commands
 
 import bot
 import launcher
-from cogs.memory.runtime.config import load_settings
+from cogs.memory.runtime.config import Settings, load_settings
+from tests.fixtures.credentials import FORMS, SECRET, environ_with, refused_lines
 
 
 def test_without_a_token_it_explains_how_to_get_one_and_exits_non_zero(monkeypatch, tmp_path, capsys):
@@ -295,3 +297,54 @@ def test_python_bot_py_through_an_unreachable_proxy_says_so_in_one_line():
         f"error: cannot reach the proxy in DISCORD_PROXY (127.0.0.1:{port}: Connection refused): check that it runs "
         "and that the address is right, or unset DISCORD_PROXY")
     assert "Traceback" not in done.stderr and "secret" not in done.stderr
+
+
+@pytest.mark.skipif((Path(launcher.__file__).parent / ".env").exists(), reason="a real .env would be read")
+@pytest.mark.parametrize("form", FORMS)
+def test_python_launcher_py_names_each_bad_setting_in_one_line_without_its_credentials(form):
+    environ = environ_with(form)
+    clean = {key: value for key, value in os.environ.items() if key.lower() not in Settings.model_fields}
+    done = subprocess.run([sys.executable, "launcher.py"], cwd=Path(launcher.__file__).parent, env=clean | environ,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert SECRET not in done.stderr + done.stdout
+    assert done.stderr.splitlines() == [f"error: {line}" for line in refused_lines(environ)]
+
+
+class RefusingProxy:
+    """An HTTP proxy on a local port that answers every request 407 (the password in DISCORD_PROXY is wrong)."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        with contextlib.suppress(OSError):  # closed: the test is over
+            while True:
+                connection, _ = self.server.accept()
+                with connection:
+                    connection.recv(65536)
+                    connection.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n"
+                                       b"Proxy-Authenticate: Basic realm=\"proxy\"\r\n\r\n")
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.mark.skipif((Path(launcher.__file__).parent / ".env").exists(), reason="a real .env would be read")
+def test_python_bot_py_through_a_proxy_that_refuses_its_password_says_so_without_the_password():
+    """aiohttp's own words for a 407 hold the proxy's whole URL, password and all."""
+    proxy = RefusingProxy()
+    try:
+        env = {**os.environ, "DISCORD_TOKEN": "bogus", "DISCORD_PROXY": f"http://user:{SECRET}@127.0.0.1:{proxy.port}"}
+        done = subprocess.run([sys.executable, "bot.py", "-q"], cwd=Path(launcher.__file__).parent, env=env,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        proxy.close()
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"error: the proxy in DISCORD_PROXY (127.0.0.1:{proxy.port}) refused the connection (HTTP 407): check the "
+        "user and password in DISCORD_PROXY")
+    assert "Traceback" not in done.stderr and SECRET not in done.stderr

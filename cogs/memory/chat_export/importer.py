@@ -19,6 +19,7 @@ from ..memory import Memory
 from ..privacy.admission import SHORT_REASONS
 from ..records import MessageRecord
 from ..runtime.progress import TerminalProgress
+from ..runtime.safe_text import terminal_text
 from ..store.protocol import DatabaseUnavailableError
 
 __all__ = ("FileReport", "import_exports")
@@ -184,7 +185,7 @@ async def _import(memory: Memory, path: Path, export: Export, err: TextIO) -> Fi
     if to_store or stored:
         _note_names(memory, channel)
     if to_store:
-        progress = TerminalProgress(f"{channel.guild_name} #{channel.channel_name}", len(to_store), err)
+        progress = TerminalProgress(terminal_text(f"{channel.guild_name} #{channel.channel_name}"), len(to_store), err)
         outcome = await _store(memory, to_store, progress)
     reason = outcome.reason
     if outcome.not_stored and memory.disk_nearly_full():  # what to do, beside the database's words
@@ -211,9 +212,9 @@ def _note_names(memory: Memory, channel: ExportedChannel) -> None:
 
 def _show_rejected(path: Path, export: Export, err: TextIO) -> None:
     for rejected in export.rejected[:MAX_REJECTS_SHOWN]:
-        print(f"{path}: message {rejected.message_id} rejected: {rejected.reason}", file=err)
+        print(terminal_text(f"{path}: message {rejected.message_id} rejected: {rejected.reason}"), file=err)
     if len(export.rejected) > MAX_REJECTS_SHOWN:
-        print(f"{path}: ... and {len(export.rejected) - MAX_REJECTS_SHOWN} more rejected", file=err)
+        print(terminal_text(f"{path}: ... and {len(export.rejected) - MAX_REJECTS_SHOWN} more rejected"), file=err)
 
 
 async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err: TextIO) -> int:
@@ -228,7 +229,7 @@ async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err
         try:
             export = await asyncio.to_thread(read_export, path)
         except ExportError as error:
-            print(f"error: {error}", file=err)
+            print(f"error: {terminal_text(str(error))}", file=err)
             unreadable += 1
             continue
         _show_rejected(path, export, err)
@@ -239,17 +240,18 @@ async def import_exports(memory: Memory, paths: Sequence[Path], out: TextIO, err
                                 export.notices, len(export.rejected), len(export.records), str(error),
                                 skip_reasons=_reasons(Counter({SYSTEM_MESSAGE: export.notices})))
         reports.append(report)
-        print(report.line(), file=out)
+        print(terminal_text(report.line()), file=out)
         if report.not_stored:
             rest = [str(later) for later in paths[position + 1:]]
-            print(f"error: {report.not_stored} messages of {path} were not stored ({report.reason or 'see the log'})"
-                  "; what is stored is kept, so run the same import again once that is fixed", file=err)
+            print(terminal_text(f"error: {report.not_stored} messages of {path} were not stored "
+                                f"({report.reason or 'see the log'}); what is stored is kept, so run the same import "
+                                "again once that is fixed"), file=err)
             if rest:
-                print(f"error: stopped before {', '.join(rest)}", file=err)
+                print(terminal_text(f"error: stopped before {', '.join(rest)}"), file=err)
             unreadable += len(rest)
             break
     vectors = await _wait_for_vectors(memory) if reports else FlushReport()
-    print(_summary(reports, len(paths), unreadable, vectors), file=out)
+    print(terminal_text(_summary(reports, len(paths), unreadable, vectors)), file=out)
     # Messages stored without their vectors are not recalled by meaning yet: not a success either.
     failed = unreadable or any(report.rejected or report.not_stored for report in reports) or vectors.vectors_pending
     return 1 if failed else 0

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..runtime.config import ENV_FILE, Settings, SettingsError, export_library_variables, load_settings
 from ..runtime.logs import chosen_level, route_library_logs
+from ..runtime.safe_text import redacted_text
 from ..store.protocol import DatabaseUnavailableError
 from ..store.sqlite.integrity import explain_open_failure
 from . import dashboard, database, forget, ingest, overview, recall
@@ -94,8 +95,8 @@ async def with_memory(args: argparse.Namespace, term: Terminal) -> int:
 
     try:
         profile = await asyncio.to_thread(load_profile_for, args)
-    except ProfileError as error:
-        print(f"error: {error}", file=term.err)
+    except ProfileError as error:  # MEMORY_PROFILE's value is in it: shown without what may be a password
+        print(f"error: {redacted_text(str(error))}", file=term.err)
         return USAGE
     try:
         # Only an import embeds: a read-only command leaves the vector backlog to the bot or the next start.
@@ -103,7 +104,7 @@ async def with_memory(args: argparse.Namespace, term: Terminal) -> int:
         memory = await Memory.open(profile, args.db, args.index_dir, args.settings.database,
                                    embed_backlog=args.memory == "write", reranker=False)
     except MemoryOpenError as error:
-        print(f"error: {error}", file=term.err)
+        print(f"error: {redacted_text(str(error))}", file=term.err)
         return FAILED
     try:
         code = await args.handler(memory, args, term)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..store.protocol import DatabaseUnavailableError
 from ..runtime.progress import TerminalProgress
+from ..runtime.safe_text import redacted_text
 from .options import FAILED, OK, USAGE, Terminal, load_profile_for, postgres_url
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ async def migrate_memory(args: argparse.Namespace, term: Terminal) -> int:
         print(f"error: {error}", file=err)
         return FAILED
     except ProfileError as error:
-        print(f"error: {error}", file=err)
+        print(f"error: {redacted_text(str(error))}", file=err)
         return USAGE
     progress = TableProgress(err)
     try:

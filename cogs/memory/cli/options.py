@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS
-from ..runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR
+from ..runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, postgres_url_problem
+from ..runtime.safe_text import shown_value, terminal_text
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -75,9 +75,11 @@ def utc_time(value: str) -> datetime:
 
 
 def postgres_url(value: str) -> str:
-    if not value.startswith(("postgresql://", "postgres://")):
-        raise argparse.ArgumentTypeError(f"must be a postgresql:// URL; you gave {value!r}")
-    return value
+    """A URL asyncpg reads (DATABASE_URL's rule); the error shows it without its password."""
+    problem = postgres_url_problem(value.strip())
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}; you gave {shown_value(value, credentials=True)}")
+    return value.strip()
 
 
 def add_memory_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -124,12 +126,6 @@ def utc_text(moment: datetime | float | str) -> str:
     elif isinstance(moment, float | int):
         moment = datetime.fromtimestamp(moment, UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def terminal_text(text: str) -> str:
-    """``text`` with control characters (an escape sequence in a channel's name) shown as ``?``: a name is what a
-    member typed, and a terminal must show it, not obey it."""
-    return "".join("?" if unicodedata.category(char).startswith("C") else char for char in text)
 
 
 def guild_label(memory: Memory, guild_id: int) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .options import OK, USAGE, Terminal, chosen_guild, discord_id, guild_label, terminal_text, utc_text
+from ..runtime.safe_text import terminal_text
+from .options import OK, USAGE, Terminal, chosen_guild, discord_id, guild_label, utc_text
 
 if TYPE_CHECKING:
     from ..memory import ChannelActivity, Memory

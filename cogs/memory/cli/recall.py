@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..prompt import ANSWER_RECALL_LIMIT, build_chat_messages
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, ScoreParts, SearchFilters
+from ..runtime.safe_text import terminal_text
 from .options import (FAILED, OK, USAGE, Terminal, channel_label, chosen_guild, discord_id, print_backlog,
                       query_text, result_limit, utc_text, utc_time)
 
@@ -67,10 +68,10 @@ def format_hit(rank: int, hit: Candidate, channel_names: dict[int, str]) -> str:
     """One hit: its scores, ``#channel-name`` (``#id`` where memory has not seen the name), author and UTC time."""
     rerank = hit.get("rerank_score")
     rerank_text = "-" if rerank is None else f"{rerank:.4f}"
-    text = " ".join(hit["content"].split())
+    text = terminal_text(" ".join(hit["content"].split())[:300])
     return (f"{rank:>2}. score={hit['score']:.4f} rerank_score={rerank_text} "
-            f"{channel_label(channel_names, hit['channel_id'])} {hit['author_name']} {utc_text(hit['created_at'])}"
-            f"\n    {text[:300]}")
+            f"{channel_label(channel_names, hit['channel_id'])} {terminal_text(hit['author_name'])} "
+            f"{utc_text(hit['created_at'])}\n    {text}")
 
 
 def format_explanation(rank: int, hit: Candidate) -> str:
@@ -176,5 +177,6 @@ async def ask_memory(memory: Memory, args: argparse.Namespace, term: Terminal) -
         return FAILED
     finally:
         await client.close()
-    print(f"answer ({config.model}):\n{answer}", file=term.out)
+    # The answer keeps its lines (LF); within them, what the LLM repeats of members' text is shown, not obeyed.
+    print(f"answer ({config.model}):\n" + "\n".join(map(terminal_text, answer.split("\n"))), file=term.out)
     return OK

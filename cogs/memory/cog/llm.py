@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
+from ..runtime.safe_text import redacted_text
+
 if TYPE_CHECKING:
     from ..runtime.config import Settings
 
@@ -25,7 +27,11 @@ MODELS_SHOWN = 5
 
 
 class LLMError(Exception):
-    """The endpoint could not be reached or gave an answer we cannot use."""
+    """The endpoint could not be reached or gave an answer we cannot use; the words hold no password or key that
+    LLM_BASE_URL may carry."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redacted_text(message))
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +67,13 @@ class LLMCheck:
 
 async def check_llm(config: LLMConfig, timeout_s: float = PROBE_TIMEOUT_S) -> LLMCheck:
     """Probes ``GET {base}/models`` once: reachable (and whether it lists the model), an HTTP error, or unreachable.
-    A base URL without ``/v1`` is accepted when it answers, and told to add ``/v1`` when it does not."""
+    A base URL without ``/v1`` is accepted when it answers, and told to add ``/v1`` when it does not. The line names
+    LLM_BASE_URL without the password or key it may carry."""
+    found = await _probe(config, timeout_s)
+    return LLMCheck(found.ok, redacted_text(found.line))
+
+
+async def _probe(config: LLMConfig, timeout_s: float) -> LLMCheck:
     url = f"{config.base_url}/models"
     headers = {} if config.api_key is None else {"Authorization": f"Bearer {config.api_key}"}
     without_v1 = not config.base_url.endswith("/v1")

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
-from urllib.parse import urlsplit
+from typing import Annotated, Any, ClassVar, get_args
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources.utils import parse_env_vars
 
+from .safe_text import shown_value
+
 __all__ = ("DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "ENV_FILE", "INDEX_DIR", "LOG_LEVELS", "PROFILES_DIR",
-           "PROFILE_CHOICE_PATH", "ROOT", "Settings", "SettingsError", "export_library_variables", "load_settings")
+           "PROFILE_CHOICE_PATH", "ROOT", "Settings", "SettingsError", "export_library_variables", "load_settings",
+           "postgres_url_problem", "takes_credentials")
 
 # The bot's folder, wherever the process runs from.
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,10 +45,15 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 # SQLite holds signed 64-bit integers, and no Discord id (a snowflake) reaches 2**63.
 _SNOWFLAKE_END = 2**63
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+# The sslmode values asyncpg takes.
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+_IPV6_HOST = re.compile(r"\[[^\]]+\](?::[0-9]*)?")
 
 
 class SettingsError(ValueError):
-    """Some settings are wrong: ``lines`` says which, one line each, naming the variable and what it takes."""
+    """Some settings are wrong: ``lines`` says which, one line each, naming the variable and what it takes (and the
+    value, never its password, key or token)."""
 
     def __init__(self, lines: list[str]) -> None:
         super().__init__("; ".join(lines))
@@ -54,8 +63,40 @@ class SettingsError(ValueError):
 def _snowflake(value: str, what: str) -> int:
     text = value.strip()
     if not text.isdigit() or not 0 < int(text) < _SNOWFLAKE_END:
-        raise ValueError(f"must be {what} (a number), not {value!r}")
+        raise ValueError(f"must be {what} (a number)")
     return int(text)
+
+
+def postgres_url_problem(url: str) -> str | None:
+    """What keeps asyncpg from reading ``url`` (stripped) as a PostgreSQL server's address, as ``must be ...``; None
+    when it reads. Checked before memory opens, so that a typo is a setting's error, never a traceback; the words
+    never quote the URL (the caller shows it redacted)."""
+    if not url.startswith(POSTGRES_SCHEMES):
+        return "must be a postgresql:// URL"
+    try:
+        parts = urlsplit(url)
+        query = parse_qs(parts.query, strict_parsing=True) if parts.query else {}
+    except ValueError:  # a bracket without its pair, a query part without its =
+        return ("must be a postgresql:// URL with any IPv6 host in brackets ([::1]:5432) and its query as name=value "
+                "pairs joined by &")
+    hosts = parts.netloc.rpartition("@")[2]
+    specs = hosts.split(",") if hosts else []
+    if any(not spec for spec in specs):
+        return "must be a postgresql:// URL whose hosts are named, joined by commas"
+    ports = [port for listed in query.get("port", []) for port in listed.split(",")]
+    for spec in specs:
+        if spec.startswith("["):
+            if _IPV6_HOST.fullmatch(spec) is None:
+                return "must be a postgresql:// URL with any IPv6 host in brackets, such as [::1]:5432"
+            ports += [spec.partition("]:")[2]]
+        elif not spec.startswith("/"):  # not a unix socket's folder
+            ports += [spec.partition(":")[2]]
+    if any(port and not (port.isdigit() and 0 < int(port) < 65536) for port in ports):
+        return ("must be a postgresql:// URL whose ports are numbers from 1 to 65535 (a / ? # or @ in the password "
+                "written %2F %3F %23 %40)")
+    if any(mode not in SSL_MODES for mode in query.get("sslmode", [])):
+        return f"must be a postgresql:// URL whose sslmode is one of {', '.join(SSL_MODES)}"
+    return None
 
 
 class Settings(BaseSettings):
@@ -106,9 +147,9 @@ class Settings(BaseSettings):
     @classmethod
     def _postgresql_url(cls, value: Any) -> Any:
         text = value.strip() if isinstance(value, str) else value
-        if isinstance(text, str) and text and not text.startswith(("postgresql://", "postgres://")):
-            # The scheme only: the rest may hold a password.
-            raise ValueError(f"must be a postgresql:// URL (or unset for SQLite), not {text.split(':', 1)[0]}:...")
+        problem = postgres_url_problem(text) if isinstance(text, str) and text else None
+        if problem is not None:
+            raise ValueError(problem if text.startswith(POSTGRES_SCHEMES) else f"{problem} (or unset for SQLite)")
         return text or None
 
     @field_validator("discord_proxy", mode="before")
@@ -119,7 +160,6 @@ class Settings(BaseSettings):
         text = value.strip()
         parts = urlsplit(text)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            # The value is not repeated: it may hold a password.
             raise ValueError("must be an HTTP proxy's URL, such as http://127.0.0.1:3128 or http://user:pass@host:3128")
         return text
 
@@ -135,7 +175,7 @@ class Settings(BaseSettings):
             return value
         parts = value.replace(",", " ").split()
         if not all(part.isdigit() and 0 < int(part) < _SNOWFLAKE_END for part in parts):
-            raise ValueError(f"must be Discord user ids separated by commas, not {value!r}")
+            raise ValueError("must be Discord user ids separated by commas")
         return frozenset(int(part) for part in parts)
 
     @field_validator("memory_store_dms", mode="before")
@@ -145,7 +185,7 @@ class Settings(BaseSettings):
             return value
         if value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
-        raise ValueError(f"must be 1 or 0 (true/false, yes/no, on/off), not {value!r}")
+        raise ValueError("must be 1 or 0 (true/false, yes/no, on/off)")
 
     @field_validator("llm_base_url", "memory_dashboard_url", mode="before")
     @classmethod
@@ -154,7 +194,7 @@ class Settings(BaseSettings):
             return value
         text = value.strip().rstrip("/")
         if urlsplit(text).scheme not in ("http", "https") or not urlsplit(text).netloc:
-            raise ValueError(f"must be an http:// or https:// URL, not {value!r}")
+            raise ValueError("must be an http:// or https:// URL")
         return text
 
     @field_validator("llm_model", "memory_profile", "memory_dashboard_host", mode="before")
@@ -166,7 +206,7 @@ class Settings(BaseSettings):
     @classmethod
     def _port(cls, value: Any) -> Any:
         if isinstance(value, str) and (not value.strip().isdigit() or not 1 <= int(value) <= 65535):
-            raise ValueError(f"must be a port number from 1 to 65535, not {value!r}")
+            raise ValueError("must be a port number from 1 to 65535")
         return value
 
     @field_validator("log_level", mode="before")
@@ -174,7 +214,7 @@ class Settings(BaseSettings):
     def _level(cls, value: Any) -> Any:
         if isinstance(value, str):
             if value.strip().upper() not in LOG_LEVELS:
-                raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}, not {value!r}")
+                raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
             return value.strip().upper()
         return value
 
@@ -231,10 +271,22 @@ def export_library_variables(env_file: Path | None = ENV_FILE, environ: MutableM
     return sorted(exported)
 
 
+def takes_credentials(name: str) -> bool:
+    """Whether setting ``name`` may hold a password, a key or a token: a secret, or a URL (its ``user:password@``,
+    its query)."""
+    annotation = Settings.model_fields[name].annotation
+    return name.endswith(("_url", "_proxy")) or SecretStr in (annotation, *get_args(annotation))
+
+
 def _error_line(problem: Any) -> str:
-    name = str(problem["loc"][0]).upper() if problem["loc"] else "settings"
+    """One bad value in one line: the variable, what it takes, and the value as ``shown_value`` shows it (the one
+    place a setting's value goes into an error)."""
+    field = str(problem["loc"][0]) if problem["loc"] else None
     message = problem["msg"].removeprefix("Value error, ")
-    if problem["type"] == "value_error":
-        return f"{name} {message}"
-    secret = name in ("DISCORD_TOKEN", "DATABASE_URL", "LLM_API_KEY", "MEMORY_DASHBOARD_METRICS_TOKEN")
-    return f"{name}: {message}" + ("" if secret else f", not {problem.get('input')!r}")
+    line = f"{field.upper()} {message}" if field and problem["type"] == "value_error" else (
+        f"{field.upper() if field else 'settings'}: {message}")
+    value = problem.get("input")
+    if not isinstance(value, str):
+        return line
+    credentials = field is None or field not in Settings.model_fields or takes_credentials(field)
+    return f"{line}, not {shown_value(value, credentials=credentials)}"

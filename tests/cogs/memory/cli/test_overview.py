@@ -74,8 +74,8 @@ async def test_a_name_with_control_characters_is_shown_not_obeyed(cli, tmp_path)
     _, guilds, _ = await cli("guilds")
     _, channels, _ = await cli("channels")
     _, hits, _ = await cli("search", "hello", "--no-rerank")
-    assert (guilds.split("  ")[1], channels.split("  ")[1]) == ("?[2J?]0;pwned?Club", "#?[31mred")
-    assert "\x1b" not in guilds + channels + hits and " #?[31mred " in hits
+    assert (guilds.split("  ")[1], channels.split("  ")[1]) == ("\\x1b[2J\\x1b]0;pwned\\x07Club", "#\\x1b[31mred")
+    assert "\x1b" not in guilds + channels + hits and " #\\x1b[31mred " in hits
 
 
 async def test_an_unknown_guild_says_which_guilds_exist(cli, two_guilds):

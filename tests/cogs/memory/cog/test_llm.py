@@ -171,6 +171,21 @@ async def test_an_unreachable_server_is_an_llm_error():
     await client.close()
 
 
+async def test_a_base_url_with_a_password_is_named_without_it():
+    """An endpoint behind basic auth (http://user:password@host/v1): neither the probe's line nor an answer's error
+    (both logged by the bot, printed by ask) holds the password."""
+    async with models_server({}) as (root, _):
+        pass  # closed
+    base = root.replace("http://", "http://bot:hunter2@") + "/v1"
+    found = await check_llm(LLMConfig(base_url=base, model="llama3"))
+    assert found.line.startswith(f"LLM at {root.replace('http://', 'http://bot:***@')}/v1 is unreachable (")
+    client = ChatClient(LLMConfig(base_url=base, model="m"))
+    with pytest.raises(LLMError) as failed:
+        await client.complete([{"role": "user", "content": "when?"}])
+    await client.close()
+    assert "hunter2" not in found.line + str(failed.value) and "bot:***@" in str(failed.value)
+
+
 async def test_the_cog_checks_the_llm_once_as_it_loads(discord_bot, monkeypatch, caplog):
     async with models_server({"/v1/models": ["llama3"]}) as (root, seen):
         monkeypatch.setattr(discord_bot, "config", load_settings(

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.runtime.config import SettingsError, export_library_variables, load_settings
+from cogs.memory.runtime.config import (Settings, SettingsError, export_library_variables, load_settings,
+                                        takes_credentials)
+from tests.fixtures.credentials import CASES, FORMS, SECRET, TAKES_ANY_TEXT, refused_lines
 
 
 def test_nothing_set_means_the_defaults() -> None:
@@ -64,7 +66,7 @@ def test_each_bad_value_is_one_line_naming_the_variable() -> None:
         "BOT_ADMIN_IDS must be Discord user ids separated by commas, not 'alice'",
         "MEMORY_STORE_DMS must be 1 or 0 (true/false, yes/no, on/off), not 'maybe'",
         "MEMORY_DASHBOARD_PORT must be a port number from 1 to 65535, not '99999'",
-        "LLM_BASE_URL must be an http:// or https:// URL, not 'localhost:11434'",
+        "LLM_BASE_URL must be an http:// or https:// URL, not a value without scheme:// (not shown: it may be a key)",
         "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'loud'",
         "MEMORY_DASHBOARD_URL must be an http:// or https:// URL, not 'ftp://x'",
     ])
@@ -81,15 +83,53 @@ def test_a_bad_value_in_the_env_file_is_reported_too(tmp_path: Path) -> None:
 def test_a_database_url_of_another_kind_is_refused_without_showing_its_password() -> None:
     with pytest.raises(SettingsError) as refused:
         load_settings({"DATABASE_URL": "mysql://bot:secret@db/memory"}, None)
-    assert refused.value.lines == ["DATABASE_URL must be a postgresql:// URL (or unset for SQLite), not mysql:..."]
+    assert refused.value.lines == [
+        "DATABASE_URL must be a postgresql:// URL (or unset for SQLite), not 'mysql://bot:***@db/memory'"]
 
 
-def test_the_discord_proxy_is_an_http_url_and_a_bad_one_is_refused_without_showing_it() -> None:
+def test_the_discord_proxy_is_an_http_url_and_a_bad_one_is_refused_without_showing_its_password() -> None:
     assert load_settings({"DISCORD_PROXY": " http://u:p@proxy:3128 "}, None).discord_proxy == "http://u:p@proxy:3128"
     with pytest.raises(SettingsError) as refused:
         load_settings({"DISCORD_PROXY": "socks5://u:hunter2@proxy:1080"}, None)
     assert refused.value.lines == [
-        "DISCORD_PROXY must be an HTTP proxy's URL, such as http://127.0.0.1:3128 or http://user:pass@host:3128"]
+        "DISCORD_PROXY must be an HTTP proxy's URL, such as http://127.0.0.1:3128 or http://user:pass@host:3128, not "
+        "'socks5://u:***@proxy:1080'"]
+
+
+def test_the_settings_that_may_hold_credentials_are_every_secret_and_every_url() -> None:
+    assert {name for name in Settings.model_fields if takes_credentials(name)} == {
+        "discord_token", "discord_proxy", "database_url", "llm_base_url", "llm_api_key", "memory_dashboard_url",
+        "memory_dashboard_metrics_token"}
+
+
+@pytest.mark.parametrize(("field", "form"), CASES)
+def test_a_refused_value_is_named_without_its_credentials(field: str, form: str) -> None:
+    lines = refused_lines({field.upper(): FORMS[form]})
+    assert bool(lines) is (field not in TAKES_ANY_TEXT), lines
+    assert all(line.startswith(field.upper()) and SECRET not in line for line in lines), lines
+
+
+@pytest.mark.parametrize(("url", "line"), [
+    ("postgresql://bot:pw@db:notaport/memory", "whose ports are numbers from 1 to 65535 (a / ? # or @ in the password "
+                                               "written %2F %3F %23 %40), not 'postgresql://bot:***@db:***/memory'"),
+    ("postgresql://bot:pw@db:99999/memory", "whose ports are numbers from 1 to 65535 (a / ? # or @ in the password "
+                                            "written %2F %3F %23 %40), not 'postgresql://bot:***@db:99999/memory'"),
+    ("postgresql://bot:pw@[::1/memory", "with any IPv6 host in brackets ([::1]:5432) and its query as name=value "
+                                        "pairs joined by &, not 'postgresql://bot:***@[::1/memory'"),
+    ("postgresql://bot:pw@db/memory?sslmode=on", "whose sslmode is one of disable, allow, prefer, require, verify-ca, "
+                                                 "verify-full, not 'postgresql://bot:***@db/memory?sslmode=on'"),
+    ("postgresql://bot:pw@a,,b/memory", "whose hosts are named, joined by commas, not "
+                                        "'postgresql://bot:***@a,,b/memory'"),
+])
+def test_a_database_url_asyncpg_cannot_read_is_a_settings_error(url: str, line: str) -> None:
+    assert refused_lines({"DATABASE_URL": url}) == [f"DATABASE_URL must be a postgresql:// URL {line}"]
+
+
+@pytest.mark.parametrize("url", ["postgresql://bot:p%2Fw@db.example.org:5432/memory?sslmode=require",
+                                 "postgres://bot@[::1]:5432,db2:5433/memory", "postgresql:///memory?host=/run/pg",
+                                 "postgresql://db/memory?port=5433&connect_timeout=10"])
+def test_a_database_url_asyncpg_reads_is_accepted(url: str) -> None:
+    assert load_settings({"DATABASE_URL": url}, None).database == url
 
 
 def test_a_blank_database_url_means_sqlite() -> None:
