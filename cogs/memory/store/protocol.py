@@ -21,7 +21,7 @@ from .rows import ChannelMessage, PlaceName, RowRef, VectorInput, WriteBatch
 if TYPE_CHECKING:
     from ..records import Candidate, SearchFilters
     from ..runtime.profile import MemoryProfile
-    from ..search.ranking import RankingTuning
+    from ..runtime.ranking import RankingTuning
     from ..vectors.embedding import Embedder
     from ..vectors.index import IndexUsage
     from .history import HistoryLedger

@@ -18,7 +18,7 @@ from ...language import keywords as text
 from ...records import MessageRecord, SearchFilters
 from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, bm25_idf, characters_alone, narrows,
                                    rows_wanted, window_of, within_budget)
-from ...search.ranking import RankingTuning
+from ...runtime.ranking import RankingTuning
 from ...vectors.embedding import Embedder
 from ...vectors.index import IndexRegistry
 from ..neighbours import select_neighbour_ids
