@@ -26,7 +26,7 @@ from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_devic
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .search.second_stage import reranked
 from .ingest.reembed import reembed_all
-from .settings import GuildPolicy, GuildSettings
+from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
                              VectorIndexes)

@@ -25,7 +25,7 @@ from .recall import (
     with_note,
 )
 from ..dashboard.memory_source import recorded_recall
-from ..settings import GuildSettings
+from ..guild_policy import GuildSettings
 from ..records import Candidate, SearchFilters
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..store.history import Exclusion, HistoryLedger
 from ..records import MessageRecord
-from ..settings import GuildSettings
+from ..guild_policy import GuildSettings
 from ..store.protocol import Store
 
 __all__ = ("Admission", "GuildRules", "SHORT_REASONS", "refusal")

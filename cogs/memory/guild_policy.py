@@ -1,5 +1,5 @@
 """Guild policy: each guild's settings (a frozen record over the JSON the store keeps), its members' opt-outs,
-and retention."""
+and retention. The process's own configuration is another thing: ``Settings`` in runtime/config.py."""
 
 from __future__ import annotations
 
