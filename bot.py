@@ -152,7 +152,7 @@ class MemoryBot(commands.Bot):
         self.memory_ready.set()
         log.info("Memory is ready")
 
-    async def on_command_error(self, context: commands.Context[commands.Bot], error: commands.CommandError) -> None:
+    async def on_command_error(self, context: commands.Context[Any], error: commands.CommandError) -> None:
         if isinstance(error, commands.CommandNotFound):
             return  # "@bot when is the picnic?" is a question for the memory cog, not a command
         await super().on_command_error(context, error)

@@ -188,8 +188,8 @@ def _build(cls: type, source: str, prefix: str, data: Mapping[str, Any], nested:
 
 def parse_profile(data: Mapping[str, Any], source: str = "<profile>") -> MemoryProfile:
     """Validate a TOML-shaped mapping into a MemoryProfile; errors name `source`, the field and what is allowed."""
-    profile = _build(MemoryProfile, source, "", data,
-                     {"reranker": RerankerSettings, "requirements": ProfileRequirements, "ranking": RankingTuning})
+    nested = {"reranker": RerankerSettings, "requirements": ProfileRequirements, "ranking": RankingTuning}
+    profile: MemoryProfile = _build(MemoryProfile, source, "", data, nested)
     settings = profile.reranker
     if settings.providers and (both := [k for k in _SINGLE_PROVIDER_FIELDS if k in data.get("reranker", {})]):
         raise ProfileError(f"{source}: field 'reranker.{both[0]}' and [[reranker.providers]] both name providers; "
