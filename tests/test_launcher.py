@@ -150,8 +150,8 @@ TOKEN_LINE = ("error: Discord rejected DISCORD_TOKEN: reset the token in the Dev
 
 @pytest.fixture
 def started_for_real(monkeypatch, tmp_path):
-    """``launcher.main`` as ``python launcher.py`` runs it, up to the login (no logging set up, so stderr holds only what
-    main prints); returns a function that makes the login fail with an error."""
+    """``launcher.main`` as ``python launcher.py`` runs it, up to the login (no logging set up, so stderr holds only
+    what main prints); returns a function that makes the login fail with an error."""
     monkeypatch.setenv("DISCORD_TOKEN", "bogus")
     monkeypatch.delenv("DISCORD_PROXY", raising=False)
     monkeypatch.setattr(launcher, "ENV_FILE", tmp_path / ".env")
