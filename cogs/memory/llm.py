@@ -1,5 +1,6 @@
 """A minimal client for any OpenAI-compatible chat endpoint (Ollama, vLLM, llama.cpp's server, OpenAI), and the
-check of its settings at start."""
+check of its settings at start. Discord-free, beside prompt.py (what it is asked): the bot and ``python -m cogs.memory
+ask`` both send their answers' prompts through it."""
 
 from __future__ import annotations
 
