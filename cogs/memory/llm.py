@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from ..runtime.safe_text import redacted_text
+from .runtime.safe_text import redacted_text
 
 if TYPE_CHECKING:
     from ..runtime.config import Settings
