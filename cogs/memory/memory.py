@@ -412,7 +412,8 @@ async def _prune_tombstones(ingest: IngestQueue) -> None:
     try:
         await ingest.prune_tombstones()
     except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
-        log.warning("Could not prune old tombstones now (%s); a later delete does", exc)
+        # Nothing is lost (a later delete prunes them), and what stops the prune stops the writes too: they say so.
+        log.debug("Could not prune old tombstones now (%s); a later delete does", exc)
 
 
 async def _mark_unembedded(store: Store, model: str) -> None:

@@ -333,3 +333,21 @@ async def test_reapply_erasures_applies_what_the_ledger_holds_and_the_database_l
     assert (first[:2], again[:2]) == ((0, line.format(1, 1)), (0, line.format(0, 0)))
     assert "picnic" not in out
 
+
+async def test_an_import_while_another_process_holds_the_write_lock_is_one_line_on_the_terminal(
+        cli, export_file, tmp_path, tiny_profiles_dir):
+    """The writer's warning, the tombstone prune and the close said it too: the command's error line is enough."""
+    from tests.fixtures.core import write_locked
+
+    await cli("import", str(export_file))
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps(export([message(32, "the cake is lemon", 2)])), encoding="utf-8")
+    with write_locked(tmp_path / "m.sqlite3"):
+        done = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "cogs.memory", "--db", str(tmp_path / "m.sqlite3"), "--index-dir",
+                             str(tmp_path / "idx"), "--profile", str(tiny_profiles_dir / "tiny-a.toml"), "import",
+                             str(later)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    said = [line for line in done.stderr.splitlines() if line.startswith(("error:", "WARNING", "ERROR", "Traceback"))]
+    assert (done.returncode, said) == (1, [
+        f"error: 1 messages of {later} were not stored (another process holds the database's write lock); what is "
+        "stored is kept, so run the same import again once that is fixed"])
