@@ -100,6 +100,19 @@ async def test_next_shows_the_second_page(memory_bot, slash, channel, member, ot
     assert update.embeds[0].footer.text == "Page 2/2 · 7 results"
 
 
+async def test_the_pages_take_discords_copy_of_their_edited_message(memory_bot, slash, channel, member, other):
+    """discord.py hands a view the components of each edit of its message (a MESSAGE_UPDATE), through the view's
+    own ``_refresh``: the paginator must take them as any view does, and turn pages after."""
+    http = await seven_results(memory_bot, slash, channel, member, other)
+    first = http.last
+    await slash.press(http, first, "Next", member, channel)
+    update = await http.wait_for(lambda sent: sent.kind == "update")
+    memory_bot._connection._view_store.update_from_message(first.message_id, update.components)
+    await slash.press(http, update, "Previous", member, channel)
+    back = await http.wait_for(lambda sent: sent.kind == "update" and sent is not update)
+    assert back.embeds[0].footer.text == "Page 1/2 · 7 results"
+
+
 async def test_someone_else_cannot_turn_your_pages(memory_bot, slash, channel, member, other):
     http = await seven_results(memory_bot, slash, channel, member, other)
     await slash.press(http, http.last, "Next", other, channel)
