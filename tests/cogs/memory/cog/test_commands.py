@@ -108,7 +108,7 @@ async def test_the_pages_take_discords_copy_of_their_edited_message(memory_bot, 
     await slash.press(http, first, "Next", member, channel)
     update = await http.wait_for(lambda sent: sent.kind == "update")
     memory_bot._connection._view_store.update_from_message(first.message_id, update.components)
-    await slash.press(http, update, "Previous", member, channel)
+    await slash.press(http, first, "Previous", member, channel)  # the same message, edited: its id stays
     back = await http.wait_for(lambda sent: sent.kind == "update" and sent is not update)
     assert back.embeds[0].footer.text == "Page 1/2 · 7 results"
 
