@@ -243,6 +243,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         channel = guild.get_channel_or_thread(channel_id)
         if channel is None:
             return None
+        if not isinstance(channel, discord.abc.Messageable):  # a category's or a forum's id: no message is there
+            raise UserInputError(replies.FORGET_BAD_LINK)
         try:
             return (await channel.fetch_message(message_id)).author.id
         except discord.NotFound:

@@ -9,7 +9,7 @@ import pytest
 
 from cogs.memory.cog import replies
 from cogs.memory.records import SearchFilters
-from tests.fixtures.discord import hidden_channel, say
+from tests.fixtures.discord import hidden_channel, make_forum_channel, say
 from tests.fixtures.history import said_while_away
 from tests.fixtures.waiting import eventually
 
@@ -230,6 +230,14 @@ async def test_a_link_to_another_server_is_refused(memory_bot, slash, channel, m
     http = await slash.run("memory forget", member, channel, what="a message",
                            message_link="https://discord.com/channels/1/2/3")
     assert http.last.content == replies.FORGET_BAD_LINK
+
+
+async def test_a_link_naming_a_forum_where_a_channel_goes_is_refused(memory_bot, slash, guild, channel, member, other):
+    message = await say("their picnic idea", other, channel)
+    await memory_bot.memory.flush(vectors=True)
+    link = f"https://discord.com/channels/{guild.id}/{make_forum_channel(guild).id}/{message.id}"
+    http = await slash.run("memory forget", member, channel, what="a message", message_link=link)
+    assert (http.last.content, await stored(memory_bot, guild)) == (replies.FORGET_BAD_LINK, ["their picnic idea"])
 
 
 # -- opting out -----------------------------------------------------------------------------------------------------
