@@ -63,6 +63,14 @@ def _timestamp(raw: str | None) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
+def _created_at(raw: str | None) -> datetime:
+    """A message's time, which every message has: ValueError for one without it."""
+    created = _timestamp(raw)
+    if created is None:
+        raise ValueError(f"its timestamp is {json.dumps(raw)}, not a time")
+    return created
+
+
 def _attachments(message: dict[str, Any]) -> tuple[str, ...]:
     names = [attachment.get("fileName", "") for attachment in message.get("attachments", [])]
     names += [embed.get("title", "") for embed in message.get("embeds", [])]
@@ -109,7 +117,7 @@ def _record(message: dict[str, Any], channel: ExportedChannel) -> MessageRecord 
         author_id=int(author["id"]),
         author_name=author.get("nickname") or author.get("name") or str(author["id"]),
         content=content,
-        created_at=_timestamp(message["timestamp"]),
+        created_at=_created_at(message["timestamp"]),
         edited_at=_timestamp(message.get("timestampEdited")),
         reply_to_id=int(reply_to) if reply_to else None,
         author_is_bot=bool(author.get("isBot", False)),

@@ -54,7 +54,7 @@ def version() -> str:
         from ..runtime.config import ROOT
 
         with open(ROOT / "pyproject.toml", "rb") as file:
-            return tomllib.load(file)["project"]["version"]
+            return str(tomllib.load(file)["project"]["version"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,10 +82,11 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     term = Terminal(out, err, sys.stdin if stdin is None else stdin)
     args.settings = settings if settings is not None else load_settings(env_file=ENV_FILE)
     if args.memory is None:  # these read the files or another server only: no profile, no models
-        return await args.handler(args, term)
-    refusal = getattr(args, "refuse", None)  # what a command refuses before memory (and its model) opens
-    if refusal is not None and (code := refusal(args, term)) is not None:
+        code: int = await args.handler(args, term)
         return code
+    refusal = getattr(args, "refuse", None)  # what a command refuses before memory (and its model) opens
+    if refusal is not None and (refused := refusal(args, term)) is not None:
+        return int(refused)
     return await with_memory(args, term)
 
 

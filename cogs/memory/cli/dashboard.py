@@ -8,7 +8,8 @@ import asyncio
 from .options import FAILED, OK, Terminal
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     link = commands.add_parser("dashboard-link", parents=[parent],
                                help="print a one-time sign-in link to the running bot's web dashboard (exit code 1 "
                                     "when the dashboard is not configured)",

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 PENDING_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pending_vectors'"
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     backup = commands.add_parser("backup", parents=[parent], help="copy the database to DEST, safely while the bot runs",
                                  description="Copy the SQLite database with SQLite's online backup API.")
     # Kept as typed: Path would drop the trailing "/" that says DEST is a folder.
@@ -124,7 +125,7 @@ def vectors_waiting(db: Path) -> int:
         connection.execute("PRAGMA busy_timeout = 5000")
         if not connection.execute(PENDING_TABLE).fetchone():  # a database no start has migrated yet
             return 0
-        return connection.execute(COUNT_PENDING).fetchone()[0]
+        return int(connection.execute(COUNT_PENDING).fetchone()[0])
     finally:
         connection.close()
 

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from ..memory import Memory
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     forget = commands.add_parser("forget", parents=[parent], help="erase a member's, a channel's, a message's or a "
                                  "guild's messages (as /memory forget does)",
                                  description="Erase messages from memory and from its files, as /memory forget "

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from ..memory import Memory
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     importer = commands.add_parser("import", parents=[parent], help="ingest DiscordChatExporter JSON exports "
                                    "(idempotent)", description="Store DiscordChatExporter JSON exports; safe to "
                                    "re-run. One line per file; a bad file is one error line and the others go on.")

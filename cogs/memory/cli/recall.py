@@ -31,7 +31,8 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--before", type=utc_time, metavar="DATE", help="only messages before this time (UTC)")
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     search = commands.add_parser("search", parents=[parent], help="search memory as the bot would recall it",
                                  description="Search memory as the bot would recall it (every channel: a terminal "
                                              "knows no member's permissions). Each hit shows its first-stage score "

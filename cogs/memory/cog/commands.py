@@ -21,6 +21,7 @@ from .permissions import (
     NotBotAdmin,
     NotGuildAdmin,
     bot_admin_only,
+    command_member,
     guild_admin_only,
     is_guild_admin,
     readable_channel_ids,
@@ -120,18 +121,19 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     ) -> None:
         check_date_order(after, before)
         memory = self.memory()
-        allowed = readable_channel_ids(interaction.user)
+        member = command_member(interaction)
+        allowed = readable_channel_ids(member)
         if channel is not None and channel.id not in allowed:
             raise UserInputError(replies.CANNOT_READ_CHANNEL.format(channel=channel.mention))
         await interaction.response.defer(ephemeral=True, thinking=True)
         filters = SearchFilters(
-            guild_id=interaction.guild_id,
+            guild_id=member.guild.id,
             channel_ids=frozenset({channel.id}) if channel else None,
             author_ids=frozenset({author.id}) if author else None,
             after=after,
             before=before,
             allowed_channel_ids=allowed,
-            public_thread_parent_ids=readable_thread_parent_ids(interaction.user, allowed),
+            public_thread_parent_ids=readable_thread_parent_ids(member, allowed),
         )
         results, timing = await recorded_recall(memory, query, filters, limit, recorder=self.latencies.recorder)
         self.latencies.search_ms.append(timing.total_ms)
@@ -146,12 +148,13 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @options_checked()
     async def stats(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
+        guild = command_member(interaction).guild
         await interaction.response.defer(ephemeral=True, thinking=True)
-        stats = await memory.stats(interaction.guild_id)
+        stats = await memory.stats(guild.id)
         reranker = memory.reranker.status() if memory.reranker is not None else None
         latencies = {"search": self.latencies.search_ms, "recall": self.latencies.recall_ms}
-        catch_up = self.catch_up.status.get(interaction.guild_id) if self.catch_up is not None else None
-        embed = replies.stats_embed(interaction.guild.name, stats, memory.profile.name, reranker, latencies, catch_up)
+        catch_up = self.catch_up.status.get(guild.id) if self.catch_up is not None else None
+        embed = replies.stats_embed(guild.name, stats, memory.profile.name, reranker, latencies, catch_up)
         await interaction.followup.send(embed=embed, ephemeral=True)
 
     # -- forgetting and opting out ------------------------------------------------------------------------
@@ -198,7 +201,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         message_link: str | None,
     ) -> tuple[str, Any]:
         """What will be forgotten (in words) and the coroutine function that does it, after checking who asks."""
-        guild_id, user = interaction.guild_id, interaction.user
+        user = command_member(interaction)
+        guild_id = user.guild.id
         if what == "my messages":
             if channel is None:
                 return "all your messages in this server", lambda: memory.forget_author(guild_id, user.id)
@@ -221,23 +225,26 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     async def _forget_message_plan(
         self, interaction: discord.Interaction, memory: Memory, message_link: str | None
     ) -> tuple[str, Any]:
+        member = command_member(interaction)
         parsed = parse_message_link(message_link or "")
-        if parsed is None or parsed[0] != interaction.guild_id:
+        if parsed is None or parsed[0] != member.guild.id:
             raise UserInputError(replies.FORGET_BAD_LINK)
         _, channel_id, message_id = parsed
         if not await memory.has_message(message_id):
             raise UserInputError(replies.FORGET_NOT_STORED)
-        if not is_guild_admin(interaction.user):
-            author_id = await self._author_of(interaction.guild, channel_id, message_id)
-            if author_id not in (interaction.user.id, None):
+        if not is_guild_admin(member):
+            author_id = await self._author_of(member.guild, channel_id, message_id)
+            if author_id not in (member.id, None):
                 raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
-        return "that message", lambda: memory.forget_message(interaction.guild_id, message_id)
+        return "that message", lambda: memory.forget_message(member.guild.id, message_id)
 
     async def _author_of(self, guild: discord.Guild, channel_id: int, message_id: int) -> int | None:
         """The author's id from Discord; None when the message is gone there (so anyone may clear its memory)."""
         channel = guild.get_channel_or_thread(channel_id)
         if channel is None:
             return None
+        if not isinstance(channel, discord.abc.Messageable):  # a category's or a forum's id: no message is there
+            raise UserInputError(replies.FORGET_BAD_LINK)
         try:
             return (await channel.fetch_message(message_id)).author.id
         except discord.NotFound:
@@ -248,9 +255,10 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @options_checked()
     async def optout(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
+        member = command_member(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await memory.set_opt_out(interaction.guild_id, interaction.user.id, True)
-        count = await memory.forget_author(interaction.guild_id, interaction.user.id)
+        await memory.set_opt_out(member.guild.id, member.id, True)
+        count = await memory.forget_author(member.guild.id, member.id)
         await memory.purge()
         await interaction.followup.send(replies.OPTED_OUT.format(count=count), ephemeral=True)
 
@@ -259,7 +267,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @options_checked()
     async def optin(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
-        await memory.set_opt_out(interaction.guild_id, interaction.user.id, False)
+        member = command_member(interaction)
+        await memory.set_opt_out(member.guild.id, member.id, False)
         await interaction.response.send_message(replies.OPTED_IN, ephemeral=True)
 
     # -- admin: backfill and settings ---------------------------------------------------------------------
@@ -304,7 +313,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         store_bot_messages: bool | None = None,
     ) -> None:
         memory = self.memory()
-        current = await memory.settings(interaction.guild_id)
+        guild_id = command_member(interaction).guild.id
+        current = await memory.settings(guild_id)
         changes: dict[str, Any] = {}
         if auto_recall is not None:
             changes["auto_recall"] = auto_recall
@@ -318,7 +328,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
                 disabled - {capture_channel.id} if capture else disabled | {capture_channel.id}
             )
             if capture and capture_channel.id in disabled:  # what was said while it was off stays unstored
-                await heard_until_now(memory, interaction.guild_id, capture_channel)
+                await heard_until_now(memory, guild_id, capture_channel)
         if retention_days is not None:
             changes["retention_days"] = retention_days or None
         if forget_on_leave is not None:
@@ -327,7 +337,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             changes["store_bot_messages"] = store_bot_messages
         if changes:
             current = current.with_changes(**changes)
-            await memory.save_settings(interaction.guild_id, current)
+            await memory.save_settings(guild_id, current)
         await interaction.response.send_message(replies.settings_summary(current), ephemeral=True)
 
     # -- the process-wide profile -------------------------------------------------------------------------
@@ -386,7 +396,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     # -- owner: deliberate command sync -------------------------------------------------------------------
 
     @commands.command(name="sync", hidden=True)
-    async def sync(self, ctx: commands.Context) -> None:
+    async def sync(self, ctx: commands.Context[MemoryBot]) -> None:
         """``@bot sync``: push slash commands to Discord (bot admins only)."""
         if not await self.bot.is_bot_admin(ctx.author):
             return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -197,7 +197,7 @@ def catch_up_summary(status: CatchUpStatus | None) -> str:
 
 
 def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: RerankerStatus | None,
-                latencies: dict[str, Sequence[float]], catch_up: CatchUpStatus | None = None) -> discord.Embed:
+                latencies: Mapping[str, Sequence[float]], catch_up: CatchUpStatus | None = None) -> discord.Embed:
     embed = discord.Embed(title=f"Memory of {guild_name}")
     embed.add_field(name="Messages", value=f"{stats.messages:,}")
     embed.add_field(name="Vectors", value=f"{stats.index.vectors:,} ({stats.index.kind})")

@@ -208,7 +208,7 @@ class MessageWriter:
             return
         for spool_id, record in kept:
             self._enqueued += 1
-            self._outstanding[self._enqueued] = record.message_id
+            self._outstanding[self._enqueued] = record
             self._spooled[self._enqueued] = spool_id
             self._held.append(_Queued(self._enqueued, record, held=True))
         if kept:

@@ -305,7 +305,7 @@ class RerankerService:
 
     # --- worker side -------------------------------------------------------------------------------------------
 
-    def _submit(self, job: Callable[..., RerankScores]) -> Future | None:
+    def _submit(self, job: Callable[..., RerankScores]) -> Future[RerankScores] | None:
         if self._closed:
             log.warning("reranker is closed; leaving the texts unscored (first-stage order)")
             return None

@@ -83,7 +83,7 @@ def _copy(source: sqlite3.Connection, target: Path) -> int:
         problem = copy.execute(QUICK_CHECK).fetchone()[0]
         if problem != "ok":
             raise BackupError(f"the copy in {target} failed its check ({problem})")
-        return copy.execute(COUNT_MESSAGES).fetchone()[0]
+        return int(copy.execute(COUNT_MESSAGES).fetchone()[0])
     finally:
         copy.close()
 

@@ -140,8 +140,8 @@ def _keyword_query(connection: sqlite3.Connection, terms: list[str],
     each term some display name holds, the MATCH string of those names and the score a match adds."""
 
     def documents(term: text.Term) -> int:
-        matching = text.match_expression([term])
-        return connection.execute(COUNT_MATCHES, [matching, tuning.keyword_max_postings + 1]).fetchone()[0]
+        return int(connection.execute(COUNT_MATCHES, [text.match_term(term), tuning.keyword_max_postings + 1]
+                                      ).fetchone()[0])
 
     postings = {term: documents(text.Term(term)) for term in terms}
     postings.update((term, documents(text.Term(term))) for term in characters_alone(postings))
@@ -160,7 +160,7 @@ def _keyword_query(connection: sqlite3.Connection, terms: list[str],
     if expression is None:
         return None
     indexed = rows_indexed(connection) if any(authored.values()) else 0
-    names = [(text.match_expression([name]), tuning.author_weight * bm25_idf(indexed, count))
+    names = [(text.match_term(name), tuning.author_weight * bm25_idf(indexed, count))
              for name, count in authored.items() if count]
     return expression, names
 

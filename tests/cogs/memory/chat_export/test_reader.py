@@ -136,6 +136,13 @@ def test_a_message_with_a_bad_time_is_rejected_alone(write):
         [32], [RejectedMessage("31", "Invalid isoformat string: 'yesterday'")])
 
 
+@pytest.mark.parametrize("timestamp", [None, ""])
+def test_a_message_without_a_time_is_rejected_alone(write, timestamp):
+    exported = read_export(write(export([message(31, "when", timestamp=timestamp), message(32, "now")])))
+    assert ([r.message_id for r in exported.records], exported.rejected) == (
+        [32], [RejectedMessage("31", f"its timestamp is {json.dumps(timestamp)}, not a time")])
+
+
 def test_a_non_utf8_export_is_one_clear_error(tmp_path):
     path = tmp_path / "latin1.json"
     path.write_bytes(json.dumps(export([message(30, "café")]), ensure_ascii=False).encode("latin-1"))
