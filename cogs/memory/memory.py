@@ -16,6 +16,7 @@ from . import models
 from .models import ModelsInUse
 from .privacy.admission import Admission
 from .privacy.erasures import Erasures
+from .privacy.known import keep_restored_erasures
 from .privacy.ledger import LEDGER_NAME, ErasureLedger
 from .privacy.purge_schedule import PurgeScheduler
 from .store.backend import open_backend
@@ -155,6 +156,8 @@ class Memory:
                          onnx_dir=onnx_dir, ledger=ledger)
             await memory.names.load()
             try:  # before anything reads: a restored database holds no erased message
+                if database_url is None:  # what a restore left in the file to apply, even if the ledger is lost
+                    await asyncio.to_thread(keep_restored_erasures, ledger.path, db_path)
                 await memory.erasures.reapply()
             except (OSError, ValueError, sqlite3.Error) as exc:
                 log.error("Memory cannot start: applying the erasure ledger %s again failed (%s: %s); fix that and "

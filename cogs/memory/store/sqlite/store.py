@@ -22,6 +22,8 @@ from .migrations import apply_migrations
 from .names import PlaceNamesMixin
 from .pending import PendingVectorsMixin
 from .readers import ReaderPool
+from .restore_journal import recover_restore
+from .snapshot import BackupError, reason
 from ...records import SearchFilters
 from ..rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, channel_pages, to_timestamp
 from ...vectors.index import CHECKSUM_K, CHECKSUM_P
@@ -127,6 +129,13 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
         way) and what to do. Holds the database's shared lock until ``close``, so a restore cannot replace it.
         ``busy_timeout_ms``: how long a write waits for another process's lock before it fails (and is retried).
         """
+        try:  # a restore cut short is finished or undone first: never open an empty or half-swapped database
+            recovered = await asyncio.to_thread(recover_restore, path)
+        except (OSError, BackupError) as exc:
+            raise StoreOpenError(f"a restore into {path} was cut short and could not be finished or undone: "
+                                 f"{reason(exc) if isinstance(exc, OSError) else exc}") from exc
+        if recovered is not None:
+            log.warning("%s", recovered)
         lock = DatabaseLock(path)
         conn: aiosqlite.Connection | None = None
         try:
