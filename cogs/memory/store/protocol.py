@@ -19,7 +19,7 @@ from ..vectors.stored import VectorSource
 from .rows import ChannelMessage, PlaceName, RowRef, VectorInput, WriteBatch
 
 if TYPE_CHECKING:
-    from ..records import Candidate, SearchFilters
+    from ..records import Hit, SearchFilters
     from ..runtime.profile import MemoryProfile
     from ..search.ranking import RankingTuning
     from ..vectors.embedding import Embedder
@@ -123,7 +123,7 @@ class SearchEngine(Protocol):
     tuning: RankingTuning
 
     async def search(self, query: str, filters: SearchFilters, limit: int,
-                     mode: str = "hybrid") -> list[Candidate]: ...
+                     mode: str = "hybrid") -> list[Hit]: ...
 
 
 @runtime_checkable
