@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
 from .runtime.profile import MemoryProfile, reranks, resolve_device
-from .records import Candidate, MessageRecord, SearchFilters, checked_limit
+from .records import Hit, MessageRecord, Recall, RerankFigures, SearchFilters, checked_limit
 from .search.second_stage import reranked
 from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
@@ -342,23 +343,32 @@ class Memory:
 
     # -- retrieval ------------------------------------------------------------------------------------------
 
-    async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[Candidate]:
+    async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[Hit]:
         """First-stage hybrid candidates (no reranking), best first."""
         limit = self.profile.search_limit if limit is None else checked_limit(limit)
         return await self.search_engine.search(query, filters, limit)
 
     async def recall(self, query: str, filters: SearchFilters, limit: int | None = None,
-                     rerank: bool = True) -> list[Candidate]:
-        """Search, then rerank with the profile's reranker; without one, first-stage order (rerank_score None)."""
+                     rerank: bool = True) -> Recall:
+        """Search, then rerank with the profile's reranker; without one, first-stage order (rerank_score None).
+        The record says what this call did: its hits, each stage's time and the reranker's figures."""
         # One snapshot: a live profile switch may replace both while this recall awaits.
         profile, reranker = self.profile, self.reranker
         limit = profile.search_limit if limit is None else checked_limit(limit)
+        started = time.perf_counter()
         if not rerank or reranker is None:
-            return [{**candidate, "rerank_score": None} for candidate in await self.search(query, filters, limit)]
+            hits = await self.search(query, filters, limit)
+            searched_ms = 1000 * (time.perf_counter() - started)
+            return Recall(tuple(hits), len(hits), searched_ms, searched_ms)
         candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))
+        searched = time.perf_counter()
         # The reranker scores texts only (the first `candidates` of them, within its time budget); the order is ours.
-        scored = await reranker.ascore(query, [candidate["content"] for candidate in candidates])
-        return reranked(candidates, scored.scores, profile.reranker.min_score, limit)
+        scored = await reranker.ascore(query, [candidate.content for candidate in candidates])
+        done = time.perf_counter()
+        figures = RerankFigures(1000 * (done - searched), scored.offered, scored.scored, scored.cached, scored.by)
+        hits = reranked(candidates, scored.scores, profile.reranker.min_score, limit)
+        return Recall(tuple(hits), len(candidates), 1000 * (searched - started), 1000 * (done - started),
+                      figures if scored.offered else None)
 
     async def load_reranker(self) -> bool:
         """Build the profile's reranker if memory opened without one (a CLI command), and wait until it has loaded

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,8 +30,7 @@ from .permissions import (
 )
 from .recall import format_memory_line
 from .views import ConfirmView, Paginator
-from ..dashboard.memory_source import recorded_recall
-from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
+from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Hit, SearchFilters
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -53,7 +53,7 @@ class MemoryNotReady(app_commands.AppCommandError):
     """The memory core is still loading its models, or failed to open."""
 
 
-def result_pages(query: str, results: list[Candidate]) -> list[discord.Embed]:
+def result_pages(query: str, results: Sequence[Hit]) -> list[discord.Embed]:
     """Embeds of ``RESULTS_PER_PAGE`` numbered results each, with the page count in the footer."""
     starts = range(0, len(results), RESULTS_PER_PAGE)
     pages = []
@@ -135,12 +135,12 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             allowed_channel_ids=allowed,
             public_thread_parent_ids=readable_thread_parent_ids(member, allowed),
         )
-        results, timing = await recorded_recall(memory, query, filters, limit, recorder=self.latencies.recorder)
-        self.latencies.search_ms.append(timing.total_ms)
-        if not results:
+        recall = await memory.recall(query, filters, limit)
+        self.latencies.searched(recall)
+        if not recall.hits:
             await interaction.followup.send(replies.NO_RESULTS, ephemeral=True)
             return
-        view = Paginator(interaction.user.id, result_pages(query, results))
+        view = Paginator(interaction.user.id, result_pages(query, recall.hits))
         await interaction.followup.send(embed=view.current, view=view, ephemeral=True)
 
     @app_commands.command(name="stats", description="How much this server's memory holds and how fast it answers")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import discord
@@ -24,9 +25,8 @@ from .recall import (
     strip_mentions,
     with_note,
 )
-from ..dashboard.memory_source import recorded_recall
 from ..guild_policy import GuildSettings
-from ..records import Candidate, SearchFilters
+from ..records import Hit, SearchFilters
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -221,29 +221,32 @@ class MemoryListeners(commands.Cog):
         """The public reply: only what everyone who sees this channel may read, and what the asker may read too."""
         memory = self.bot.memory
         author = message.author
-        if memory is None or not isinstance(author, discord.Member):
+        channel = message.channel
+        if (memory is None or not isinstance(author, discord.Member)
+                or not isinstance(channel, discord.abc.GuildChannel | discord.Thread)):
             return NO_MEMORIES_REPLY
         turns, visible = await self._context_turns(message)
         query = build_query(message.content, turns)
         readable = readable_channel_ids(author)
-        audience = await self.audiences.audience(message.channel)
+        audience = await self.audiences.audience(channel)
         # Said whenever the asker reads more than this channel's readers do, whatever matched, so the reply never
         # hints that a hidden channel held the answer.
         note = ONLY_SHARED_CHANNELS_NOTE if readable - audience.channel_ids else None
         filters = SearchFilters(
-            guild_id=message.guild.id,
+            guild_id=author.guild.id,
             allowed_channel_ids=readable & audience.channel_ids,
             public_thread_parent_ids=readable_thread_parent_ids(author, readable) & audience.thread_parent_ids,
             exclude_message_ids=visible,
         )
-        results, timing = await recorded_recall(memory, query, filters, RECALL_LIMIT, recorder=self.latencies.recorder)
-        self.latencies.recall_ms.append(timing.total_ms)
+        recall = await memory.recall(query, filters, RECALL_LIMIT)
+        self.latencies.recalled(recall)
+        results = recall.hits
         log.debug("Recall for %d: %r -> %d results", message.id, query, len(results))
         if not results or self.llm is None:
             return format_memories(results, note)
         return await self._llm_answer(author.display_name, strip_mentions(message.content), results, note)
 
-    async def _llm_answer(self, asker: str, question: str, results: list[Candidate], note: str | None) -> str:
+    async def _llm_answer(self, asker: str, question: str, results: Sequence[Hit], note: str | None) -> str:
         """The LLM's answer from ``results`` alone: they already obey the audience rule, so the prompt does too."""
         assert self.llm is not None
         try:

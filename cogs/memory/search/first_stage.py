@@ -18,7 +18,7 @@ import numpy as np
 from ..language import keywords as text
 from ..language import questions
 from ..language.coverage import covered_share, model_scripts
-from ..records import Candidate, MessageRecord, ScoreParts, SearchFilters, checked_limit
+from ..records import Hit, MessageRecord, ScoreParts, SearchFilters, checked_limit
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
 from .structure import ChannelStructure, Posted, measure, strength
@@ -335,12 +335,11 @@ def rows_wanted(candidates: list[int], window: Window) -> list[int]:
     return sorted(set(candidates).union(*around) - {None})
 
 
-def _candidate(row: MessageRecord, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Candidate:
+def _candidate(row: MessageRecord, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Hit:
     """A candidate row as a search result."""
-    return Candidate(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
-                     author_id=row.author_id, author_name=row.author_name, content=row.content,
-                     created_at=row.created_at.isoformat(), score=score, sources=sources, rank=rank,
-                     parts=parts)
+    return Hit(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
+               author_id=row.author_id, author_name=row.author_name, content=row.content,
+               created_at=row.created_at, score=score, sources=tuple(sources), rank=rank, parts=parts)
 
 
 class FirstStage:
@@ -358,7 +357,7 @@ class FirstStage:
         self._structures: TimedCache[tuple[int, int], ChannelStructure] = TimedCache(
             lambda: self.tuning.structure_refresh_s)
 
-    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
+    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Hit]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
         checked_limit(limit)
         if not query.strip():

@@ -18,7 +18,7 @@ SECRET = "the staff bonus budget is 4000 euros"
 
 async def stored(bot, guild, query="picnic"):
     await bot.memory.flush(vectors=True)
-    return sorted(hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 20))
+    return sorted(hit.content for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 20))
 
 
 async def confirm(slash, name, member, channel, /, button="Forget", **options):

@@ -30,6 +30,9 @@ async def test_a_search_explains_each_hit_and_is_recorded(real_client: SignedIn,
     assert [hit["rerank_score"] for hit in body["hits"]] == sorted((h["rerank_score"] for h in body["hits"]),
                                                                    reverse=True)
     assert body["rerank_ms"] > 0 and body["first_stage_ms"] > 0 and body["candidates_scored"] >= 5
+    # The profile's 20 candidates, of the guild's 41 messages, all offered to the reranker; 5 shown.
+    assert (body["first_stage_candidates"], body["candidates_offered"]) == (20, 20)
+    assert body["total_ms"] >= body["first_stage_ms"] + body["rerank_ms"] - 1e-6
     for hit in body["hits"]:  # what each first-stage score is made of adds up to it
         parts = hit["parts"]
         sides = sum(parts[f"{side}_weight"] * parts[side] for side in ("keyword", "vector") if parts[side] is not None)

@@ -95,7 +95,7 @@ async def open_memory(profile: MemoryProfile, data_dir: Path) -> Memory:
 async def found(memory: Memory, word: str) -> list[int]:
     hits = []
     for guild_id in (1, 2):
-        hits += [hit["message_id"] for hit in await memory.search(word, SearchFilters(guild_id=guild_id), 10)]
+        hits += [hit.message_id for hit in await memory.search(word, SearchFilters(guild_id=guild_id), 10)]
     return hits
 
 

@@ -184,7 +184,7 @@ async def test_after_a_restore_the_vector_indexes_are_rebuilt_from_the_restored_
         vectors = (await reopened.stats(1)).index.vectors
     finally:
         await reopened.close()
-    assert ([hit["message_id"] for hit in hits], vectors) == ([1], 1)
+    assert ([hit.message_id for hit in hits], vectors) == ([1], 1)
     assert "Vector index of guild 1 rebuilt: 1 vectors (flat)" in caplog.messages
 
 

@@ -84,8 +84,8 @@ async def what_memory_holds(folders: Folders, profile: MemoryProfile) -> tuple[s
     memory = await folders.open(profile)
     try:
         stored, _ = await memory.known_message_ids([1, 2, 3])
-        by_word = [hit["message_id"] for hit in await memory.search(SECRET, SearchFilters(guild_id=1), 5)]
-        by_meaning = [hit["message_id"] for hit in
+        by_word = [hit.message_id for hit in await memory.search(SECRET, SearchFilters(guild_id=1), 5)]
+        by_meaning = [hit.message_id for hit in
                       await memory.search("what unlocks the gate at the port", SearchFilters(guild_id=1), 1)]
         index = memory.indexes.get(1)
         vectors = 0 if index is None else len(index)
