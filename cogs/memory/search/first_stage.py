@@ -18,7 +18,8 @@ import numpy as np
 from ..language import keywords as text
 from ..language import questions
 from ..language.coverage import covered_share, model_scripts
-from ..records import Candidate, MessageRecord, ScoreParts, SearchFilters, checked_limit
+from ..records import Candidate, ScoreParts, SearchFilters, checked_limit
+from ..store.rows import CandidateRow
 from ..vectors.embedding import Embedder
 from .ranking import RankingTuning
 from .structure import ChannelStructure, Posted, measure, strength
@@ -261,7 +262,7 @@ def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool
                       missing=missing, neighbour_loan=neighbour, question_loan=question, reply_loan=reply)
 
 
-def neighbours_in(window: Window, rows: dict[int, MessageRecord], reply_window: int = DEFAULT_TUNING.reply_window,
+def neighbours_in(window: Window, rows: dict[int, CandidateRow], reply_window: int = DEFAULT_TUNING.reply_window,
                   replies_lent: int = DEFAULT_TUNING.replies_lent) -> Neighbours:
     """Each source's previous and next message from ``window``, and what may answer it and its next message, were
     they questions: among the next ``reply_window`` messages that pass (``rows``), by questions.answers, and for the
@@ -335,7 +336,7 @@ def rows_wanted(candidates: list[int], window: Window) -> list[int]:
     return sorted(set(candidates).union(*around) - {None})
 
 
-def _candidate(row: MessageRecord, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Candidate:
+def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Candidate:
     """A candidate row as a search result."""
     return Candidate(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
                      author_id=row.author_id, author_name=row.author_name, content=row.content,
@@ -445,7 +446,7 @@ class FirstStage:
         raise NotImplementedError
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
+                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
         """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
         raise NotImplementedError
 
@@ -454,7 +455,7 @@ class FirstStage:
         raise NotImplementedError
 
 
-def lenders(neighbours: Neighbours, rows: Mapping[int, MessageRecord]) -> dict[int, int]:
+def lenders(neighbours: Neighbours, rows: Mapping[int, CandidateRow]) -> dict[int, int]:
     """The channel id of each message that may lend (a source, and a source's next message), read from its own row
     or, for one the filters left out, from a neighbour's (a source's window stays in its channel)."""
     channels: dict[int, int] = {}
