@@ -280,6 +280,11 @@ class Memory:
         return await self.erasures.deleted(message_ids)
 
     async def forget_message(self, guild_id: int, message_id: int) -> int:
+        """Forget one message of ``guild_id``; a message stored under another guild is not this guild's to forget
+        (a link or id from elsewhere forgets nothing there)."""
+        stored = await self.store.message(message_id)
+        if stored is not None and stored.guild_id != guild_id:
+            return 0
         return await self.erasures.forget_message(guild_id, message_id)
 
     async def forget_channel(self, guild_id: int, channel_id: int) -> int:
@@ -315,6 +320,17 @@ class Memory:
 
     async def has_message(self, message_id: int) -> bool:
         return await self.store.message(message_id) is not None
+
+    async def stored_channel(self, guild_id: int, message_id: int) -> int | None:
+        """The channel (or thread) a stored message of ``guild_id`` was said in; None when this guild holds no such
+        message (another guild's message included)."""
+        stored = await self.store.message(message_id)
+        return stored.channel_id if stored is not None and stored.guild_id == guild_id else None
+
+    async def written_by(self, guild_id: int, author_id: int, message_id: int) -> bool:
+        """Whether memory holds ``message_id`` as written by ``author_id`` in ``guild_id`` (what memory stored is what
+        decides who may forget it, whatever Discord shows now)."""
+        return any(ref.message_id == message_id for ref in await self.store.refs_for_author(guild_id, author_id))
 
     async def guild_ids(self) -> list[int]:
         """Every guild (or DM) memory holds messages of."""

@@ -230,25 +230,14 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         if parsed is None or parsed[0] != member.guild.id:
             raise UserInputError(replies.FORGET_BAD_LINK)
         _, channel_id, message_id = parsed
-        if not await memory.has_message(message_id):
+        stored_in = await memory.stored_channel(member.guild.id, message_id)
+        if stored_in is None:  # not stored, or stored under another guild: nothing of this server to forget
             raise UserInputError(replies.FORGET_NOT_STORED)
-        if not is_guild_admin(member):
-            author_id = await self._author_of(member.guild, channel_id, message_id)
-            if author_id not in (member.id, None):
-                raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
-        return "that message", lambda: memory.forget_message(member.guild.id, message_id)
-
-    async def _author_of(self, guild: discord.Guild, channel_id: int, message_id: int) -> int | None:
-        """The author's id from Discord; None when the message is gone there (so anyone may clear its memory)."""
-        channel = guild.get_channel_or_thread(channel_id)
-        if channel is None:
-            return None
-        if not isinstance(channel, discord.abc.Messageable):  # a category's or a forum's id: no message is there
+        if stored_in != channel_id:  # the link's channel part does not name where the message was said
             raise UserInputError(replies.FORGET_BAD_LINK)
-        try:
-            return (await channel.fetch_message(message_id)).author.id
-        except discord.NotFound:
-            return None
+        if not is_guild_admin(member) and not await memory.written_by(member.guild.id, member.id, message_id):
+            raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
+        return "that message", lambda: memory.forget_message(member.guild.id, message_id)
 
     @app_commands.command(name="optout", description="Stop the bot remembering your messages here, and forget them")
     @app_commands.guild_only()

@@ -183,6 +183,23 @@ async def test_deleted_messages_are_not_found(memory: Memory, make_record: Recor
     assert 3 not in {result.message_id for result in results}
 
 
+async def test_a_guild_cannot_forget_another_guilds_message(memory: Memory, make_record: RecordFactory) -> None:
+    await fill(memory, make_record)
+    assert await memory.forget_message(1, 4) == 0
+    assert [hit.message_id for hit in await memory.search("secret plans guild two", SearchFilters(guild_id=2), 5)][:1] \
+        == [4]
+
+
+async def test_who_wrote_a_message_and_where_is_read_from_what_memory_stored(
+    memory: Memory, make_record: RecordFactory
+) -> None:
+    await fill(memory, make_record)
+    author = make_record(1, "x").author_id
+    assert (await memory.stored_channel(1, 3), await memory.stored_channel(1, 4), await memory.stored_channel(2, 4)) \
+        == (11, None, 10)
+    assert (await memory.written_by(1, author, 1), await memory.written_by(1, author + 1, 1)) == (True, False)
+
+
 async def test_stats_count_messages_vectors_and_index_size(memory: Memory, make_record: RecordFactory) -> None:
     await fill(memory, make_record)
     stats = await memory.stats(1)

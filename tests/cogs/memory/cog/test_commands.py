@@ -201,6 +201,17 @@ async def test_a_member_cannot_forget_someone_elses_message(memory_bot, slash, c
     assert http.last.content == replies.FORGET_NOT_YOURS
 
 
+async def test_a_link_naming_another_channel_cannot_forget_someone_elses_message(
+    memory_bot, slash, guild, channel, member, other
+):
+    message = await say("their picnic idea", other, channel)
+    await memory_bot.memory.flush(vectors=True)
+    elsewhere = guild.text_channels[1]
+    link = f"https://discord.com/channels/{guild.id}/{elsewhere.id}/{message.id}"
+    http = await slash.run("memory forget", member, channel, what="a message", message_link=link)
+    assert (http.last.content, await stored(memory_bot, guild)) == (replies.FORGET_BAD_LINK, ["their picnic idea"])
+
+
 async def test_an_admin_forgets_a_member(memory_bot, slash, guild, channel, member, admin):
     await say("my picnic idea", member, channel)
     await say("admin picnic idea", admin, channel)
