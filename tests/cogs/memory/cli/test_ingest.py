@@ -71,8 +71,8 @@ def test_ctrl_c_mid_import_stores_what_was_read_says_where_it_stopped_and_exits_
     err = "".join(seen) + rest
     lines = out.splitlines()
     where = re.fullmatch(rf"{re.escape(str(export))}: #general \(guild 1\): (\d+) stored, 0 already stored, "
-                         rf"0 skipped, 0 rejected; interrupted after message (\d+) of {MESSAGES}", lines[0])
-    assert where is not None, out
+                         rf"0 skipped, 0 rejected; interrupted after message (\d+) of {MESSAGES}", out.split("\n")[0])
+    assert where is not None, (out, err)
     stored, read = int(where[1]), int(where[2])
     assert (process.returncode, "Traceback" in err, stored, len(lines)) == (130, False, read, 2), err
     assert 0 < stored < MESSAGES and stored_count(db) == stored
