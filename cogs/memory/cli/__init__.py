@@ -36,9 +36,9 @@ DESCRIPTION = ("Memory from a terminal: import DiscordChatExporter JSON, search 
                "see and forget what it holds, back up and restore.")
 EXIT_STATUS = ("exit status: 0 it worked; 1 something failed (an import, damage found, an LLM answer, a backup "
                "refused); 2 usage error (a bad option, an unknown or missing --guild, forget without --yes off a "
-               "terminal).")
+               "terminal); 130 an import stopped by Ctrl-C (what it read is stored).")
 EPILOG = ("options such as --db may come before or after the command; `COMMAND --help` lists a command's own.\n"
-          + EXIT_STATUS.replace("refused); ", "refused);\n"))
+          + EXIT_STATUS.replace("refused); ", "refused);\n").replace("terminal); ", "terminal);\n"))
 
 
 class CommandGroup(Protocol):
