@@ -1,0 +1,157 @@
+"""Every erasure memory knows of, from its two independent records: the erasure ledger's file (ledger.py) and the
+database's ``erasures`` table (the entries it applied). Neither alone is trusted to survive: a ledger deleted or
+damaged is written again from the database as memory opens (``reconcile``), and a restore asks ``erasures_known``
+for both records of the database it replaces, so that the ledger holds every erasure before the older file goes in.
+
+``erasures_known`` is synchronous, for store/sqlite/backup.py's restore, which runs with memory stopped; it reads the
+SQLite file's table itself (one read-only query, the only SQL of this package: the store's own read needs an open
+store).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .ledger import (Erasure, ErasureLedger, LedgerReading, damaged_path, read_ledger, rewrite_ledger,
+                     why_not_written)
+
+__all__ = ("ErasureRecords", "KnownErasures", "erasures_known", "keep_in_ledger", "reconcile")
+
+log = logging.getLogger(__name__)
+
+SELECT_ERASURES = "SELECT id, entry FROM erasures"
+HAS_ERASURES = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'erasures'"
+
+
+class ErasureRecords(Protocol):
+    """The database's record of the erasures it applied (both stores: ``Store.erasures``)."""
+
+    async def erasures(self) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KnownErasures:
+    """What the two records hold together: every erasure, in time order, and those the database has not applied."""
+
+    entries: tuple[Erasure, ...]
+    unapplied: tuple[Erasure, ...]
+
+
+def _database_entries(recorded: Mapping[str, str]) -> tuple[dict[str, Erasure], int]:
+    """The database's entries by id, and how many of its rows fail to parse or their checksum (left out)."""
+    entries: dict[str, Erasure] = {}
+    bad = 0
+    for erasure_id, entry in recorded.items():
+        try:
+            erasure = Erasure.from_json(entry)
+        except (ValueError, KeyError, TypeError):
+            bad += 1
+            continue
+        entries[erasure_id] = erasure
+    return entries, bad
+
+
+def _union(ledger: Iterable[Erasure], database: Iterable[Erasure]) -> list[Erasure]:
+    """One entry per id (the ledger's where both hold it: the same, checksums tell), in time order."""
+    merged: dict[str, Erasure] = {}
+    for erasure in (*ledger, *database):
+        merged.setdefault(erasure.id, erasure)
+    return sorted(merged.values(), key=lambda erasure: erasure.at)
+
+
+async def reconcile(ledger: ErasureLedger, records: ErasureRecords) -> KnownErasures:
+    """Make the ledger hold every erasure either record knows, before anything reads the database.
+
+    The ledger is read and verified; what the database applied and the ledger lacks (a file deleted, a damaged line, a
+    delete it could not record) is written back into it, in one atomic rewrite that also drops damaged lines (kept
+    beside it, ``.damaged``) and gives older lines their checksum. A missing or damaged ledger is one WARNING with
+    the counts; the next open, the ledger clean, says nothing. A rewrite that fails (a full disk) is a WARNING too,
+    not a failure: the database still holds every erasure. Raises OSError when the ledger cannot be read, and the
+    store's error when its table cannot.
+    """
+    reading = await ledger.examine()
+    recorded = await records.erasures()
+    database, bad = _database_entries(recorded)
+    if bad:
+        log.warning("%d entries of the database's erasures table are damaged (not whole, or their checksum fails); "
+                    "the erasure ledger %s is read instead for them", bad, ledger.path)
+    held = {erasure.id for erasure in reading.entries}
+    copied = [erasure for erasure_id, erasure in database.items() if erasure_id not in held]
+    entries = _union(reading.entries, copied)
+    unapplied = tuple(erasure for erasure in entries if erasure.id not in recorded)
+    if copied or not reading.clean or len(entries) < len(reading.entries):
+        _say_what_was_rebuilt(ledger, reading, len(copied))
+        try:
+            await ledger.rewrite(entries, reading.damaged)
+        except OSError as error:
+            log.warning("Could not write the erasure ledger %s again (%s); memory starts, as the database holds "
+                        "every erasure, but until it is written a restored older database could bring back what "
+                        "they erased: free some space (or make it writable) and start again", ledger.path,
+                        why_not_written(error))
+    return KnownErasures(tuple(entries), unapplied)
+
+
+def _say_what_was_rebuilt(ledger: ErasureLedger, reading: LedgerReading, copied: int) -> None:
+    """One line for what the rewrite mends: loud for a missing or damaged ledger, quiet for routine catching up."""
+    if reading.missing:
+        log.warning("The erasure ledger %s was missing: rebuilt it from the database's %d erasures (a backup restored "
+                    "while it was gone could have brought back what they erased)", ledger.path, copied)
+    elif reading.damaged:
+        log.warning("The erasure ledger %s had %d damaged line(s): %s. Rebuilt it: %d erasure(s) copied back from "
+                    "the database; the damaged lines are kept in %s", ledger.path, len(reading.damaged),
+                    reading.damage(), copied, damaged_path(ledger.path))
+    elif copied:  # another process's erasures (one PostgreSQL), or deletes a full disk kept out of the ledger
+        log.info("Copied %d erasures the database holds into the erasure ledger %s", copied, ledger.path)
+    elif reading.unsummed:
+        log.info("Gave %d lines of the erasure ledger %s their checksum", reading.unsummed, ledger.path)
+
+
+def erasures_known(ledger_path: Path, db_path: Path) -> list[Erasure]:
+    """Every erasure the ledger at ``ledger_path`` or the SQLite database at ``db_path`` knows, one per id, in time
+    order: the ledger's lines verified (a damaged line is left out; the database's copy of it stands in), and the
+    rows of the database's ``erasures`` table.
+
+    For a restore, before it swaps the database at ``db_path`` for an older one: it hands this to
+    ``keep_in_ledger`` (so the ledger holds what the replaced database knew), and the restored database applies every
+    one it lacks as memory next opens (``Erasures.reapply``). A missing ledger or database, or a database older than
+    the table, knows none. A database that cannot be read (the damage a restore mends) is one WARNING and the ledger
+    alone answers. Raises OSError when the ledger is there but cannot be read.
+    """
+    reading = read_ledger(ledger_path)
+    try:
+        recorded = _recorded_in(db_path)
+    except sqlite3.Error as error:
+        log.warning("Could not read the erasures of the database %s (%s); the erasure ledger %s alone says what was "
+                    "erased", db_path, error, ledger_path)
+        recorded = {}
+    return _union(reading.entries, _database_entries(recorded)[0].values())
+
+
+def _recorded_in(db_path: Path) -> dict[str, str]:
+    if not db_path.exists():
+        return {}
+    connection = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        [(has_table,)] = connection.execute(HAS_ERASURES).fetchall()
+        if not has_table:
+            return {}
+        return {str(erasure_id): str(entry) for erasure_id, entry in connection.execute(SELECT_ERASURES)}
+    finally:
+        connection.close()
+
+
+def keep_in_ledger(ledger_path: Path, erasures: Iterable[Erasure]) -> int:
+    """Write into the ledger at ``ledger_path`` each of ``erasures`` it lacks (one atomic rewrite, damaged lines set
+    aside; nothing written when it holds them all and is clean); returns how many it lacked. Raises OSError when the
+    ledger cannot be read or written: a restore must then not go on, or it could bring back what they erased."""
+    reading = read_ledger(ledger_path)
+    held = {erasure.id for erasure in reading.entries}
+    lacking = [erasure for erasure in erasures if erasure.id not in held]
+    if lacking or not reading.clean:
+        rewrite_ledger(ledger_path, _union(reading.entries, lacking), reading.damaged)
+    return len({erasure.id for erasure in lacking})
