@@ -1,6 +1,5 @@
-"""The memory bot: a ``commands.Bot`` that opens the memory core after connecting (launcher.py starts it).
-
-``python bot.py`` still runs it: it hands over to ``launcher.main``.
+"""The memory bot: a ``commands.Bot`` that opens the memory core after connecting. Only the bot classes live here;
+``python launcher.py`` (or the ``discord-memory-bot`` script) starts the process. ``python bot.py`` says so and exits.
 """
 
 from __future__ import annotations
@@ -8,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,7 +152,7 @@ class MemoryBot(commands.Bot):
         self.memory_ready.set()
         log.info("Memory is ready")
 
-    async def on_command_error(self, context: commands.Context, error: commands.CommandError) -> None:
+    async def on_command_error(self, context: commands.Context[Any], error: commands.CommandError) -> None:
         if isinstance(error, commands.CommandNotFound):
             return  # "@bot when is the picnic?" is a question for the memory cog, not a command
         await super().on_command_error(context, error)
@@ -192,7 +192,10 @@ class ShardedMemoryBot(MemoryBot, commands.AutoShardedBot):
     """
 
 
-if __name__ == "__main__":
-    from launcher import main
+# Earlier docs started the bot with ``python bot.py``: say where the start moved instead of starting it from here
+# (that imported this file a second time, as ``bot``, under launcher.py).
+MOVED_START = "bot.py holds the bot classes only; start the bot with: python launcher.py"
 
-    raise SystemExit(main())
+if __name__ == "__main__":
+    print(MOVED_START, file=sys.stderr)
+    raise SystemExit(2)

@@ -1,5 +1,6 @@
-"""``python launcher.py`` (or ``python bot.py``): starts the memory bot — reads the token and settings from the
-environment and ``.env``, tunes the interpreter for a busy event loop, picks the shards, and runs until a signal."""
+"""``python launcher.py`` (or the ``discord-memory-bot`` script): starts the memory bot — reads the token and settings
+from the environment and ``.env``, tunes the interpreter for a busy event loop, picks the shards, and runs until a
+signal. The bot classes live in bot.py."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from cogs.memory.runtime.safe_text import redacted_text
 log = logging.getLogger(__name__)
 
 NO_TOKEN_HELP = """\
-No Discord bot token found: set DISCORD_TOKEN in the environment or in a .env file next to bot.py.
+No Discord bot token found: set DISCORD_TOKEN in the environment or in a .env file next to launcher.py.
 
   1. Open https://discord.com/developers/applications and click "New Application".
   2. In "Bot", click "Reset Token", copy it, and put it in .env as:  DISCORD_TOKEN=your-token-here

@@ -1,7 +1,7 @@
 """The context rules ``bench.recall --ablate`` switches off one at a time, and how each is switched off.
 
 Each rule is a set of overrides named like the fields of the search tuning (``RankingTuning``,
-cogs/memory/search/ranking.py). Two are not search tuning: ``embedding_scripts`` is the profile's field
+cogs/memory/runtime/ranking.py). Two are not search tuning: ``embedding_scripts`` is the profile's field
 (what the embedding model reads, which coverage weighting follows), set on the search engine; ``vector_input`` is
 what a stored vector is made of, which takes effect only at ingest (``input_form``). ``vector_form`` is a rule the
 core dropped (issue 25: a stored vector is the message alone): its row puts it back, so its contribution is what
@@ -18,7 +18,7 @@ from typing import Any
 
 from cogs.memory.language import keywords as text
 from cogs.memory.search.first_stage import FirstStage
-from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.vectors.stored import VectorSource
 
 __all__ = ("ABLATIONS", "INPUT_FORMS", "input_form", "rules", "tuned")

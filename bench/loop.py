@@ -98,7 +98,7 @@ async def build_bot(workdir: Path):
     bot._connection.loop = asyncio.get_running_loop()  # dpytest's state predates discord.py 2.7's loop handling
     await bot.setup_hook()
     await bot.attach_memory(await Memory.open(profile, bot.db_path, bot.index_dir))
-    freeze_startup_objects()  # as `python bot.py` does once memory has loaded
+    freeze_startup_objects()  # as the bot does once memory has loaded
     bot.collect_garbage.start()
     return bot
 
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     from launcher import tune_interpreter
 
-    tune_interpreter()  # as `python bot.py` runs
+    tune_interpreter()  # as `python launcher.py` runs
     result = asyncio.run(run(args))
     text = json.dumps(result, indent=2)
     print(text)

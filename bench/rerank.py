@@ -33,7 +33,8 @@ import torch
 import torch.nn.functional as F
 
 from cogs.memory.rerank.local import DEFAULT_INSTRUCTION, LocalScorer
-from cogs.memory.runtime.profile import HardwareDetector, MemoryProfile, load_profile
+from cogs.memory.runtime.hardware import HardwareDetector
+from cogs.memory.runtime.profile import MemoryProfile, load_profile
 
 DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp16": ("float16", torch.float16), "fp32": ("float32", torch.float32)}
 BACKENDS = ("torch", "onnx")

@@ -1,12 +1,26 @@
-"""The bot: the intents it asks for, who its admins are, and when it collects garbage."""
+"""The bot: the intents it asks for, who its admins are, when it collects garbage, and what ``python bot.py`` says."""
 
 import gc
+import os
+import subprocess
+import sys
 import weakref
+from pathlib import Path
 
 import discord
 import pytest
 
 import bot
+
+
+def test_python_bot_py_points_to_the_launcher_and_starts_nothing():
+    """Older docs said ``python bot.py``: it now names the launcher in one line (no token is read: the launcher
+    would have printed its setup steps here)."""
+    env = {key: value for key, value in os.environ.items() if key != "DISCORD_TOKEN"}
+    done = subprocess.run([sys.executable, "bot.py"], cwd=Path(bot.__file__).parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "bot.py holds the bot classes only; start the bot with: python launcher.py\n")
 
 
 def test_the_bot_asks_for_message_content_and_members():

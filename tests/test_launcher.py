@@ -1,4 +1,4 @@
-"""``python bot.py`` / ``python launcher.py``: what a newcomer sees without a token, the admin list it reads, and the
+"""``python launcher.py``: what a newcomer sees without a token, the admin list it reads, and the
 shards it runs."""
 
 import contextlib
@@ -125,9 +125,9 @@ def test_bad_shard_flags_are_refused_with_a_reason(argv, message, capsys):
 
 
 @pytest.mark.skipif((Path(launcher.__file__).parent / ".env").exists(), reason="a real .env would start the bot")
-def test_python_bot_py_still_starts_the_launcher():
+def test_python_launcher_py_without_a_token_prints_the_setup_steps():
     env = {key: value for key, value in os.environ.items() if key != "DISCORD_TOKEN"}
-    done = subprocess.run([sys.executable, "bot.py"], cwd=Path(launcher.__file__).parent, env=env,
+    done = subprocess.run([sys.executable, "launcher.py"], cwd=Path(launcher.__file__).parent, env=env,
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (2, launcher.NO_TOKEN_HELP + "\n")
 
@@ -152,8 +152,8 @@ TOKEN_LINE = ("error: Discord rejected DISCORD_TOKEN: reset the token in the Dev
 
 @pytest.fixture
 def started_for_real(monkeypatch, tmp_path):
-    """``launcher.main`` as ``python bot.py`` runs it, up to the login (no logging set up, so stderr holds only what
-    main prints); returns a function that makes the login fail with an error."""
+    """``launcher.main`` as ``python launcher.py`` runs it, up to the login (no logging set up, so stderr holds only
+    what main prints); returns a function that makes the login fail with an error."""
     monkeypatch.setenv("DISCORD_TOKEN", "bogus")
     monkeypatch.delenv("DISCORD_PROXY", raising=False)
     monkeypatch.setattr(launcher, "ENV_FILE", tmp_path / ".env")
@@ -286,11 +286,11 @@ def closed_port() -> int:
 
 
 @pytest.mark.skipif((Path(launcher.__file__).parent / ".env").exists(), reason="a real .env would be read")
-def test_python_bot_py_through_an_unreachable_proxy_says_so_in_one_line():
+def test_python_launcher_py_through_an_unreachable_proxy_says_so_in_one_line():
     """The console entry point with a bogus token, its connection sent to a closed local port (no real network)."""
     port = closed_port()
     env = {**os.environ, "DISCORD_TOKEN": "bogus", "DISCORD_PROXY": f"http://user:secret@127.0.0.1:{port}"}
-    done = subprocess.run([sys.executable, "bot.py", "-q"], cwd=Path(launcher.__file__).parent, env=env,
+    done = subprocess.run([sys.executable, "launcher.py", "-q"], cwd=Path(launcher.__file__).parent, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == (

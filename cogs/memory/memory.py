@@ -26,7 +26,7 @@ from .ingest.queue import FlushReport, IngestQueue
 from .runtime.profile import MemoryProfile, reranks, resolve_device
 from .records import Candidate, MessageRecord, SearchFilters, checked_limit
 from .search.second_stage import reranked
-from .settings import GuildPolicy, GuildSettings
+from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
                              VectorIndexes)

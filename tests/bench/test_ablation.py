@@ -12,7 +12,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.search.first_stage import ChannelWindow, FirstStage, neighbours_in
-from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.embedding import EmbeddingService

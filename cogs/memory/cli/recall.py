@@ -149,7 +149,7 @@ async def search_memory(memory: Memory, args: argparse.Namespace, term: Terminal
 
 async def ask_memory(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
     """Recall and rerank as the bot's answer does (its recall limit), then ask the LLM the bot would ask."""
-    from ..cog.llm import ChatClient, LLMConfig, LLMError  # Discord-free; it lives beside the cog that uses it
+    from ..llm import ChatClient, LLMConfig, LLMError
 
     filters = await filters_for(memory, args, term)
     if filters is None:

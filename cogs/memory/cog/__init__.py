@@ -3,9 +3,10 @@
 Loaded as the ``cogs.memory.cog`` extension. Unloading or reloading it re-imports only this package: the core
 (``cogs.memory.*``) and the bot's open ``Memory`` stay as they are.
 
-May import: the ``Memory`` facade, ``records``, ``settings``, ``ingest.report`` and ``ingest.content``, the store's
-history records (``store.history``), and ``runtime.profile`` and ``vectors.embedding`` for what profile commands
-show and catch; it is the only part that imports discord.
+May import: the ``Memory`` facade, ``records``, ``guild_policy``, ``prompt`` and ``llm`` (an answer's prompt and the
+client that asks for it), ``ingest.report`` and ``ingest.content``, the store's history records (``store.history``),
+and ``runtime.profile`` and ``vectors.embedding`` for what profile commands show and catch; it is the only part that
+imports discord.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from .audience import AudienceCache
 from .capture import is_chat_message, memory_space_id, note_place, record_from_message
 from .latency import Latencies
 from ..prompt import ANSWER_RECALL_LIMIT
-from .llm import ChatClient, LLMCheck, LLMConfig, LLMError, log_llm_check
+from ..llm import ChatClient, LLMCheck, LLMConfig, LLMError, log_llm_check
 from .permissions import readable_channel_ids, readable_thread_parent_ids
 from .recall import (
     NO_MEMORIES_REPLY,
@@ -25,7 +25,7 @@ from .recall import (
     with_note,
 )
 from ..dashboard.memory_source import recorded_recall
-from ..settings import GuildSettings
+from ..guild_policy import GuildSettings
 from ..records import Candidate, SearchFilters
 
 if TYPE_CHECKING:

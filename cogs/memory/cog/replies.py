@@ -11,7 +11,7 @@ import discord
 if TYPE_CHECKING:
     from .catchup import CatchUpStatus
     from ..memory import MemoryStats
-    from ..settings import GuildSettings
+    from ..guild_policy import GuildSettings
     from ..runtime.profile import MemoryProfile
     from ..rerank.providers import ProviderStatus
     from ..rerank.service import RerankerStatus

@@ -4,5 +4,6 @@ background vector filler (filler), deletes and edits that race ahead of their ad
 channels' names as last seen (names).
 
 May import: ``records``, ``language``, ``vectors`` and the store protocol and rows (``store.protocol``,
-``store.rows``); never a concrete store.
+``store.rows``); never a concrete store. Each part is typed against the store role it uses (the writer
+``MessageWrites``, the filler ``PendingVectors``, the queue ``IngestStore``, names ``PlaceNameStore``).
 """

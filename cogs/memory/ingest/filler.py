@@ -14,8 +14,7 @@ import numpy as np
 from ..vectors.embedding import Embedder
 from .report import RetryPolicy, describe
 from ..store.rows import VectorInput, WriteBatch
-from ..store.protocol import Store
-from ..store.protocol import VectorIndexes
+from ..store.protocol import PendingVectors, VectorIndexes
 from ..vectors.stored import stored_vectors
 
 __all__ = ("PROBE_TEXT", "SLICE", "VectorFiller")
@@ -62,7 +61,7 @@ class VectorFiller:
     order, their existence) calls ``changed``, so a vector computed from the old text is not written.
     """
 
-    def __init__(self, store: Store, write_lock: asyncio.Lock, embedder: Embedder, indexes: VectorIndexes,
+    def __init__(self, store: PendingVectors, write_lock: asyncio.Lock, embedder: Embedder, indexes: VectorIndexes,
                  retry: RetryPolicy) -> None:
         self._store = store
         self._write_lock = write_lock

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from ..store.protocol import Store
+from ..store.protocol import PlaceNameStore
 from ..store.rows import PlaceName
 
 __all__ = ("PlaceNames",)
@@ -33,7 +33,7 @@ class PlaceNames:
     reads the names again every ``REFRESH_INTERVAL_S`` until ``stop_refreshing``.
     """
 
-    def __init__(self, store: Store, write_lock: asyncio.Lock) -> None:
+    def __init__(self, store: PlaceNameStore, write_lock: asyncio.Lock) -> None:
         self._store = store
         self._write_lock = write_lock
         self._known: dict[Key, PlaceName] = {}

@@ -20,7 +20,7 @@ from .writer import MessageWriter, Refuse
 from .spool import IngestSpool
 from ..records import MessageRecord
 from ..store.rows import ChannelMessage, EditRow, RowRef, WriteBatch, to_timestamp
-from ..store.protocol import DatabaseUnavailableError, Store
+from ..store.protocol import DatabaseUnavailableError, IngestStore
 from .tombstones import TOMBSTONE_DAYS, PendingEdits, Tombstones
 from .filler import VectorFiller
 from ..store.protocol import VectorIndexes
@@ -46,7 +46,7 @@ class IngestQueue:
     stores the edited text.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, indexes: VectorIndexes, *, batch_size: int = 64,
+    def __init__(self, store: IngestStore, embedder: Embedder, indexes: VectorIndexes, *, batch_size: int = 64,
                  queue_size: int = 1024, retry: RetryPolicy = RetryPolicy(),
                  spool: IngestSpool | None = None) -> None:
         self._store = store

@@ -6,7 +6,7 @@ import logging
 
 from ..vectors.embedding import EmbeddingService
 from ..store.rows import WriteBatch
-from ..store.protocol import Store
+from ..store.protocol import Reembedding
 from ..vectors.stored import VectorSource, stored_vectors
 
 __all__ = ("reembed_all",)
@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 _CHUNK = 256
 
 
-async def reembed_all(store: Store, embedder: EmbeddingService) -> int:
+async def reembed_all(store: Reembedding, embedder: EmbeddingService) -> int:
     """Embed, with ``embedder``, every stored message that has no vector for its model yet; returns how many.
 
     Call with ingest's write lock held: each message is embedded as ingest embeds it (vectors.stored_vectors).
@@ -39,7 +39,7 @@ async def reembed_all(store: Store, embedder: EmbeddingService) -> int:
     return total
 
 
-async def _write(store: Store, embedder: EmbeddingService, guild_id: int,
+async def _write(store: Reembedding, embedder: EmbeddingService, guild_id: int,
                  pending: list[tuple[int, VectorSource]]) -> int:
     vectors = await stored_vectors(embedder, [source for _, source in pending])
     batch = WriteBatch(embedder.model_name, guild_ids={guild_id})

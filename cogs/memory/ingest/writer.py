@@ -17,7 +17,7 @@ from .content import clean_text, stored_content
 from .report import RetryPolicy, describe
 from ..records import MessageRecord
 from ..store.rows import NewRow, WriteBatch, to_timestamp
-from ..store.protocol import Store
+from ..store.protocol import MessageWrites
 from .spool import IngestSpool
 
 __all__ = ("BACKLOG_BATCH_SIZE", "MessageWriter", "Tally", "about_data")
@@ -113,7 +113,7 @@ class MessageWriter:
     what an earlier run kept there is stored first.
     """
 
-    def __init__(self, store: Store, write_lock: asyncio.Lock, admit: Admit,
+    def __init__(self, store: MessageWrites, write_lock: asyncio.Lock, admit: Admit,
                  stored: Callable[[list[int]], None], retry: RetryPolicy, *, batch_size: int,
                  queue_size: int, spool: IngestSpool | None = None, refuse: Refuse | None = None) -> None:
         self._store = store

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from ..store.history import Exclusion, HistoryLedger
 from ..records import MessageRecord
-from ..settings import GuildSettings
-from ..store.protocol import Store
+from ..guild_policy import GuildSettings
+from ..store.protocol import GuildRulesSource
 
 __all__ = ("Admission", "GuildRules", "SHORT_REASONS", "refusal")
 
@@ -59,7 +59,7 @@ class Admission:
     Nothing is cached: another process (an import beside the bot) may have changed them since the last batch.
     """
 
-    def __init__(self, store: Store, history: HistoryLedger) -> None:
+    def __init__(self, store: GuildRulesSource, history: HistoryLedger) -> None:
         self._store = store
         self._history = history
 

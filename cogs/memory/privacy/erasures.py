@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from ..settings import GuildSettings
+from ..guild_policy import GuildSettings
 from ..store.history import Exclusion
 from ..store.rows import RowRef
 from .known import KnownErasures, reconcile

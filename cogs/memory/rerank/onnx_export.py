@@ -20,7 +20,7 @@ from pathlib import Path
 from ..runtime.workers import MODEL_LOADING
 from ..runtime.export_child import RecordPrinter, exporting_into, publish, remove_leftovers, run_export, staging_folder
 from .onnx_graph import GRAPH_FILE, HEAD_NODE, export_qwen3
-from ..runtime.profile import HardwareDetector
+from ..runtime.hardware import HardwareDetector
 
 log = logging.getLogger(__name__)
 

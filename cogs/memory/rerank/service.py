@@ -22,7 +22,8 @@ from .local import DEFAULT_INSTRUCTION, load_tokenizer
 from .providers import Backend, Provider, ProviderStatus
 from .stats import RerankStats, RerankSummary
 from ..runtime.config import ONNX_DIR
-from ..runtime.profile import HardwareDetector, MemoryProfile, ProviderSettings, provider_chain, resolve_device
+from ..runtime.hardware import HardwareDetector
+from ..runtime.profile import MemoryProfile, ProviderSettings, provider_chain, resolve_device
 from ..runtime.workers import WorkerThread
 
 log = logging.getLogger(__name__)

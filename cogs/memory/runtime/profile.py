@@ -1,20 +1,20 @@
-"""Hardware profiles that size the memory system: loading `profiles/*.toml`, detecting the machine, choosing one."""
+"""Hardware profiles that size the memory system: loading `profiles/*.toml` and choosing the one this machine fits
+(hardware.py reads the machine)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from .config import DEVICES, DTYPES, PROFILES_DIR
+from .hardware import HardwareDetector, HardwareInfo
 from ..language.coverage import SCRIPTS
-from ..search.ranking import RankingTuning
+from .ranking import RankingTuning
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +25,6 @@ PROVIDERS = ("local", "http", "none")
 BACKENDS = ("auto", "onnx", "torch")
 # Request/response shapes of the http provider: Cohere/Jina/vLLM `/v1/rerank`, text-embeddings-inference `/rerank`.
 HTTP_APIS = ("cohere", "tei")
-# /proc/cpuinfo flags that give native bf16 matmuls (without them bf16 is emulated and slower than fp32).
-CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
-# Instruction sets reported with the hardware: they decide which matmuls run natively (bf16, int8 dot products).
-CPU_FEATURE_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
 
 
 class ProfileError(ValueError):
@@ -112,24 +108,6 @@ class MemoryProfile:
     ranking: RankingTuning = field(default_factory=RankingTuning)  # [ranking]: the first stage's weights and budgets
 
 
-@dataclass(frozen=True, slots=True)
-class CudaDevice:
-    index: int
-    name: str
-    total_memory_gb: float
-    free_memory_gb: float
-
-
-@dataclass(frozen=True, slots=True)
-class HardwareInfo:
-    cpu_cores: int
-    ram_gb: float
-    cpu_bf16: bool
-    cuda_devices: tuple[CudaDevice, ...] = ()
-    mps: bool = False
-    cpu_features: tuple[str, ...] = field(default=(), compare=False)  # of CPU_FEATURE_FLAGS, for the log
-
-
 # --- loading ---------------------------------------------------------------------------------------------------
 
 _CHOICES: dict[str, tuple[str, ...]] = {"device": DEVICES, "dtype": DTYPES, "provider": PROVIDERS,
@@ -210,8 +188,8 @@ def _build(cls: type, source: str, prefix: str, data: Mapping[str, Any], nested:
 
 def parse_profile(data: Mapping[str, Any], source: str = "<profile>") -> MemoryProfile:
     """Validate a TOML-shaped mapping into a MemoryProfile; errors name `source`, the field and what is allowed."""
-    profile = _build(MemoryProfile, source, "", data,
-                     {"reranker": RerankerSettings, "requirements": ProfileRequirements, "ranking": RankingTuning})
+    nested = {"reranker": RerankerSettings, "requirements": ProfileRequirements, "ranking": RankingTuning}
+    profile: MemoryProfile = _build(MemoryProfile, source, "", data, nested)
     settings = profile.reranker
     if settings.providers and (both := [k for k in _SINGLE_PROVIDER_FIELDS if k in data.get("reranker", {})]):
         raise ProfileError(f"{source}: field 'reranker.{both[0]}' and [[reranker.providers]] both name providers; "
@@ -249,75 +227,6 @@ def load_profile(name_or_path: str | Path, profiles_dir: Path = PROFILES_DIR) ->
 
 def list_profiles(profiles_dir: Path = PROFILES_DIR) -> list[MemoryProfile]:
     return [load_profile(path) for path in sorted(profiles_dir.glob("*.toml"))]
-
-
-# --- detection -------------------------------------------------------------------------------------------------
-
-def _read_text(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def _probe_cuda() -> tuple[CudaDevice, ...]:
-    import torch
-
-    if not torch.cuda.is_available():
-        return ()
-    devices = []
-    for index in range(torch.cuda.device_count()):
-        free, total = torch.cuda.mem_get_info(index)
-        devices.append(CudaDevice(index, torch.cuda.get_device_name(index), total / 2**30, free / 2**30))
-    return tuple(devices)
-
-
-def _probe_mps() -> bool:
-    import torch
-
-    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-
-
-def _probe_cores() -> int:
-    """CPUs this process may run on: its affinity where the OS keeps one (Linux, Windows), else every logical CPU."""
-    process = psutil.Process()
-    if hasattr(process, "cpu_affinity"):  # psutil has none on macOS
-        return len(process.cpu_affinity()) or 1
-    return psutil.cpu_count(logical=True) or 1
-
-
-def _probe_ram_gb() -> float:
-    return psutil.virtual_memory().total / 2**30
-
-
-class HardwareDetector:
-    """Reads the machine through psutil, /proc/cpuinfo (bf16 flags, Linux only) and torch, with no subprocess;
-    every probe can be replaced in tests."""
-
-    def __init__(
-        self,
-        *,
-        cpuinfo: Callable[[], str] = lambda: _read_text("/proc/cpuinfo"),
-        ram_gb: Callable[[], float] = _probe_ram_gb,
-        cores: Callable[[], int] = _probe_cores,
-        cuda: Callable[[], tuple[CudaDevice, ...]] = _probe_cuda,
-        mps: Callable[[], bool] = _probe_mps,
-    ) -> None:
-        self._cpuinfo, self._ram_gb, self._cores, self._cuda, self._mps = cpuinfo, ram_gb, cores, cuda, mps
-
-    def detect(self) -> HardwareInfo:
-        flags: set[str] = set()
-        for line in self._cpuinfo().splitlines():
-            if line.startswith(("flags", "Features")):
-                flags.update(line.partition(":")[2].split())
-        return HardwareInfo(
-            cpu_cores=self._cores(),
-            ram_gb=self._ram_gb(),
-            cpu_bf16=bool(flags & CPU_BF16_FLAGS),
-            cuda_devices=self._cuda(),
-            mps=self._mps(),
-            cpu_features=tuple(flag for flag in CPU_FEATURE_FLAGS if flag in flags),
-        )
 
 
 # --- selection -------------------------------------------------------------------------------------------------

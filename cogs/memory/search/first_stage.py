@@ -1,7 +1,7 @@
 """FirstStage: first-stage retrieval every store shares — each side's hits fused, widened to neighbours, ranked.
 
 Dialect-free: a store's engine (store/sqlite/search.py, store/postgres/search.py) supplies the three look-ups; the
-weights and budgets come from ``RankingTuning`` (ranking.py, measured in docs/ranking.md).
+weights and budgets come from ``RankingTuning`` (runtime/ranking.py, measured in docs/ranking.md).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..language import questions
 from ..language.coverage import covered_share, model_scripts
 from ..records import Candidate, MessageRecord, ScoreParts, SearchFilters, checked_limit
 from ..vectors.embedding import Embedder
-from .ranking import RankingTuning
+from ..runtime.ranking import RankingTuning
 from .structure import ChannelStructure, Posted, measure, strength
 from .timed_cache import TimedCache
 

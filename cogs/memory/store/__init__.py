@@ -1,8 +1,9 @@
 """The stores, side by side: SQLite (sqlite/, the default) and PostgreSQL + pgvector (postgres/). What both share
-lives here: the ``Store``, ``VectorIndexes`` and ``StoreBackend`` protocols (protocol), the rows ingest writes and
-reads (rows), the history records (history), a migration (migration), the neighbour SQL (neighbours), and the choice
-of backend (backend). Only the store packages hold SQL.
+lives here: the protocols (protocol: a role Protocol per user of a store, ``Store`` their union, ``VectorIndexes``,
+``SearchEngine`` and ``StoreBackend``), the rows ingest writes and reads (rows), the history records (history), a
+migration (migration), the neighbour SQL (neighbours), and the choice of backend (backend). Only the store packages
+hold SQL.
 
-May import: ``records``, ``language``, ``vectors`` and ``search.first_stage`` (each store's engine extends it);
-``sqlite/`` and ``postgres/`` never import each other.
+May import: ``records``, ``language``, ``vectors``, ``runtime`` (a profile and its ranking tuning) and
+``search.first_stage`` (each store's engine extends it); ``sqlite/`` and ``postgres/`` never import each other.
 """

@@ -2,7 +2,7 @@
 
 Ingest and Memory talk to ``VectorIndexes`` (store/protocol.py; on SQLite, vectors/index.IndexRegistry). With the
 PostgreSQL store the HNSW index inside the database follows every committed write by itself, so there is
-nothing to add, remove, save or rebuild here.
+nothing to add, remove, save or rebuild here; ``search`` reads the nearest vectors from the database.
 """
 
 from __future__ import annotations
@@ -18,6 +18,16 @@ if TYPE_CHECKING:
     from .store import PostgresStore
 
 __all__ = ("DatabaseIndexes",)
+
+# A guild's nearest vectors by inner product (the score the PostgreSQL first stage gives, search.py), among the allowed
+# rows when a list is given. Ordered by the score, so the answer is exact whatever the filter: the first stage itself
+# searches through the HNSW index with its filters in SQL (search.py), this serves callers of VectorIndexes.
+SELECT_NEAREST = """
+SELECT e.message_rowid, -(e.vector <#> $1) AS score
+FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid
+WHERE m.guild_id = $2 AND e.model = $3 AND ($4::bigint[] IS NULL OR e.message_rowid = ANY($4::bigint[]))
+ORDER BY score DESC, e.message_rowid LIMIT $5
+"""
 
 
 class DatabaseIndexes:
@@ -51,6 +61,20 @@ class DatabaseIndexes:
 
     async def close(self) -> None:
         """Nothing held."""
+
+    async def search(self, guild_id: int, queries: np.ndarray, k: int,
+                     allowed_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` (scores, row ids) per query row, best first; missing results have id -1 and score -inf."""
+        rows = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        width = max(k, 0)
+        scores = np.full((len(rows), width), -np.inf, dtype=np.float32)
+        ids = np.full((len(rows), width), -1, dtype=np.int64)
+        allowed = None if allowed_ids is None else [int(rowid) for rowid in allowed_ids]
+        for row, query in enumerate(rows if width else ()):
+            found = await self._store.fetch(SELECT_NEAREST, query, guild_id, self.model, allowed, width)
+            for column, (rowid, score) in enumerate(found):
+                ids[row, column], scores[row, column] = rowid, score
+        return scores, ids
 
     async def usage(self, guild_id: int) -> IndexUsage:
         """The guild's vectors in the database; their index is PostgreSQL's, in neither memory nor a file here."""

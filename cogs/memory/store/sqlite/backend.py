@@ -31,7 +31,6 @@ class SqliteBackend:
 
     def search_engine(self, embedder: Embedder, indexes: VectorIndexes,
                       profile: MemoryProfile) -> SqliteSearchEngine:
-        assert isinstance(indexes, IndexRegistry), "the SQLite engine searches the FAISS indexes it was built with"
         return SqliteSearchEngine(self.store, embedder, indexes, profile)
 
     def history(self, write_lock: asyncio.Lock) -> SqliteHistory:

@@ -18,10 +18,10 @@ from ...language import keywords as text
 from ...records import MessageRecord, SearchFilters
 from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, bm25_idf, characters_alone, narrows,
                                    rows_wanted, window_of, within_budget)
-from ...search.ranking import RankingTuning
+from ...runtime.ranking import RankingTuning
 from ...vectors.embedding import Embedder
-from ...vectors.index import IndexRegistry
 from ..neighbours import select_neighbour_ids
+from ..protocol import VectorIndexes
 from ..rows import candidate_record
 from .filters import filter_clause
 from .store import SqliteStore
@@ -78,7 +78,7 @@ class SqliteSearchEngine(FirstStage):
     thread and the query embedding on the model's thread; the event loop only awaits them.
     """
 
-    def __init__(self, store: SqliteStore, embedder: Embedder, indexes: IndexRegistry,
+    def __init__(self, store: SqliteStore, embedder: Embedder, indexes: VectorIndexes,
                  profile: MemoryProfile) -> None:
         super().__init__(embedder, profile)
         self._store = store

@@ -131,7 +131,7 @@ async def llm_server():
 def chat_client(base_url):
     # Imported from the extension as loaded now: each test loads it afresh, and the listeners catch only their own
     # copy's LLMError.
-    from cogs.memory.cog.llm import ChatClient, LLMConfig
+    from cogs.memory.llm import ChatClient, LLMConfig
 
     return ChatClient(LLMConfig(base_url=base_url, model="llama3"))
 

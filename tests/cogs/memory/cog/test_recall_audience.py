@@ -127,7 +127,7 @@ async def llm_requests(memory_bot):
         return web.json_response({"choices": [{"message": {"role": "assistant", "content": "50 euros."}}]})
 
     async with chat_completions_server(completions) as url:
-        from cogs.memory.cog.llm import ChatClient, LLMConfig  # the cog's own copy: the bot reloads its modules
+        from cogs.memory.llm import ChatClient, LLMConfig
 
         cog = memory_bot.get_cog("MemoryListeners")
         cog.llm = ChatClient(LLMConfig(base_url=url, model="llama3"))

@@ -5,7 +5,7 @@ from datetime import timedelta
 import discord
 
 from cogs.memory.records import MessageRecord, SearchFilters
-from cogs.memory.settings import GuildSettings
+from cogs.memory.guild_policy import GuildSettings
 from tests.fixtures.interactions import snowflake
 
 

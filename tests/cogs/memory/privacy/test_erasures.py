@@ -18,7 +18,7 @@ from cogs.memory.privacy.ledger import LEDGER_NAME, Erasure, ErasureLedger
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
-from cogs.memory.settings import GuildSettings
+from cogs.memory.guild_policy import GuildSettings
 from cogs.memory.store.history import Exclusion
 from cogs.memory.store.rows import RowRef
 

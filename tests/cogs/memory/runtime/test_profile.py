@@ -1,4 +1,4 @@
-"""MemoryProfile loading/validation, HardwareDetector with faked probes, select_profile."""
+"""MemoryProfile loading/validation and select_profile (the hardware read by faked probes)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.runtime.ranking import RankingTuning
+from cogs.memory.runtime.hardware import CudaDevice, HardwareDetector, HardwareInfo
 from cogs.memory.runtime.profile import (
-    CudaDevice,
-    HardwareDetector,
-    HardwareInfo,
     MemoryProfile,
     ProfileError,
     ProviderSettings,
@@ -23,7 +21,6 @@ from cogs.memory.runtime.profile import (
     select_profile,
 )
 
-CPUINFO_BF16 = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n"
 CPUINFO_AVX2 = "processor\t: 0\nflags\t\t: fpu sse avx2 fma\n"
 SMALL_CPU = HardwareInfo(cpu_cores=2, ram_gb=4.0, cpu_bf16=False)
 TINY_CPU = HardwareInfo(cpu_cores=1, ram_gb=2.0, cpu_bf16=False)  # a 2 GB VPS: too small for Qwen3-Reranker
@@ -146,26 +143,6 @@ def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
     assert load_profile(write_profile(tmp_path, "", name="tiny-box")).name == "tiny-box"
 
 
-def test_detector_reads_bf16_flag_ram_and_cores() -> None:
-    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_BF16, ram_gb=lambda: 16.0, cores=lambda: 4,
-                                cuda=lambda: (), mps=lambda: False)
-    assert detector.detect() == HardwareInfo(cpu_cores=4, ram_gb=16.0, cpu_bf16=True)
-
-
-def test_detector_reports_no_bf16_on_an_avx2_cpu() -> None:
-    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_AVX2, ram_gb=lambda: 16.0, cores=lambda: 2,
-                                cuda=lambda: (), mps=lambda: False)
-    assert detector.detect().cpu_bf16 is False
-
-
-def test_detector_passes_through_cuda_devices_and_mps() -> None:
-    devices = (CudaDevice(0, "Fake A100", 40.0, 38.5),)
-    detector = HardwareDetector(cpuinfo=lambda: "", ram_gb=lambda: 0.0, cores=lambda: 1,
-                                cuda=lambda: devices, mps=lambda: True)
-    info = detector.detect()
-    assert (info.cuda_devices, info.mps) == (devices, True)
-
-
 @pytest.mark.parametrize(("hardware", "expected"), [
     (TINY_CPU, "cpu-tiny"),
     (dataclasses.replace(TINY_CPU, cpu_bf16=True), "cpu-tiny"),
@@ -241,14 +218,6 @@ def test_unknown_http_api_names_the_allowed_ones(tmp_path: Path) -> None:
     path = write_profile(tmp_path, '[reranker]\nhttp_api = "openai"\n')
     with pytest.raises(ProfileError, match=r"'reranker.http_api' = 'openai' is invalid; allowed: cohere \| tei"):
         load_profile(path)
-
-
-def test_detector_reports_the_cpus_vector_and_matrix_extensions() -> None:
-    cpuinfo = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8\n"
-    detector = HardwareDetector(cpuinfo=lambda: cpuinfo, ram_gb=lambda: 16.0, cores=lambda: 4,
-                                cuda=lambda: (), mps=lambda: False)
-    assert detector.detect().cpu_features == ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
-                                              "amx_bf16", "amx_int8")
 
 
 def test_vnni_without_bf16_is_not_a_bf16_cpu() -> None:

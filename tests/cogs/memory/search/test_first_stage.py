@@ -15,7 +15,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.search.first_stage import (ChannelWindow, characters_alone, fuse, fuse_sides,
                                             neighbours_in, spread_to_neighbours)
-from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry

@@ -10,7 +10,7 @@ import pytest
 
 from cogs.memory.search.first_stage import (Neighbour, Neighbours, fuse_sides, score_parts, spread_to_neighbours,
                                             spread_with_loans)
-from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.runtime.ranking import RankingTuning
 
 # Sources 1, 2 and 4 are strong on both sides; 5, the message explained, only on the keyword side.
 VECTOR = [(1, 0.9), (2, 0.8), (4, 0.7), (3, 0.1), (8, 0.0)]

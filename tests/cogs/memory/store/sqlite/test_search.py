@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from cogs.memory.records import SearchFilters
-from cogs.memory.search.ranking import RankingTuning
+from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.store.sqlite.filters import filter_clause
 from cogs.memory.store.sqlite.migrations import FTS_TOKENIZER
 from cogs.memory.store.sqlite.search import SELECT_CANDIDATES, SELECT_PASSING, rows_indexed, select_neighbours

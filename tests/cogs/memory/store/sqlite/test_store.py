@@ -8,38 +8,18 @@ import dataclasses
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from cogs.memory.store.sqlite import migrations
 from cogs.memory.store.postgres import schema as pg_schema
-from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.records import SearchFilters
 from cogs.memory.store.sqlite.store import EditRow, SqliteStore, WriteBatch, to_timestamp
 from cogs.memory.vectors.index import id_checksum
-from cogs.memory.store.postgres.backend import PostgresBackend
-from cogs.memory.store.postgres.indexes import DatabaseIndexes
-from cogs.memory.store.protocol import Store, StoreBackend, VectorIndexes
-from cogs.memory.store.sqlite.backend import SqliteBackend
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.store.protocol import Store
 from tests.fixtures.core import T0, RecordFactory, fetchall
 from tests.fixtures.stores import MODEL, count_rows, insert, is_sqlite, keyword_rowids, query, stored_vector, unit
-
-
-def test_both_stores_satisfy_the_store_protocol() -> None:
-    assert issubclass(SqliteStore, Store) and issubclass(PostgresStore, Store)
-
-
-async def test_both_stores_vector_indexes_and_backends_satisfy_their_protocols(tmp_path: Path) -> None:
-    unopened: Any = None  # the checks read only which members each one has
-    registry = IndexRegistry(unopened, tmp_path, MODEL, 8)
-    try:
-        assert isinstance(registry, VectorIndexes) and isinstance(DatabaseIndexes(unopened, MODEL, 8), VectorIndexes)
-    finally:
-        await registry.close()
-    assert isinstance(SqliteBackend(unopened), StoreBackend) and isinstance(PostgresBackend(unopened), StoreBackend)
 
 
 async def test_migrations_are_recorded_in_order(memory_store: Store) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.settings import GuildPolicy, GuildSettings
+from cogs.memory.guild_policy import GuildPolicy, GuildSettings
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import (consistent_ids, contents, expected_vector, stored_vector,

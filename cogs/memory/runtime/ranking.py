@@ -1,7 +1,8 @@
 """RankingTuning: every weight and budget of the first stage in one frozen record, today's values as defaults.
 
-A profile may set any of them in an optional ``[ranking]`` table (runtime/profile.py validates it); the first stage
-reads its profile's copy, and a test or a benchmark passes its own. Why each value is what it is: docs/ranking.md.
+A profile holds one and may set any of them in an optional ``[ranking]`` table (profile.py validates it); the first
+stage (search/first_stage.py) reads its profile's copy, and a test or a benchmark passes its own. It lives here, below
+both, so that a profile never imports search. Why each value is what it is: docs/ranking.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Guild policy: each guild's settings (a frozen record over the JSON the store keeps), its members' opt-outs,
-and retention."""
+and retention. The process's own configuration is another thing: ``Settings`` in runtime/config.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .ingest.queue import IngestQueue
-    from .store.protocol import Store
+    from .store.protocol import GuildPolicyStore
 
 __all__ = ("GuildPolicy", "GuildSettings")
 
@@ -59,7 +59,7 @@ class GuildPolicy:
     SQLite, FTS5 and FAISS stay in step.
     """
 
-    def __init__(self, store: Store, ingest: IngestQueue) -> None:
+    def __init__(self, store: GuildPolicyStore, ingest: IngestQueue) -> None:
         self._store = store
         self._ingest = ingest
         self._settings: dict[int, GuildSettings] = {}

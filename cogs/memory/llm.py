@@ -1,5 +1,6 @@
 """A minimal client for any OpenAI-compatible chat endpoint (Ollama, vLLM, llama.cpp's server, OpenAI), and the
-check of its settings at start."""
+check of its settings at start. Discord-free, beside prompt.py (what it is asked): the bot and ``python -m cogs.memory
+ask`` both send their answers' prompts through it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from ..runtime.safe_text import redacted_text
+from .runtime.safe_text import redacted_text
 
 if TYPE_CHECKING:
     from ..runtime.config import Settings

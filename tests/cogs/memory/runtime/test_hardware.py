@@ -1,4 +1,4 @@
-"""Hardware detection on Linux, macOS and Windows: psutil faked as each platform presents itself."""
+"""Hardware detection: the probes faked, and psutil faked as Linux, macOS and Windows present themselves."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from cogs.memory.runtime.profile import HardwareDetector, HardwareInfo, select_profile
+from cogs.memory.runtime.hardware import CudaDevice, HardwareDetector, HardwareInfo
+from cogs.memory.runtime.profile import select_profile
 
 GIB = 2**30
+CPUINFO_BF16 = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+CPUINFO_AVX2 = "processor\t: 0\nflags\t\t: fpu sse avx2 fma\n"
 LINUX_CPUINFO = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n"
 
 
@@ -68,3 +71,31 @@ def test_a_cpu_under_4_gib_of_ram_gets_cpu_tiny(monkeypatch: pytest.MonkeyPatch,
                                                 expected: str) -> None:
     fake_platform(monkeypatch, process=ProcessWithAffinity(2), logical_cpus=2, ram_gib=ram_gib)
     assert select_profile(detect("processor\t: 0\nflags\t\t: fpu avx2\n")).name == expected
+
+
+def test_detector_reads_bf16_flag_ram_and_cores() -> None:
+    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_BF16, ram_gb=lambda: 16.0, cores=lambda: 4,
+                                cuda=lambda: (), mps=lambda: False)
+    assert detector.detect() == HardwareInfo(cpu_cores=4, ram_gb=16.0, cpu_bf16=True)
+
+
+def test_detector_reports_no_bf16_on_an_avx2_cpu() -> None:
+    detector = HardwareDetector(cpuinfo=lambda: CPUINFO_AVX2, ram_gb=lambda: 16.0, cores=lambda: 2,
+                                cuda=lambda: (), mps=lambda: False)
+    assert detector.detect().cpu_bf16 is False
+
+
+def test_detector_passes_through_cuda_devices_and_mps() -> None:
+    devices = (CudaDevice(0, "Fake A100", 40.0, 38.5),)
+    detector = HardwareDetector(cpuinfo=lambda: "", ram_gb=lambda: 0.0, cores=lambda: 1,
+                                cuda=lambda: devices, mps=lambda: True)
+    info = detector.detect()
+    assert (info.cuda_devices, info.mps) == (devices, True)
+
+
+def test_detector_reports_the_cpus_vector_and_matrix_extensions() -> None:
+    cpuinfo = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8\n"
+    detector = HardwareDetector(cpuinfo=lambda: cpuinfo, ram_gb=lambda: 16.0, cores=lambda: 4,
+                                cuda=lambda: (), mps=lambda: False)
+    assert detector.detect().cpu_features == ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
+                                              "amx_bf16", "amx_int8")

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import pytest
 from aiohttp import web
 
-from cogs.memory.cog.llm import ChatClient, LLMCheck, LLMConfig, LLMError, check_llm, log_llm_check
+from cogs.memory.llm import ChatClient, LLMCheck, LLMConfig, LLMError, check_llm, log_llm_check
 from cogs.memory.runtime.config import load_settings
 from tests.fixtures.discord import chat_completions_server
 
@@ -41,7 +41,7 @@ async def client(chat_server):
 
 
 def test_nothing_set_means_no_llm_and_nothing_logged(caplog):
-    with caplog.at_level(logging.WARNING, logger="cogs.memory.cog.llm"):
+    with caplog.at_level(logging.WARNING, logger="cogs.memory.llm"):
         assert LLMConfig.from_settings(load_settings({}, None)) is None
     assert caplog.messages == []
 
@@ -52,7 +52,7 @@ def test_nothing_set_means_no_llm_and_nothing_logged(caplog):
      "LLM answers are off: LLM_BASE_URL is set but LLM_MODEL is not; set both (or neither)"),
 ])
 def test_half_configured_means_no_llm_and_a_line_saying_what_is_missing(environ, line, caplog):
-    with caplog.at_level(logging.WARNING, logger="cogs.memory.cog.llm"):
+    with caplog.at_level(logging.WARNING, logger="cogs.memory.llm"):
         assert LLMConfig.from_settings(load_settings(environ, None)) is None
     assert caplog.messages == [line]
 
@@ -129,7 +129,7 @@ async def test_a_base_url_without_v1_that_answers_is_accepted():
 async def test_an_unreachable_endpoint_is_one_warning_line(caplog):
     async with models_server({}) as (root, _):
         pass  # closed: nothing listens on its port any more
-    with caplog.at_level(logging.INFO, logger="cogs.memory.cog.llm"):
+    with caplog.at_level(logging.INFO, logger="cogs.memory.llm"):
         found = await log_llm_check(LLMConfig(base_url=f"{root}/v1", model="llama3"))
     assert not found.ok and found.line.startswith(f"LLM at {root}/v1 is unreachable (ClientConnectorError")
     assert found.line.endswith("); answers fail until it is up")
@@ -190,7 +190,7 @@ async def test_the_cog_checks_the_llm_once_as_it_loads(discord_bot, monkeypatch,
     async with models_server({"/v1/models": ["llama3"]}) as (root, seen):
         monkeypatch.setattr(discord_bot, "config", load_settings(
             {"LLM_BASE_URL": f"{root}/v1", "LLM_MODEL": "llama3"}, None))
-        with caplog.at_level(logging.INFO, logger="cogs.memory.cog.llm"):
+        with caplog.at_level(logging.INFO, logger="cogs.memory.llm"):
             await discord_bot.reload_extension("cogs.memory.cog")
             expected = f"LLM at {root}/v1 is reachable: 1 models listed (llama3), llama3 among them"
             for _ in range(3000):  # up to 30 s: the check runs in the background
