@@ -20,7 +20,7 @@ from typing import Protocol
 from .ledger import (Erasure, ErasureLedger, LedgerReading, damaged_path, read_ledger, rewrite_ledger,
                      why_not_written)
 
-__all__ = ("ErasureRecords", "KnownErasures", "erasures_known", "keep_in_ledger", "reconcile")
+__all__ = ("AppliedErasures", "KnownErasures", "erasures_known", "keep_in_ledger", "reconcile")
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,8 @@ SELECT_ERASURES = "SELECT id, entry FROM erasures"
 HAS_ERASURES = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'erasures'"
 
 
-class ErasureRecords(Protocol):
-    """The database's record of the erasures it applied (both stores: ``Store.erasures``)."""
+class AppliedErasures(Protocol):
+    """The database's record of the erasures it applied, read only (both stores' ``ErasureRecords.erasures``)."""
 
     async def erasures(self) -> dict[str, str]: ...
 
@@ -64,7 +64,7 @@ def _union(ledger: Iterable[Erasure], database: Iterable[Erasure]) -> list[Erasu
     return sorted(merged.values(), key=lambda erasure: erasure.at)
 
 
-async def reconcile(ledger: ErasureLedger, records: ErasureRecords) -> KnownErasures:
+async def reconcile(ledger: ErasureLedger, records: AppliedErasures) -> KnownErasures:
     """Make the ledger hold every erasure either record knows, before anything reads the database.
 
     The ledger is read and verified; what the database applied and the ledger lacks (a file deleted, a damaged line, a
