@@ -19,8 +19,8 @@ import psutil
 from ..privacy.ledger import ErasureNotRecorded
 from ..records import Candidate, SearchFilters
 from .metrics import MetricsRecorder, RecallSample
-from .source import (ActionNotDone, BrowsePage, CatchUpView, ExplainedHit, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
-                     ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange,
+from .source import (ActionNotDone, BrowsePage, CatchUpView, ExplainedHit, ForgetKind, ForgetResult, GuildOverview,
+                     ProcessInfo, ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange,
                      SettingsView, SourceUnavailable, StoredMessageView)
 
 if TYPE_CHECKING:

@@ -14,9 +14,10 @@ from typing import Literal, Protocol
 
 from ..records import ScoreParts
 
-__all__ = ("ActionNotDone", "BrowsePage", "CatchUpView", "DashboardSource", "ExplainedHit", "ForgetKind", "ForgetResult",
-           "GuildOverview", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "ScoreParts", "SearchExplanation",
-           "SearchRequest", "SettingsChange", "SettingsView", "SourceUnavailable", "StoredMessageView")
+__all__ = ("ActionNotDone", "BrowsePage", "CatchUpView", "DashboardSource", "ExplainedHit", "ForgetKind",
+           "ForgetResult", "GuildOverview", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "ScoreParts",
+           "SearchExplanation", "SearchRequest", "SettingsChange", "SettingsView", "SourceUnavailable",
+           "StoredMessageView")
 
 ForgetKind = Literal["message", "member", "channel", "guild"]
 

@@ -70,9 +70,9 @@ async def reconcile(ledger: ErasureLedger, records: AppliedErasures) -> KnownEra
     The ledger is read and verified; what the database applied and the ledger lacks (a file deleted, a damaged line, a
     delete it could not record) is written back into it, in one atomic rewrite that also drops damaged lines (kept
     beside it, ``.damaged``) and gives older lines their checksum. A missing or damaged ledger is one WARNING with
-    the counts; the next open, the ledger clean, says nothing. A rewrite that fails (a full disk) is a WARNING too,
-    not a failure: the database still holds every erasure. Raises OSError when the ledger cannot be read, and the
-    store's error when its table cannot.
+    the counts; the next open, the ledger clean, says nothing. A rewrite that fails (a full disk) is one WARNING
+    instead, not a failure: the database still holds every erasure. Raises OSError when the ledger cannot be read,
+    and the store's error when its table cannot.
     """
     reading = await ledger.examine()
     recorded = await records.erasures()
@@ -85,14 +85,17 @@ async def reconcile(ledger: ErasureLedger, records: AppliedErasures) -> KnownEra
     entries = _union(reading.entries, copied)
     unapplied = tuple(erasure for erasure in entries if erasure.id not in recorded)
     if copied or not reading.clean or len(entries) < len(reading.entries):
-        _say_what_was_rebuilt(ledger, reading, len(copied))
         try:
             await ledger.rewrite(entries, reading.damaged)
         except OSError as error:
-            log.warning("Could not write the erasure ledger %s again (%s); memory starts, as the database holds "
+            lacking = "it was missing" if reading.missing else (
+                f"damaged: {reading.damage()}" if reading.damaged else f"it lacked {len(copied)} erasure(s)")
+            log.warning("Could not write the erasure ledger %s again (%s; %s). Memory starts, as the database holds "
                         "every erasure, but until it is written a restored older database could bring back what "
                         "they erased: free some space (or make it writable) and start again", ledger.path,
-                        why_not_written(error))
+                        why_not_written(error), lacking)
+        else:
+            _say_what_was_rebuilt(ledger, reading, len(copied))
     return KnownErasures(tuple(entries), unapplied)
 
 

@@ -116,8 +116,8 @@ async def test_a_ledger_that_cannot_be_written_again_is_a_warning_not_a_failure(
         known = await reconcile(ledger, Recorded(FIRST, SECOND))
     assert known.entries == (FIRST, SECOND) and read_ledger(ledger.path).entries == (FIRST,)
     [warning] = said(caplog)
-    assert warning.startswith(f"Could not write the erasure ledger {ledger.path} again (the disk is full); memory "
-                              "starts, as the database holds every erasure")
+    assert warning.startswith(f"Could not write the erasure ledger {ledger.path} again (the disk is full; it lacked "
+                              "1 erasure(s)). Memory starts, as the database holds every erasure")
 
 
 # -- before a restore: both records of the database it replaces -------------------------------------------------
