@@ -17,7 +17,7 @@ from . import models
 from .models import ModelsInUse
 from .privacy.admission import Admission
 from .privacy.erasures import Erasures
-from .privacy.known import keep_restored_erasures
+from .privacy.known import KnownErasures, keep_restored_erasures, reconcile
 from .privacy.ledger import LEDGER_NAME, ErasureLedger
 from .privacy.purge_schedule import PurgeScheduler
 from .store.backend import open_backend
@@ -127,6 +127,16 @@ class Memory:
         store = backend.store
         async with contextlib.AsyncExitStack() as undo:
             undo.push_async_callback(store.close)
+            ledger = ErasureLedger(db_path.parent / LEDGER_NAME)
+            if database_url is None:  # what a restore left in the file to apply, even if the ledger is lost since
+                try:
+                    await asyncio.to_thread(keep_restored_erasures, ledger.path, db_path)
+                except OSError as exc:
+                    log.error("Memory cannot start: the erasures a restore left to apply cannot be written to the "
+                              "erasure ledger %s (%s); free some space or make it writable, and start again",
+                              ledger.path, exc)
+                    raise MemoryOpenError(f"the erasure ledger cannot be written: {exc}") from None
+            known = await _known_erasures(ledger, store)  # before anything reads: both records hold every erasure
             # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
             onnx_dir = db_path.parent / "onnx"
             embedder = models.embedder_for(profile, device, onnx_dir)
@@ -152,14 +162,11 @@ class Memory:
             if service is not None:
                 undo.push_async_callback(service.aclose)
                 await service.tokenizers_loaded()
-            ledger = ErasureLedger(db_path.parent / LEDGER_NAME)
             memory = cls(profile, backend, embedder, indexes, ingest, service, index_dir=index_dir,
                          onnx_dir=onnx_dir, ledger=ledger)
             await memory.names.load()
             try:  # before anything reads: a restored database holds no erased message
-                if database_url is None:  # what a restore left in the file to apply, even if the ledger is lost
-                    await asyncio.to_thread(keep_restored_erasures, ledger.path, db_path)
-                await memory.erasures.reapply()
+                await memory.erasures.reapply(known)
             except (OSError, ValueError, sqlite3.Error) as exc:
                 log.error("Memory cannot start: applying the erasure ledger %s again failed (%s: %s); fix that and "
                           "start again", ledger.path, type(exc).__name__, exc)
@@ -273,7 +280,9 @@ class Memory:
         return stored
 
     # Erasures (privacy/erasures.py) go in the erasure ledger first, so that no restore undoes them; forgetting by
-    # request also tells history (catch-up, backfill) and the admission rule never to store that again.
+    # request also tells history (catch-up, backfill) and the admission rule never to store that again. A ledger that
+    # cannot be written raises ErasureNotRecorded and nothing is done, except for what Discord deleted (``delete``,
+    # and ``on_discord``): that is forgotten all the same, with a warning.
 
     async def delete(self, message_ids: Sequence[int]) -> int:
         """Forget messages deleted on Discord."""
@@ -287,16 +296,17 @@ class Memory:
             return 0
         return await self.erasures.forget_message(guild_id, message_id)
 
-    async def forget_channel(self, guild_id: int, channel_id: int) -> int:
+    async def forget_channel(self, guild_id: int, channel_id: int, *, on_discord: bool = False) -> int:
         """Forget a channel and its threads."""
-        return await self.erasures.forget_channel(guild_id, channel_id)
+        return await self.erasures.forget_channel(guild_id, channel_id, on_discord=on_discord)
 
-    async def forget_guild(self, guild_id: int) -> int:
-        return await self.erasures.forget_guild(guild_id)
+    async def forget_guild(self, guild_id: int, *, on_discord: bool = False) -> int:
+        return await self.erasures.forget_guild(guild_id, on_discord=on_discord)
 
-    async def forget_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+    async def forget_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None, *,
+                            on_discord: bool = False) -> int:
         """Forget a member's messages in a guild (everywhere with ``guild_id`` None; or in one channel)."""
-        return await self.erasures.forget_author(guild_id, author_id, channel_id)
+        return await self.erasures.forget_author(guild_id, author_id, channel_id, on_discord=on_discord)
 
     @property
     def queued(self) -> int:
@@ -426,6 +436,16 @@ class Memory:
         self.profile, self.embedder, self.indexes = switched.profile, switched.embedder, switched.indexes
         self.reranker = switched.reranker
         self.search_engine = self.backend.search_engine(switched.embedder, switched.indexes, switched.profile)
+
+
+async def _known_erasures(ledger: ErasureLedger, store: Store) -> KnownErasures:
+    """The ledger and the database's erasures merged, the ledger written again where it lacked some (known.py)."""
+    try:
+        return await reconcile(ledger, store)
+    except (OSError, sqlite3.Error) as exc:
+        log.error("Memory cannot start: reading the erasure ledger %s or the database's erasures failed (%s: %s); "
+                  "fix that and start again", ledger.path, type(exc).__name__, exc)
+        raise MemoryOpenError(f"reading the erasure ledger failed: {exc}") from None
 
 
 async def _prune_tombstones(ingest: IngestQueue) -> None:

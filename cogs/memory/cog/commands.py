@@ -30,6 +30,7 @@ from .permissions import (
 )
 from .recall import format_memory_line
 from .views import ConfirmView, Paginator
+from ..privacy.ledger import ErasureNotRecorded
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Hit, SearchFilters
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             message = replies.GUILD_ONLY
         elif isinstance(error, app_commands.TransformerError):
             message = replies.BAD_OPTION.format(value=error.value)
+        elif isinstance(error, app_commands.CommandInvokeError) and isinstance(error.original, ErasureNotRecorded):
+            message = self._not_recorded(interaction, error.original)
         else:
             log.error("Command %r failed in guild %s", interaction.command and interaction.command.qualified_name,
                           interaction.guild_id, exc_info=error)
@@ -95,6 +98,13 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             await interaction.followup.send(message, ephemeral=True)
         else:
             await interaction.response.send_message(message, ephemeral=True)
+
+    @staticmethod
+    def _not_recorded(interaction: discord.Interaction, error: ErasureNotRecorded) -> str:
+        """An erasure the ledger could not record was not done: the host reads why in the log, the member in a reply."""
+        log.warning("%s in guild %s was not done: %s", interaction.command and interaction.command.qualified_name,
+                    interaction.guild_id, error)
+        return replies.NOT_RECORDED.format(reason=error.reason)
 
     # -- search and stats ---------------------------------------------------------------------------------
 
@@ -186,7 +196,11 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         if not view.confirmed:
             await interaction.edit_original_response(content=replies.FORGET_CANCELLED, view=None)
             return
-        count = await action()
+        try:
+            count = await action()
+        except ErasureNotRecorded as error:  # nothing was forgotten: the prompt says so in place of its buttons
+            await interaction.edit_original_response(content=self._not_recorded(interaction, error), view=None)
+            return
         await memory.purge()  # "forgot" means gone from the files too, not only from search
         done = replies.FORGOTTEN.format(count=count, what=description)
         await interaction.edit_original_response(content=done, view=None)

@@ -117,6 +117,8 @@ class MemoryListeners(commands.Cog):
         edited_at = discord.utils.parse_time(payload.data.get("edited_timestamp")) or discord.utils.utcnow()
         await memory.edit(payload.message_id, payload.data["content"], edited_at)
 
+    # What Discord deleted is forgotten even when the erasure ledger cannot record it (a full disk): Erasures warns.
+
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         if (memory := await self.memory()) is not None:
@@ -130,12 +132,12 @@ class MemoryListeners(commands.Cog):
     @commands.Cog.listener()
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
         if (memory := await self.memory()) is not None:
-            await memory.forget_channel(channel.guild.id, channel.id)
+            await memory.forget_channel(channel.guild.id, channel.id, on_discord=True)
 
     @commands.Cog.listener()
     async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
         if (memory := await self.memory()) is not None:
-            await memory.forget_channel(payload.guild_id, payload.thread_id)
+            await memory.forget_channel(payload.guild_id, payload.thread_id, on_discord=True)
 
     # Renames change a name memory holds (a rename alone records none); the background write costs no round trip.
 
@@ -159,7 +161,7 @@ class MemoryListeners(commands.Cog):
     async def on_guild_remove(self, guild: discord.Guild) -> None:
         if (memory := await self.memory()) is not None:
             log.info("Removed from guild %d; forgetting its memory", guild.id)
-            await memory.forget_guild(guild.id)
+            await memory.forget_guild(guild.id, on_discord=True)
         self.audiences.forget_guild(guild.id)
 
     @commands.Cog.listener()
@@ -167,7 +169,7 @@ class MemoryListeners(commands.Cog):
         if (memory := await self.memory()) is None:
             return
         if (await memory.settings(payload.guild_id)).forget_on_leave:
-            count = await memory.forget_author(payload.guild_id, payload.user.id)
+            count = await memory.forget_author(payload.guild_id, payload.user.id, on_discord=True)
             log.info("Member %d left guild %d; forgot %d messages", payload.user.id, payload.guild_id, count)
 
     # -- automatic recall ----------------------------------------------------------------------------------

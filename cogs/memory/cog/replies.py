@@ -48,6 +48,9 @@ FORGET_OPTION_UNUSED = "`{option}` doesn't go with what:{what}; leave it out."
 FORGET_BAD_LINK = "Give a message link from this server (right-click the message, Copy Message Link)."
 FORGET_NOT_STORED = "I don't have that message in memory."
 FORGET_NOT_YOURS = "That message isn't yours; only members with Manage Server can make me forget it."
+# A forget, opt-out or opt-in, or capture switch the erasure ledger could not record (privacy/ledger.py) is not done.
+NOT_RECORDED = ("Not done: I could not write it in my erasure ledger ({reason}), so nothing was forgotten or changed. "
+                "The bot's host has to free disk space (or make the ledger writable); then try again.")
 
 OPTED_OUT = "I will no longer remember your messages here, and I forgot the {count} I had. Use /memory optin to undo."
 OPTED_IN = "I will remember your messages here again from now on."

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import psutil
 
 from ..metrics import MetricsRecorder, RecallSample
+from ..privacy.ledger import ErasureNotRecorded
 from ..records import SearchFilters
 from ..runtime.profile import MemoryProfile, ProfileError, list_profiles
 from ..vectors.embedding import EmbeddingModelError
-from .source import (BrowsePage, CatchUpView, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
+from .source import (ActionNotDone, BrowsePage, CatchUpView, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
                      ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange, SettingsView,
                      SourceUnavailable, StoredMessageView)
 
@@ -151,19 +152,25 @@ class MemorySource:
     # -- controls -------------------------------------------------------------------------------------------
 
     async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
+        try:
+            count = await self._forget(kind, guild_id, target_id)
+        except ErasureNotRecorded as error:  # the ledger first: when it cannot be written, nothing was forgotten
+            raise ActionNotDone(f"Nothing was forgotten: {error}. Free some space (or make it writable), then try "
+                                "again.") from error
+        erased = await self.memory().purge()  # "forgot" means gone from the files too, as the slash commands promise
+        return ForgetResult(kind, guild_id, target_id, count, erased)
+
+    async def _forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> int:
         memory = self.memory()
         if kind == "message":
             stored = await memory.store.message(target_id)
-            count = await memory.forget_message(guild_id, target_id) \
+            return await memory.forget_message(guild_id, target_id) \
                 if stored is not None and stored.guild_id == guild_id else 0
-        elif kind == "member":
-            count = await memory.forget_author(guild_id, target_id)
-        elif kind == "channel":
-            count = await memory.forget_channel(guild_id, target_id)
-        else:
-            count = await memory.forget_guild(guild_id)
-        erased = await memory.purge()  # "forgot" means gone from the files too, as the slash commands promise
-        return ForgetResult(kind, guild_id, target_id, count, erased)
+        if kind == "member":
+            return await memory.forget_author(guild_id, target_id)
+        if kind == "channel":
+            return await memory.forget_channel(guild_id, target_id)
+        return await memory.forget_guild(guild_id)
 
     async def settings(self, guild_id: int) -> SettingsView:
         current = await self.memory().settings(guild_id)

@@ -14,8 +14,8 @@ from typing import Literal, Protocol
 
 from ..records import Hit, Recall, RerankFigures, ScoreParts
 
-__all__ = ("BrowsePage", "CatchUpView", "DashboardSource", "ForgetKind", "ForgetResult", "GuildOverview", "Hit",
-           "ProcessInfo", "ProfileSwitchResult", "ProfileView", "Recall", "RerankFigures", "ScoreParts",
+__all__ = ("ActionNotDone", "BrowsePage", "CatchUpView", "DashboardSource", "ForgetKind", "ForgetResult", "GuildOverview",
+           "Hit", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "Recall", "RerankFigures", "ScoreParts",
            "SearchExplanation", "SearchRequest", "SettingsChange", "SettingsView", "SourceUnavailable",
            "StoredMessageView")
 
@@ -24,6 +24,11 @@ ForgetKind = Literal["message", "member", "channel", "guild"]
 
 class SourceUnavailable(RuntimeError):
     """Memory is not open (still loading its models, or it failed to open); the message says which."""
+
+
+class ActionNotDone(SourceUnavailable):
+    """Memory could not do what was asked and did nothing (a forget the erasure ledger could not record); the
+    message says why and what to do. Answered as ``SourceUnavailable`` is: 503 and the message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +182,8 @@ class DashboardSource(Protocol):
         ...
 
     async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
-        """Forget, then erase from disk as the slash commands do; ``target_id`` is the guild's own id for "guild"."""
+        """Forget, then erase from disk as the slash commands do; ``target_id`` is the guild's own id for "guild".
+        Raises ``ActionNotDone`` when nothing could be forgotten."""
         ...
 
     async def settings(self, guild_id: int) -> SettingsView: ...
