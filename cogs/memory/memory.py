@@ -17,13 +17,14 @@ from . import models
 from .models import ModelsInUse
 from .privacy.admission import Admission
 from .privacy.erasures import Erasures
-from .privacy.known import KnownErasures, keep_restored_erasures, reconcile
+from .privacy.known import ErasuresUnreadable, known_at_open
 from .privacy.ledger import LEDGER_NAME, ErasureLedger
 from .privacy.purge_schedule import PurgeScheduler
 from .store.backend import open_backend
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
+from .ingest.reembed import mark_unembedded
 from .runtime.profile import MemoryProfile, reranks, resolve_device
 from .records import Hit, MessageRecord, Recall, RerankFigures, SearchFilters, checked_limit
 from .search.second_stage import reranked
@@ -128,15 +129,11 @@ class Memory:
         async with contextlib.AsyncExitStack() as undo:
             undo.push_async_callback(store.close)
             ledger = ErasureLedger(db_path.parent / LEDGER_NAME)
-            if database_url is None:  # what a restore left in the file to apply, even if the ledger is lost since
-                try:
-                    await asyncio.to_thread(keep_restored_erasures, ledger.path, db_path)
-                except OSError as exc:
-                    log.error("Memory cannot start: the erasures a restore left to apply cannot be written to the "
-                              "erasure ledger %s (%s); free some space or make it writable, and start again",
-                              ledger.path, exc)
-                    raise MemoryOpenError(f"the erasure ledger cannot be written: {exc}") from None
-            known = await _known_erasures(ledger, store)  # before anything reads: both records hold every erasure
+            try:  # before anything reads: both records hold every erasure
+                known = await known_at_open(ledger, store, None if database_url else db_path)
+            except ErasuresUnreadable as exc:
+                log.error("Memory cannot start: %s", exc)
+                raise MemoryOpenError(str(exc)) from None
             # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
             onnx_dir = db_path.parent / "onnx"
             embedder = models.embedder_for(profile, device, onnx_dir)
@@ -150,7 +147,7 @@ class Memory:
             indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
-            await _mark_unembedded(store, embedder.model_name)
+            await mark_unembedded(store, embedder.model_name)
             # On PostgreSQL, capture goes on into a local spool while the server is away (spool.py).
             spool = IngestSpool(db_path.parent / SPOOL_NAME) if database_url else None
             ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
@@ -438,33 +435,9 @@ class Memory:
         self.search_engine = self.backend.search_engine(switched.embedder, switched.indexes, switched.profile)
 
 
-async def _known_erasures(ledger: ErasureLedger, store: Store) -> KnownErasures:
-    """The ledger and the database's erasures merged, the ledger written again where it lacked some (known.py)."""
-    try:
-        return await reconcile(ledger, store)
-    except (OSError, sqlite3.Error) as exc:
-        log.error("Memory cannot start: reading the erasure ledger %s or the database's erasures failed (%s: %s); "
-                  "fix that and start again", ledger.path, type(exc).__name__, exc)
-        raise MemoryOpenError(f"reading the erasure ledger failed: {exc}") from None
-
-
 async def _prune_tombstones(ingest: IngestQueue) -> None:
     """Prune old tombstones as memory opens, if the database lets it: a start must not need to write."""
     try:
         await ingest.prune_tombstones()
     except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
         log.warning("Could not prune old tombstones now (%s); a later delete does", exc)
-
-
-async def _mark_unembedded(store: Store, model: str) -> None:
-    """Mark the stored messages with no vector under ``model`` as waiting for one, so the vector filler embeds them
-    in the background: after a restart with another embedding model or input form (embedding.INPUT_FORM)."""
-    try:
-        marked = await store.mark_unembedded(model)
-    except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
-        log.warning("Could not mark the stored messages without a vector for %s now (%s); the next start does",
-                    model, exc)
-        return
-    if marked:
-        log.info("%d stored messages have no vector for %s; they are embedded in the background", marked, model)
-

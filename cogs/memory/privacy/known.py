@@ -10,6 +10,7 @@ tables itself (read-only queries, the only SQL of this package: the store's own 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 from collections.abc import Iterable, Mapping
@@ -20,7 +21,7 @@ from typing import Protocol
 from .ledger import (Erasure, ErasureLedger, LedgerReading, damaged_path, read_ledger, rewrite_ledger,
                      why_not_written)
 
-__all__ = ("AppliedErasures", "KnownErasures", "erasures_for_restore", "erasures_known", "keep_in_ledger",
+__all__ = ("AppliedErasures", "ErasuresUnreadable", "KnownErasures", "known_at_open", "erasures_for_restore", "erasures_known", "keep_in_ledger",
            "keep_restored_erasures", "reconcile")
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,11 @@ class AppliedErasures(Protocol):
     """The database's record of the erasures it applied, read only (both stores' ``ErasureRecords.erasures``)."""
 
     async def erasures(self) -> dict[str, str]: ...
+
+
+class ErasuresUnreadable(RuntimeError):
+    """Memory cannot start: the erasure ledger or the database's erasures cannot be read (or the ledger written with
+    what a restore left to apply); the message says which, and what to do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,3 +191,21 @@ def keep_restored_erasures(ledger_path: Path, db_path: Path) -> int:
         log.warning("Could not read what a restore left to apply in %s (%s)", db_path, error)
         return 0
     return keep_in_ledger(ledger_path, _database_entries(held)[0].values()) if held else 0
+
+
+async def known_at_open(ledger: ErasureLedger, records: AppliedErasures, db_path: Path | None) -> KnownErasures:
+    """As memory opens, before anything reads: what a restore left to apply in the SQLite file at ``db_path`` (None
+    on PostgreSQL) joins the ledger, then the ledger and the database are merged (``reconcile``). Raises
+    ErasuresUnreadable when either cannot be read, or the ledger cannot hold what a restore left to apply."""
+    if db_path is not None:
+        try:
+            await asyncio.to_thread(keep_restored_erasures, ledger.path, db_path)
+        except OSError as exc:
+            raise ErasuresUnreadable(f"the erasures a restore left to apply cannot be written to the erasure ledger "
+                                     f"{ledger.path} ({exc}); free some space or make it writable, and start "
+                                     f"again") from None
+    try:
+        return await reconcile(ledger, records)
+    except (OSError, sqlite3.Error) as exc:
+        raise ErasuresUnreadable(f"reading the erasure ledger {ledger.path} or the database's erasures failed "
+                                 f"({type(exc).__name__}: {exc}); fix that and start again") from None
