@@ -21,8 +21,11 @@ from cogs.memory.runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, 
 from cogs.memory.runtime.safe_text import redacted_text
 
 if TYPE_CHECKING:
+    from cogs.memory.dashboard.memory_source import CatchUpLike
+    from cogs.memory.dashboard.server import Dashboard
     from cogs.memory.ingest.spool import IngestSpool
     from cogs.memory.memory import Memory
+    from cogs.memory.metrics import MetricsRecorder
     from cogs.memory.records import MessageRecord
     from cogs.memory.runtime.profile import MemoryProfile
 
@@ -111,14 +114,51 @@ class MemoryBot(commands.Bot):
         self._memory_state = asyncio.Condition()  # notified as memory gets ready or fails, and as the spool opens
         self._memory_task: asyncio.Task[None] | None = None
         self._last_full_collection = time.monotonic()
+        # The admin dashboard, and the recorder it shares with the memory cog's recalls, while it is served.
+        self.dashboard: Dashboard | None = None
+        self.metrics: MetricsRecorder | None = None
 
     async def setup_hook(self) -> None:
+        await self.start_dashboard()  # first: the memory cog records its recalls in the dashboard's recorder
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         if self.sync_on_start:
             await self.sync_commands()
         if self.open_memory:
             self._memory_task = asyncio.create_task(self._open_memory_when_connected(), name="memory-open")
+
+    async def start_dashboard(self) -> None:
+        """Serve the admin dashboard when the settings ask for it (MEMORY_DASHBOARD_PORT) until the bot closes. A port
+        already taken is logged and leaves the bot running without it."""
+        from cogs.memory.dashboard.config import DashboardConfig
+        from cogs.memory.dashboard.memory_source import MemorySource
+        from cogs.memory.dashboard.server import Dashboard
+        from cogs.memory.metrics import MetricsRecorder
+
+        config = DashboardConfig.from_settings(self.db_path.parent, self.config)
+        if config is None:
+            return
+        recorder = MetricsRecorder()
+        source = MemorySource(lambda: self.memory, profiles_dir=self.profiles_dir, recorder=recorder,
+                              catch_up=self._catch_up_status,
+                              guild_name=lambda guild_id: getattr(self.get_guild(guild_id), "name", None),
+                              save_profile_choice=self.save_profile_choice)
+        dashboard = Dashboard(source, config, recorder)
+        try:
+            await dashboard.start()
+        except OSError as error:
+            log.error("The memory dashboard could not listen on %s:%d (%s); set MEMORY_DASHBOARD_PORT to a free "
+                      "port", config.host, config.port, error.strerror)
+            return
+        self.dashboard, self.metrics = dashboard, recorder
+
+    def _catch_up_status(self, guild_id: int) -> CatchUpLike | None:
+        """The memory cog's latest catch-up of a guild, for the dashboard's Overview; None while the cog is away."""
+        catch_up = self.get_cog("MemoryCatchUp")
+        if catch_up is None:
+            return None
+        status: dict[int, CatchUpLike] = getattr(catch_up, "status")  # the cog's module reloads: no isinstance
+        return status.get(guild_id)
 
     async def sync_commands(self) -> list[discord.app_commands.AppCommand]:
         """Global sync, or an instant one to ``DEV_GUILD_ID`` while developing."""
@@ -262,6 +302,9 @@ class MemoryBot(commands.Bot):
         if self._memory_task is not None and not self._memory_task.done():
             self._memory_task.cancel()
             await asyncio.gather(self._memory_task, return_exceptions=True)  # its spool closed, whatever it opened
+        if self.dashboard is not None:
+            dashboard, self.dashboard = self.dashboard, None
+            await dashboard.stop()
         await super().close()
         if self.memory is not None:
             memory, self.memory = self.memory, None

@@ -78,7 +78,7 @@ def synthetic_source(count: int):
 
 def fill_metrics(recorder, seconds: float = 86_400) -> None:
     """A day of recalls and ingest, so the Performance page draws 7 full charts of 288 points."""
-    from cogs.memory.dashboard.metrics import RecallSample
+    from cogs.memory.metrics import RecallSample
 
     now = time.time()
     clock = [now - seconds]
@@ -101,13 +101,15 @@ async def render_times(dashboard, renders: int) -> dict[str, float]:
 
     state = dashboard.state
     result = await state.source.search(SearchRequest("the lake", 1, limit=50))
-    assert len(result.hits) == 50
+    assert len(result.recall.hits) == 50
     guilds = await state.source.guild_overviews()
+    channel_names = await state.source.channel_names(1)  # as the page names the hits' channels
     template = state.templates.get_template("search.html")
     template_ms = []
     for _ in range(renders):
         started = time.perf_counter()
-        html = template.render(csrf="x", path="/search", title="Search", guilds=guilds, form={}, result=result)
+        html = template.render(csrf="x", path="/search", title="Search", guilds=guilds, form={}, result=result,
+                               channel_names=channel_names)
         template_ms.append((time.perf_counter() - started) * 1000)
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
         client = SignedIn(dashboard, http)
@@ -185,8 +187,10 @@ async def _warm(dashboard, path: str) -> None:
 
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
-    from bot import freeze_startup_objects, tune_interpreter
-    from cogs.memory.dashboard import Dashboard, DashboardConfig
+    from bot import freeze_startup_objects
+    from launcher import tune_interpreter
+    from cogs.memory.dashboard.config import DashboardConfig
+    from cogs.memory.dashboard.server import Dashboard
 
     source = synthetic_source(args.messages)
     # As the bot runs: a short GIL switch interval, and no full collections started by allocation counts (one

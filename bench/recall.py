@@ -314,7 +314,7 @@ def _searcher(memory: Memory, alone: AloneBaseline | None, mode: str) -> Searche
     async def search(query: Query) -> list[int]:
         filters = SearchFilters(guild_id=GUILD_ID, channel_ids=frozenset({query.channel_id}))
         hits = await memory.search_engine.search(query.question, filters, max(KS), mode=mode)
-        return [hit["message_id"] for hit in hits]
+        return [hit.message_id for hit in hits]
 
     return search
 

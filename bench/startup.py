@@ -93,14 +93,14 @@ async def _start(workdir: Path, reranker_dir: Path | None) -> dict:
     result = {"import_s": imported - started, "open_s": opened - imported, "opened_at": time.time()}
     try:
         filters = SearchFilters(guild_id=GUILD_ID)
-        hits = await memory.recall(QUERY, filters, rerank=False)
+        hits = (await memory.recall(QUERY, filters, rerank=False)).hits
         searched = time.perf_counter()
         result |= {"first_search_s": searched - opened, "hits": len(hits), "answered_at": time.time()}
         if memory.reranker is not None:
             await memory.reranker.aload()  # as the CLI's search: this query waits for the model
             reranked = await memory.recall(QUERY, filters)
             result |= {"first_rerank_s": time.perf_counter() - searched,
-                       "reranked": sum(hit["rerank_score"] is not None for hit in reranked),
+                       "reranked": sum(hit.rerank_score is not None for hit in reranked.hits),
                        "answered_at": time.time(),
                        "reranker_backend": memory.reranker.status().backend}
     finally:

@@ -13,7 +13,7 @@ import aiohttp
 from .runtime.safe_text import redacted_text
 
 if TYPE_CHECKING:
-    from ..runtime.config import Settings
+    from .runtime.config import Settings
 
 __all__ = ("LLMCheck", "LLMConfig", "LLMError", "ChatClient", "check_llm", "log_llm_check")
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,14 +17,16 @@ from . import models
 from .models import ModelsInUse
 from .privacy.admission import Admission
 from .privacy.erasures import Erasures
+from .privacy.known import ErasuresUnreadable, known_at_open
 from .privacy.ledger import LEDGER_NAME, ErasureLedger
 from .privacy.purge_schedule import PurgeScheduler
 from .store.backend import open_backend
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
+from .ingest.reembed import mark_unembedded
 from .runtime.profile import MemoryProfile, reranks, resolve_device
-from .records import Candidate, MessageRecord, SearchFilters, checked_limit
+from .records import Hit, MessageRecord, Recall, RerankFigures, SearchFilters, checked_limit
 from .search.second_stage import reranked
 from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
@@ -133,6 +136,11 @@ class Memory:
         store = backend.store
         async with contextlib.AsyncExitStack() as undo:
             undo.push_async_callback(store.close)
+            ledger = ErasureLedger(db_path.parent / LEDGER_NAME)
+            try:  # before anything reads: both records hold every erasure
+                known = await known_at_open(ledger, store, None if database_url else db_path)
+            except ErasuresUnreadable as exc:
+                raise MemoryOpenError(str(exc)) from None
             # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
             onnx_dir = db_path.parent / "onnx"
             embedder = models.embedder_for(profile, device, onnx_dir)
@@ -145,7 +153,7 @@ class Memory:
             indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
-            await _mark_unembedded(store, embedder.model_name)
+            await mark_unembedded(store, embedder.model_name)
             # On PostgreSQL, capture goes on into a local spool while the server is away (spool.py).
             spool = IngestSpool(db_path.parent / SPOOL_NAME) if database_url else None
             ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
@@ -156,18 +164,15 @@ class Memory:
             if service is not None:
                 undo.push_async_callback(service.aclose)
                 await service.tokenizers_loaded()
-            ledger = ErasureLedger(db_path.parent / LEDGER_NAME)
             memory = cls(profile, backend, embedder, indexes, ingest, service, index_dir=index_dir,
                          onnx_dir=onnx_dir, ledger=ledger)
             await memory.names.load()
             try:  # before anything reads: a restored database holds no erased message
-                await memory.erasures.reapply()
+                await memory.erasures.reapply(known)
             except (OSError, ValueError, sqlite3.Error) as exc:
                 raise MemoryOpenError(f"applying the erasure ledger {ledger.path} again failed ({type(exc).__name__}: "
                                       f"{exc}); fix that and start again") from None
-            # Only now: what the spool kept (captured while the database was away, unchecked) is written under the
-            # admission rule (set in __init__) and after the ledger's erasures.
-            ingest.start(embed=embed_backlog)
+            ingest.start(embed=embed_backlog)  # only now: what the spool kept is written under the admission rule
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         if memory.db_path is None:  # a server other processes may share: what they forget or rename reaches us
@@ -277,25 +282,33 @@ class Memory:
         return stored
 
     # Erasures (privacy/erasures.py) go in the erasure ledger first, so that no restore undoes them; forgetting by
-    # request also tells history (catch-up, backfill) and the admission rule never to store that again.
+    # request also tells history (catch-up, backfill) and the admission rule never to store that again. A ledger that
+    # cannot be written raises ErasureNotRecorded and nothing is done, except for what Discord deleted (``delete``,
+    # and ``on_discord``): that is forgotten all the same, with a warning.
 
     async def delete(self, message_ids: Sequence[int]) -> int:
         """Forget messages deleted on Discord."""
         return await self.erasures.deleted(message_ids)
 
     async def forget_message(self, guild_id: int, message_id: int) -> int:
+        """Forget one message of ``guild_id``; a message stored under another guild is not this guild's to forget
+        (a link or id from elsewhere forgets nothing there)."""
+        stored = await self.store.message(message_id)
+        if stored is not None and stored.guild_id != guild_id:
+            return 0
         return await self.erasures.forget_message(guild_id, message_id)
 
-    async def forget_channel(self, guild_id: int, channel_id: int) -> int:
+    async def forget_channel(self, guild_id: int, channel_id: int, *, on_discord: bool = False) -> int:
         """Forget a channel and its threads."""
-        return await self.erasures.forget_channel(guild_id, channel_id)
+        return await self.erasures.forget_channel(guild_id, channel_id, on_discord=on_discord)
 
-    async def forget_guild(self, guild_id: int) -> int:
-        return await self.erasures.forget_guild(guild_id)
+    async def forget_guild(self, guild_id: int, *, on_discord: bool = False) -> int:
+        return await self.erasures.forget_guild(guild_id, on_discord=on_discord)
 
-    async def forget_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+    async def forget_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None, *,
+                            on_discord: bool = False) -> int:
         """Forget a member's messages in a guild (everywhere with ``guild_id`` None; or in one channel)."""
-        return await self.erasures.forget_author(guild_id, author_id, channel_id)
+        return await self.erasures.forget_author(guild_id, author_id, channel_id, on_discord=on_discord)
 
     @property
     def queued(self) -> int:
@@ -319,6 +332,17 @@ class Memory:
 
     async def has_message(self, message_id: int) -> bool:
         return await self.store.message(message_id) is not None
+
+    async def stored_channel(self, guild_id: int, message_id: int) -> int | None:
+        """The channel (or thread) a stored message of ``guild_id`` was said in; None when this guild holds no such
+        message (another guild's message included)."""
+        stored = await self.store.message(message_id)
+        return stored.channel_id if stored is not None and stored.guild_id == guild_id else None
+
+    async def written_by(self, guild_id: int, author_id: int, message_id: int) -> bool:
+        """Whether memory holds ``message_id`` as written by ``author_id`` in ``guild_id`` (what memory stored is what
+        decides who may forget it, whatever Discord shows now)."""
+        return any(ref.message_id == message_id for ref in await self.store.refs_for_author(guild_id, author_id))
 
     async def guild_ids(self) -> list[int]:
         """Every guild (or DM) memory holds messages of."""
@@ -347,23 +371,32 @@ class Memory:
 
     # -- retrieval ------------------------------------------------------------------------------------------
 
-    async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[Candidate]:
+    async def search(self, query: str, filters: SearchFilters, limit: int | None = None) -> list[Hit]:
         """First-stage hybrid candidates (no reranking), best first."""
         limit = self.profile.search_limit if limit is None else checked_limit(limit)
         return await self.search_engine.search(query, filters, limit)
 
     async def recall(self, query: str, filters: SearchFilters, limit: int | None = None,
-                     rerank: bool = True) -> list[Candidate]:
-        """Search, then rerank with the profile's reranker; without one, first-stage order (rerank_score None)."""
+                     rerank: bool = True) -> Recall:
+        """Search, then rerank with the profile's reranker; without one, first-stage order (rerank_score None).
+        The record says what this call did: its hits, each stage's time and the reranker's figures."""
         # One snapshot: a live profile switch may replace both while this recall awaits.
         profile, reranker = self.profile, self.reranker
         limit = profile.search_limit if limit is None else checked_limit(limit)
+        started = time.perf_counter()
         if not rerank or reranker is None:
-            return [{**candidate, "rerank_score": None} for candidate in await self.search(query, filters, limit)]
+            hits = await self.search(query, filters, limit)
+            searched_ms = 1000 * (time.perf_counter() - started)
+            return Recall(tuple(hits), len(hits), searched_ms, searched_ms)
         candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))
+        searched = time.perf_counter()
         # The reranker scores texts only (the first `candidates` of them, within its time budget); the order is ours.
-        scored = await reranker.ascore(query, [candidate["content"] for candidate in candidates])
-        return reranked(candidates, scored.scores, profile.reranker.min_score, limit)
+        scored = await reranker.ascore(query, [candidate.content for candidate in candidates])
+        done = time.perf_counter()
+        figures = RerankFigures(1000 * (done - searched), scored.offered, scored.scored, scored.cached, scored.by)
+        hits = reranked(candidates, scored.scores, profile.reranker.min_score, limit)
+        return Recall(tuple(hits), len(candidates), 1000 * (searched - started), 1000 * (done - started),
+                      figures if scored.offered else None)
 
     async def load_reranker(self) -> bool:
         """Build the profile's reranker if memory opened without one (a CLI command), and wait until it has loaded
@@ -414,17 +447,3 @@ async def _prune_tombstones(ingest: IngestQueue) -> None:
     except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
         # Nothing is lost (a later delete prunes them), and what stops the prune stops the writes too: they say so.
         log.debug("Could not prune old tombstones now (%s); a later delete does", exc)
-
-
-async def _mark_unembedded(store: Store, model: str) -> None:
-    """Mark the stored messages with no vector under ``model`` as waiting for one, so the vector filler embeds them
-    in the background: after a restart with another embedding model or input form (embedding.INPUT_FORM)."""
-    try:
-        marked = await store.mark_unembedded(model)
-    except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
-        log.warning("Could not mark the stored messages without a vector for %s now (%s); the next start does",
-                    model, exc)
-        return
-    if marked:
-        log.info("%d stored messages have no vector for %s; they are embedded in the background", marked, model)
-

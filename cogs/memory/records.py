@@ -1,14 +1,12 @@
 """Records shared by every part of the memory cog: one stored message, one search's filters, one search result,
-and how much one search may ask for."""
+what one recall did, and how much one search may ask for."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NotRequired, TypedDict
-
-__all__ = ("Candidate", "MessageRecord", "ScoreParts", "SearchFilters", "MAX_RESULTS", "MAX_QUERY_CHARS",
-           "checked_limit")
+__all__ = ("Hit", "MessageRecord", "Recall", "RerankFigures", "ScoreParts", "SearchFilters", "MAX_RESULTS",
+           "MAX_QUERY_CHARS", "checked_limit")
 
 # What a person's search may ask for, the same in /memory search and ``python -m cogs.memory search``.
 MAX_RESULTS = 50
@@ -83,8 +81,9 @@ class ScoreParts:
         return sides + self.missing + self.neighbour_loan + self.question_loan + self.reply_loan
 
 
-class Candidate(TypedDict):
-    """One search result, best first by ``rank``; recall adds ``rerank_score`` (search/second_stage.py)."""
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result, best first by ``rank``; recall's copy carries ``rerank_score`` (search/second_stage.py)."""
 
     message_id: int
     guild_id: int
@@ -92,12 +91,44 @@ class Candidate(TypedDict):
     author_id: int
     author_name: str
     content: str
-    created_at: str  # ISO-8601, UTC
+    created_at: datetime  # timezone-aware UTC
     score: float  # first-stage: the fused vector and keyword score
-    sources: list[str]  # "vector", "keyword", or ["context"] for a neighbour of a strong hit
-    rank: int
-    parts: NotRequired[ScoreParts]  # set by the first stage: what ``score`` is made of
-    rerank_score: NotRequired[float | None]  # set by recall: None when nothing reranked it
+    sources: tuple[str, ...]  # "vector", "keyword", or ("context",) for a neighbour of a strong hit
+    rank: int  # in the first stage, from 1
+    parts: ScoreParts | None = None  # what ``score`` is made of, as the first stage worked it out
+    rerank_score: float | None = None  # None when nothing reranked it
+
+
+@dataclass(frozen=True, slots=True)
+class RerankFigures:
+    """What the reranker did for one recall, measured in that call: how long the recall waited for its scores, the
+    texts it took (the profile's candidate count at most), how many it scored (those from its cache included), how
+    many came from its cache, and what scored them ("onnx float32", "http"; None when nothing did)."""
+
+    ms: float
+    offered: int
+    scored: int
+    cached: int
+    by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """What one ``Memory.recall`` did: its hits, best first, and what they took. ``candidates``: how many hits the
+    first stage gave the recall before its limit cut them (the reranker's pick of them, when it reranks).
+    ``rerank`` is None when no reranker took the texts (none configured, reranking off, its model still loading,
+    its queue full)."""
+
+    hits: tuple[Hit, ...]
+    candidates: int
+    first_stage_ms: float
+    total_ms: float
+    rerank: RerankFigures | None = None
+
+    @property
+    def reranked(self) -> bool:
+        """Whether the reranker scored any of the hits (else they are in first-stage order)."""
+        return any(hit.rerank_score is not None for hit in self.hits)
 
 
 def checked_limit(limit: int) -> int:

@@ -42,7 +42,7 @@ async def engine(store: SqliteStore, embedder: EmbeddingService, indexes: IndexR
 
 async def found(engine: SqliteSearchEngine) -> list[int]:
     hits = await engine.search("amp Hank Loud Repairs", SearchFilters(guild_id=GUILD), 20, mode="keyword")
-    return [hit["message_id"] for hit in hits]
+    return [hit.message_id for hit in hits]
 
 
 async def test_question_loan_off_loses_the_answer_below_a_question_and_comes_back(engine: SqliteSearchEngine) -> None:

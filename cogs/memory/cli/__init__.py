@@ -1,8 +1,9 @@
 """Memory from a terminal (``python -m cogs.memory``, ``discord-memory``): one module per command group, each adding
-its subcommands to ``build_parser()``'s parser and naming its handler and whether it opens memory.
+its subcommands to ``build_parser()``'s parser and naming its handler and whether it opens memory. The terminal's
+root (``cogs/memory/__main__.py``) adds the groups of the parts beside it (the dashboard's ``dashboard-link``).
 
 May import: the ``Memory`` facade and the core below it; never ``discord`` (``ask`` reuses the cog's Discord-free
-LLM client).
+LLM client), nor the dashboard.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import logging
 import sqlite3
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from ..runtime.config import ENV_FILE, Settings, SettingsError, export_library_variables, load_settings
 from ..runtime.logs import chosen_level, route_library_logs
 from ..runtime.safe_text import redacted_text
 from ..store.protocol import DatabaseUnavailableError
 from ..store.sqlite.integrity import explain_open_failure
-from . import dashboard, database, forget, ingest, overview, recall
+from . import database, forget, ingest, overview, recall
 from .options import FAILED, USAGE, Terminal, add_memory_options, load_profile_for, shared_options
 
 if TYPE_CHECKING:
@@ -35,11 +36,20 @@ DESCRIPTION = ("Memory from a terminal: import DiscordChatExporter JSON, search 
                "see and forget what it holds, back up and restore.")
 EXIT_STATUS = ("exit status: 0 it worked; 1 something failed (an import, damage found, an LLM answer, a backup "
                "refused); 2 usage error (a bad option, an unknown or missing --guild, forget without --yes off a "
-               "terminal).")
+               "terminal); 130 an import stopped by Ctrl-C (what it read is stored).")
 EPILOG = ("options such as --db may come before or after the command; `COMMAND --help` lists a command's own.\n"
-          + EXIT_STATUS.replace("refused); ", "refused);\n"))
-# The command groups, in the order --help lists them.
-GROUPS = (ingest, recall, overview, forget, database, dashboard)
+          + EXIT_STATUS.replace("refused); ", "refused);\n").replace("terminal); ", "terminal);\n"))
+
+
+class CommandGroup(Protocol):
+    """A module that adds its subcommands to the parser (each of this package's modules, and the dashboard's cli)."""
+
+    def register(self, commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                 parent: argparse.ArgumentParser) -> None: ...
+
+
+# The command groups, in the order --help lists them; the root's own groups follow.
+GROUPS: tuple[CommandGroup, ...] = (ingest, recall, overview, forget, database)
 # Loggers whose warnings a command says itself, in its error line (a write that failed, a lost PostgreSQL): below
 # -v, a terminal shows one line per event. The bot's log keeps them.
 SAID_BY_THE_COMMAND = ("cogs.memory.ingest.writer", "cogs.memory.store.postgres.faults")
@@ -57,26 +67,27 @@ def version() -> str:
         from ..runtime.config import ROOT
 
         with open(ROOT / "pyproject.toml", "rb") as file:
-            return tomllib.load(file)["project"]["version"]
+            return str(tomllib.load(file)["project"]["version"])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: top-level options, then one subcommand per command a group registers."""
+def build_parser(groups: Sequence[CommandGroup] = ()) -> argparse.ArgumentParser:
+    """The whole command line: top-level options, then one subcommand per command a group registers (this package's
+    groups, then ``groups``)."""
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     add_memory_options(parser, defaults=True)
     parent = shared_options()
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in GROUPS:
+    for group in (*GROUPS, *groups):
         group.register(commands, parent)
     for command in commands.choices.values():
         command.epilog = EXIT_STATUS
     return parser
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
+def parse_args(argv: Sequence[str] | None, groups: Sequence[CommandGroup] = ()) -> argparse.Namespace:
+    return build_parser(groups).parse_args(argv)
 
 
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
@@ -85,10 +96,11 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     term = Terminal(out, err, sys.stdin if stdin is None else stdin)
     args.settings = settings if settings is not None else load_settings(env_file=ENV_FILE)
     if args.memory is None:  # these read the files or another server only: no profile, no models
-        return await args.handler(args, term)
-    refusal = getattr(args, "refuse", None)  # what a command refuses before memory (and its model) opens
-    if refusal is not None and (code := refusal(args, term)) is not None:
+        code: int = await args.handler(args, term)
         return code
+    refusal = getattr(args, "refuse", None)  # what a command refuses before memory (and its model) opens
+    if refusal is not None and (refused := refusal(args, term)) is not None:
+        return int(refused)
     return await with_memory(args, term)
 
 
@@ -133,8 +145,8 @@ async def close(memory: Memory, err: TextIO) -> bool:
     return True
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: Sequence[str] | None = None, groups: Sequence[CommandGroup] = ()) -> int:
+    args = parse_args(argv, groups)
     try:  # the bot's settings, from the environment and its .env (a variable in the environment wins)
         settings = load_settings(env_file=ENV_FILE)
     except SettingsError as error:

@@ -6,12 +6,17 @@ import argparse
 import asyncio
 import sqlite3
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..privacy.known import erasures_for_restore
+from ..privacy.ledger import LEDGER_NAME
 from ..store.sqlite.backup import BackupError, backup_database, restore_database
 from ..store.sqlite.integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
 from ..store.sqlite.lock import DatabaseLock
+from ..store.sqlite.restore_journal import recover_restore
+from ..vectors.files import why
 from .options import FAILED, OK, USAGE, Terminal, print_backlog
 
 if TYPE_CHECKING:
@@ -20,7 +25,8 @@ if TYPE_CHECKING:
 PENDING_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pending_vectors'"
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     backup = commands.add_parser("backup", parents=[parent], help="copy the database to DEST, safely while the bot runs",
                                  description="Copy the SQLite database with SQLite's online backup API.")
     # Kept as typed: Path would drop the trailing "/" that says DEST is a folder.
@@ -29,9 +35,15 @@ def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentPars
     backup.set_defaults(handler=sqlite_file(run_backup), memory=None)
     restore = commands.add_parser("restore", parents=[parent],
                                   help="replace the database with a backup (stop the bot first)",
-                                  description="Replace the database with a checked backup; the one it replaces is "
-                                              "kept beside it.")
+                                  description="Replace the database with a checked backup. What was erased since the "
+                                              "backup stays erased; the database it replaces is moved out of the data "
+                                              "folder (into backups/ beside it, unless told otherwise).")
     restore.add_argument("source", type=Path, metavar="BACKUP.sqlite3")
+    replaced = restore.add_mutually_exclusive_group()
+    replaced.add_argument("--keep-replaced", type=Path, metavar="DIR",
+                          help="keep the replaced database in DIR, outside the data folder (default: backups/ beside "
+                               "the data folder)")
+    replaced.add_argument("--discard-replaced", action="store_true", help="delete the replaced database")
     restore.set_defaults(handler=sqlite_file(run_restore), memory=None)
     check = commands.add_parser("check", parents=[parent],
                                 help="check the whole database for damage; rebuild a damaged keyword index",
@@ -54,6 +66,14 @@ def sqlite_file(command: Callable[[argparse.Namespace, Terminal], int],
                   "file: use pg_dump and pg_restore", file=term.err)
             return USAGE
         try:
+            # A restore cut short is finished or undone before anything reads the file (restore_journal.py).
+            try:
+                recovered = await asyncio.to_thread(recover_restore, args.db)
+            except OSError as error:
+                raise BackupError(f"a restore into {args.db} was cut short and could not be finished or undone: "
+                                  f"{why(error)}") from error
+            if recovered is not None:
+                print(recovered, file=term.err)
             return await asyncio.to_thread(command, args, term)
         except BackupError as error:
             print(f"error: {error}", file=term.err)
@@ -70,12 +90,18 @@ def run_backup(args: argparse.Namespace, term: Terminal) -> int:
 
 
 def run_restore(args: argparse.Namespace, term: Terminal) -> int:
-    done = restore_database(args.source, args.db, args.index_dir)
-    print(f"restored {args.source} into {args.db}: {done.messages} messages; the vector indexes are rebuilt from it "
-          "on the next start", file=term.out)
-    if done.replaced is not None:
-        print(f"the database it replaced is kept as {done.replaced}; delete it once the restore looks right",
-              file=term.out)
+    done = restore_database(args.source, args.db, args.index_dir, keep_replaced_in=args.keep_replaced,
+                            discard_replaced=args.discard_replaced,
+                            erasures=partial(erasures_for_restore, args.db.parent / LEDGER_NAME))
+    if done.left_behind is not None:
+        replaced = f"the database it replaced is still at {done.replaced} ({done.left_behind})"
+    elif done.replaced is not None:
+        replaced = f"the database it replaced is kept as {done.replaced}"
+    else:
+        replaced = "the database it replaced was deleted" if args.discard_replaced else "it replaced no database"
+    erased = f", {done.erasures} erasures made since to apply as memory opens" if done.erasures else ""
+    print(f"restored {args.source} into {args.db}: {done.messages} messages{erased}; {replaced}; the vector indexes "
+          "are rebuilt on the next start", file=term.out)
     return OK
 
 
@@ -124,7 +150,7 @@ def vectors_waiting(db: Path) -> int:
         connection.execute("PRAGMA busy_timeout = 5000")
         if not connection.execute(PENDING_TABLE).fetchone():  # a database no start has migrated yet
             return 0
-        return connection.execute(COUNT_PENDING).fetchone()[0]
+        return int(connection.execute(COUNT_PENDING).fetchone()[0])
     finally:
         connection.close()
 

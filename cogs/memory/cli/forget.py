@@ -9,13 +9,15 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from ..privacy.ledger import ErasureNotRecorded
 from .options import FAILED, OK, USAGE, Terminal, chosen_guild, discord_id
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     forget = commands.add_parser("forget", parents=[parent], help="erase a member's, a channel's, a message's or a "
                                  "guild's messages (as /memory forget does)",
                                  description="Erase messages from memory and from its files, as /memory forget "
@@ -72,7 +74,12 @@ async def forget_messages(memory: Memory, args: argparse.Namespace, term: Termin
     if not args.yes and not await confirmed(what, term):
         print("nothing forgotten", file=term.out)
         return OK
-    count = await action()
+    try:
+        count = await action()
+    except ErasureNotRecorded as error:  # the ledger first: when it cannot be written, nothing was forgotten
+        print(f"error: nothing forgotten: {error}; free some space (or make it writable), then run this again",
+              file=term.err)
+        return FAILED
     if not await memory.purge():  # "forgot" means gone from the files too, not only from search
         print("the forgotten text is still in the database's write-ahead log (a long read held it); memory erases "
               "it as it closes", file=term.err)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -16,7 +20,8 @@ if TYPE_CHECKING:
     from ..memory import Memory
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     importer = commands.add_parser("import", parents=[parent], help="ingest DiscordChatExporter JSON exports "
                                    "(idempotent)", description="Store DiscordChatExporter JSON exports; safe to "
                                    "re-run. One line per file; a bad file is one error line and the others go on.")
@@ -34,9 +39,50 @@ def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentPars
 
 
 async def import_files(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
+    """Import the exports; Ctrl-C stops the import cleanly (what was read is stored, memory closes) with exit 130."""
     from ..chat_export.importer import import_exports
 
-    return await import_exports(memory, args.exports, term.out, term.err)
+    stop = asyncio.Event()
+    with ctrl_c_sets(stop, term.err), startup_objects_frozen():
+        return await import_exports(memory, args.exports, term.out, term.err, stop)
+
+
+@contextlib.contextmanager
+def startup_objects_frozen() -> Iterator[None]:
+    """Meanwhile everything alive before the import (modules, memory: several hundred thousand objects) is out of
+    the garbage collector's reach, as the bot keeps it (bot.py): a full collection walks every tracked object holding
+    the GIL, and with batches of messages passing through they came every few seconds, stalling the event loop
+    200-300 ms each on the 2-core dev box (bench/import_stream.py, docs/ingest.md)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+@contextlib.contextmanager
+def ctrl_c_sets(stop: asyncio.Event, err: TextIO) -> Iterator[None]:
+    """Meanwhile Ctrl-C (SIGINT) sets ``stop`` instead of cancelling the command mid-write (asyncio's way), so that
+    what was read is stored and memory closes as after any import."""
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def pressed() -> None:
+        if not stop.is_set():
+            print("interrupted: storing what was read, then stopping", file=err)
+        stop.set()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, pressed)
+    except (RuntimeError, ValueError):  # not the main thread (an embedding program's), or no signals here
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        if previous is not None:  # None: set outside Python, and left as it was
+            signal.signal(signal.SIGINT, previous)
 
 
 class TableProgress:

@@ -17,7 +17,8 @@ NAMES_UNKNOWN = ("some names are unknown: memory learns a guild's or channel's n
                  "import names it); Discord shows ids with Developer Mode: right-click a server or channel, Copy ID")
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     stats = commands.add_parser("stats", parents=[parent], help="per guild: messages, vectors pending, channels, "
                                 "last message; the profile and reranker", description="What memory holds per guild, "
                                 "and the profile and reranker it runs with. Loads no reranker.")

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..prompt import ANSWER_RECALL_LIMIT, build_chat_messages
-from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, ScoreParts, SearchFilters
+from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Hit, Recall, ScoreParts, SearchFilters
 from ..runtime.safe_text import terminal_text
 from .options import (FAILED, OK, USAGE, Terminal, channel_label, chosen_guild, discord_id, print_backlog,
                       query_text, result_limit, utc_text, utc_time)
@@ -31,7 +31,8 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--before", type=utc_time, metavar="DATE", help="only messages before this time (UTC)")
 
 
-def register(commands: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parent: argparse.ArgumentParser) -> None:
     search = commands.add_parser("search", parents=[parent], help="search memory as the bot would recall it",
                                  description="Search memory as the bot would recall it (every channel: a terminal "
                                              "knows no member's permissions). Each hit shows its first-stage score "
@@ -64,21 +65,20 @@ async def filters_for(memory: Memory, args: argparse.Namespace, term: Terminal) 
                          after=args.after, before=args.before)
 
 
-def format_hit(rank: int, hit: Candidate, channel_names: dict[int, str]) -> str:
+def format_hit(rank: int, hit: Hit, channel_names: dict[int, str]) -> str:
     """One hit: its scores, ``#channel-name`` (``#id`` where memory has not seen the name), author and UTC time."""
-    rerank = hit.get("rerank_score")
-    rerank_text = "-" if rerank is None else f"{rerank:.4f}"
-    text = terminal_text(" ".join(hit["content"].split())[:300])
-    return (f"{rank:>2}. score={hit['score']:.4f} rerank_score={rerank_text} "
-            f"{channel_label(channel_names, hit['channel_id'])} {terminal_text(hit['author_name'])} "
-            f"{utc_text(hit['created_at'])}\n    {text}")
+    rerank_text = "-" if hit.rerank_score is None else f"{hit.rerank_score:.4f}"
+    text = terminal_text(" ".join(hit.content.split())[:300])
+    return (f"{rank:>2}. score={hit.score:.4f} rerank_score={rerank_text} "
+            f"{channel_label(channel_names, hit.channel_id)} {terminal_text(hit.author_name)} "
+            f"{utc_text(hit.created_at)}\n    {text}")
 
 
-def format_explanation(rank: int, hit: Candidate) -> str:
+def format_explanation(rank: int, hit: Hit) -> str:
     """Why ``hit`` was found: its ranks, the sides that found it, and what its first-stage score is made of."""
-    after = rank if hit.get("rerank_score") is not None else "-"
-    return (f"    explain: rank before rerank {hit['rank']}, after {after}; found by "
-            f"{', '.join(hit['sources']) or '-'}\n    {format_parts(hit['score'], hit.get('parts'))}")
+    after = rank if hit.rerank_score is not None else "-"
+    return (f"    explain: rank before rerank {hit.rank}, after {after}; found by "
+            f"{', '.join(hit.sources) or '-'}\n    {format_parts(hit.score, hit.parts)}")
 
 
 def format_parts(score: float, parts: ScoreParts | None) -> str:
@@ -98,15 +98,16 @@ def format_parts(score: float, parts: ScoreParts | None) -> str:
     return f"score {score:.4f} = " + " + ".join(terms or ["0"])
 
 
-def format_rerank(status: RerankerStatus) -> str:
-    """The reranker's part of this query, as /memory stats reports it per hour."""
-    last = status.last_hour.last_query
+def format_rerank(recall: Recall, status: RerankerStatus) -> str:
+    """The reranker's part of this query, as the recall's own record says it (the service's ``status`` says what
+    runs it and why nothing scored)."""
+    figures = recall.rerank
     runs_on = f"{status.backend} {status.dtype}" if status.backend else "not loaded"
-    if last is None:
+    if figures is None:
         return f"rerank: {runs_on}, nothing scored ({status.reason or status.last_error or 'no candidates'})"
-    return (f"rerank: {last.by or runs_on}, {last.scored} of {last.offered} candidates scored in "
-            f"{last.ms:,.0f} ms "
-            f"({last.cached} from the score cache; prompt prefix cache hits so far: "
+    return (f"rerank: {figures.by or runs_on}, {figures.scored} of {figures.offered} candidates scored in "
+            f"{figures.ms:,.0f} ms "
+            f"({figures.cached} from the score cache; prompt prefix cache hits so far: "
             f"{status.prefix_cache_hits if status.prefix_cache_hits is not None else '-'})")
 
 
@@ -117,8 +118,8 @@ def loading_line(profile: MemoryProfile) -> str:
             "and, on ONNX Runtime, exports it once (minutes); --no-rerank skips it")
 
 
-async def recall_hits(memory: Memory, query: str, filters: SearchFilters, limit: int, rerank: bool,
-                      term: Terminal) -> list[Candidate]:
+async def recall_for(memory: Memory, query: str, filters: SearchFilters, limit: int, rerank: bool,
+                     term: Terminal) -> Recall:
     from ..runtime.profile import reranks
 
     if rerank and reranks(memory.profile):
@@ -131,18 +132,18 @@ async def search_memory(memory: Memory, args: argparse.Namespace, term: Terminal
     filters = await filters_for(memory, args, term)
     if filters is None:
         return USAGE
-    hits = await recall_hits(memory, args.query, filters, args.limit, not args.no_rerank, term)
-    if not hits:
+    recall = await recall_for(memory, args.query, filters, args.limit, not args.no_rerank, term)
+    if not recall.hits:
         print("no results", file=term.out)
     channel_names = memory.names.channel_names(filters.guild_id)
-    for rank, hit in enumerate(hits, start=1):
+    for rank, hit in enumerate(recall.hits, start=1):
         print(format_hit(rank, hit, channel_names), file=term.out)
         if args.explain:
             print(format_explanation(rank, hit), file=term.out)
     if memory.reranker is not None and not args.no_rerank:
         status = memory.reranker.status()
         if status.loaded or status.reason is None:  # a failed load was said once already, by the reranker's log
-            print(format_rerank(status), file=term.err)
+            print(format_rerank(recall, status), file=term.err)
     print_backlog(await memory.vectors_pending(), term.err)
     return OK
 
@@ -155,7 +156,7 @@ async def ask_memory(memory: Memory, args: argparse.Namespace, term: Terminal) -
     if filters is None:
         return USAGE
     print(HOST_NOTE, file=term.err)
-    hits = await recall_hits(memory, args.question, filters, ANSWER_RECALL_LIMIT, True, term)
+    hits = (await recall_for(memory, args.question, filters, ANSWER_RECALL_LIMIT, True, term)).hits
     print("recalled:" if hits else "recalled: nothing", file=term.out)
     channel_names = memory.names.channel_names(filters.guild_id)
     for rank, hit in enumerate(hits, start=1):

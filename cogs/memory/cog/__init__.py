@@ -4,9 +4,10 @@ Loaded as the ``cogs.memory.cog`` extension. Unloading or reloading it re-import
 (``cogs.memory.*``) and the bot's open ``Memory`` stay as they are.
 
 May import: the ``Memory`` facade, ``records``, ``guild_policy``, ``prompt`` and ``llm`` (an answer's prompt and the
-client that asks for it), ``ingest.report`` and ``ingest.content``, the store's history records (``store.history``),
-and ``runtime.profile`` and ``vectors.embedding`` for what profile commands show and catch; it is the only part that
-imports discord.
+client that asks for it), ``metrics`` (the bot's recorder, when it keeps one), ``ingest.report`` and ``ingest.content``,
+the store's history records (``store.history``), and ``runtime.profile`` and ``vectors.embedding`` for what profile
+commands show and catch; it is the only part that imports discord. Never the dashboard or the terminal (``cli``),
+which sit beside it: the bot (bot.py) serves the dashboard.
 """
 
 from __future__ import annotations
@@ -20,15 +21,11 @@ if TYPE_CHECKING:
 async def setup(bot: MemoryBot) -> None:
     from .catchup import CatchUp
     from .commands import MemoryCommands
-    from .dashboard import MemoryDashboard, dashboard_for
     from .latency import Latencies
     from .listeners import MemoryListeners
 
     catch_up = CatchUp(bot)
-    dashboard = dashboard_for(bot, catch_up)  # None unless MEMORY_DASHBOARD_PORT is set
-    latencies = Latencies(recorder=dashboard.recorder if dashboard is not None else None)
+    latencies = Latencies(recorder=bot.metrics)  # the bot keeps one while it serves the dashboard
     await bot.add_cog(MemoryListeners(bot, latencies))
     await bot.add_cog(catch_up)
     await bot.add_cog(MemoryCommands(bot, latencies, catch_up))
-    if dashboard is not None:
-        await bot.add_cog(MemoryDashboard(dashboard))

@@ -12,7 +12,8 @@ import discord
 
 from . import replies
 from .options import UserInputError
-from .reconcile import PAGE_SIZE, Reconciler, parent_id, read_page, store_read
+from .permissions import command_member
+from .reconcile import PAGE_SIZE, HistoryChannel, Reconciler, parent_id, read_page, store_read
 from ..store.history import BackfillProgress
 from ..ingest.report import FlushReport, IngestError
 
@@ -51,11 +52,14 @@ class ProgressReport:
         await self._show_in_channel(content)
 
     async def _show_in_channel(self, content: str) -> None:
+        channel = self._interaction.channel
         try:
-            if self._message is None:
-                self._message = await self._interaction.channel.send(content)
-            else:
+            if self._message is not None:
                 await self._message.edit(content=content)
+            elif isinstance(channel, discord.abc.Messageable):
+                self._message = await channel.send(content)
+            else:
+                log.warning("Backfill progress not shown: channel %s takes no messages", self._interaction.channel_id)
         except discord.HTTPException as error:  # the run goes on; only its progress goes unseen
             log.warning("Backfill progress not shown in channel %s: %s", self._interaction.channel_id, error)
 
@@ -77,23 +81,24 @@ class BackfillNotStored(Exception):
         self.read, self.report = read, report
 
 
-async def backfill_command(memory: Memory, interaction: discord.Interaction, channel: discord.abc.GuildChannel,
-                           limit: int, running: set[int]) -> None:
+async def backfill_command(memory: Memory, interaction: discord.Interaction, channel: HistoryChannel, limit: int,
+                           running: set[int]) -> None:
     """/memory backfill: reads ``channel``'s history (``running``: the channels being read now) and says how it went:
     finished, cut short by Discord, or stopped by messages that could not be stored (ingest logged why and keeps
     trying them; never "finished" for work that did not happen).
 
     A channel whose capture is off is refused: memory would not store what it says live either.
     """
+    guild_id = command_member(interaction).guild.id
     if channel.id in running:
         raise UserInputError(replies.BACKFILL_RUNNING.format(channel=channel.mention))
-    if channel.id in (await memory.settings(interaction.guild_id)).capture_disabled_channel_ids:
+    if channel.id in (await memory.settings(guild_id)).capture_disabled_channel_ids:
         raise UserInputError(replies.BACKFILL_CAPTURE_OFF.format(channel=channel.mention))
     report = ProgressReport(interaction)
     await interaction.response.send_message(replies.BACKFILL_STARTED.format(channel=channel.mention), ephemeral=True)
     running.add(channel.id)
     try:
-        read = await read_history(memory, interaction.guild_id, channel, limit, report)
+        read = await read_history(memory, guild_id, channel, limit, report)
     except BackfillInterrupted as stopped:
         error = stopped.error
         log.warning("Backfill of channel %d stopped after %d messages: %s", channel.id, stopped.read, error)
@@ -110,7 +115,7 @@ async def backfill_command(memory: Memory, interaction: discord.Interaction, cha
     await report.show(replies.BACKFILL_DONE.format(count=read, channel=channel.mention))
 
 
-async def read_history(memory: Memory, guild_id: int, channel: discord.abc.Messageable, limit: int,
+async def read_history(memory: Memory, guild_id: int, channel: HistoryChannel, limit: int,
                        report: ProgressReport) -> int:
     """Reads up to ``limit`` messages and returns how many it read: first forward from the newest message the last
     run read (what was said since, a gap an outage left), then back from the oldest (further into the past).
@@ -140,7 +145,7 @@ class _Run:
     """One backfill run: pages read in one direction, each stored and its place saved, progress shown as it goes."""
 
     def __init__(self, memory: Memory, reconciler: Reconciler, report: ProgressReport, guild_id: int,
-                 channel: discord.abc.Messageable, limit: int) -> None:
+                 channel: HistoryChannel, limit: int) -> None:
         self._memory = memory
         self._guild_id = guild_id
         self._reconciler = reconciler

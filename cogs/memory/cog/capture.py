@@ -59,8 +59,8 @@ def _automated(message: discord.Message) -> bool:
 
 def record_from_message(message: discord.Message) -> MessageRecord:
     channel = message.channel
-    is_thread = isinstance(channel, discord.Thread)
-    parent_id = channel.parent_id if is_thread else None
+    thread = channel if isinstance(channel, discord.Thread) else None
+    parent_id = thread.parent_id if thread is not None else None
     # A reply names what it answers; a forward carries a reference too, to a message that is not a question to it.
     reference = message.reference if message.type is discord.MessageType.reply else None
     return MessageRecord(
@@ -77,11 +77,11 @@ def record_from_message(message: discord.Message) -> MessageRecord:
         author_is_bot=message.author.bot,
         automated=_automated(message),
         attachments=_stand_ins(message),
-        private_thread=is_thread and channel.type not in PUBLIC_THREAD_TYPES,
+        private_thread=thread is not None and thread.type not in PUBLIC_THREAD_TYPES,
     )
 
 
-def note_place(names: PlaceNames, channel: discord.abc.Messageable) -> None:
+def note_place(names: PlaceNames, channel: discord.abc.Snowflake) -> None:
     """The names of a guild channel and its guild as seen now (a thread's with its parent's); a DM has none. Costs a
     dict look-up when nothing changed: only a new or changed name is written."""
     guild = getattr(channel, "guild", None)

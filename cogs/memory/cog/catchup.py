@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from .reconcile import PAGE_SIZE, PageResult, Reconciler, parent_id, read_page, store_read
+from .reconcile import PAGE_SIZE, HistoryChannel, PageResult, Reconciler, parent_id, read_page, store_read
 from ..store.history import CatchUpProgress
 from ..ingest.report import IngestError
 
@@ -42,7 +43,7 @@ RETRY_DELAYS_S = (60.0, 300.0, 900.0)
 # a thread at a time.
 ARCHIVED_THREADS_PER_CHANNEL = 100
 
-CatchableChannel = discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.Thread
+CatchableChannel = HistoryChannel
 ThreadParent = discord.TextChannel | discord.ForumChannel
 # A forum is caught up for its archived posts only: its messages are all in its posts (threads).
 CatchUpTarget = CatchableChannel | discord.ForumChannel
@@ -84,23 +85,30 @@ async def _archived_since(parent: ThreadParent, since: datetime) -> list[discord
     """The parent's threads archived at ``since`` or later that the bot may read, newest archived first, at most
     ``ARCHIVED_THREADS_PER_CHANNEL``: public ones (forum posts), and private ones (every one with Manage Threads,
     else those the bot joined). A listing Discord refuses is left out."""
-    listings: list[dict[str, bool]] = [{}]
+    listings = [(False, False)]  # (private, joined): the public threads, and a text channel's private ones
     if isinstance(parent, discord.TextChannel) and not parent.is_news():  # announcement channels have no private ones
-        listings.append({"private": True, "joined": not parent.permissions_for(parent.guild.me).manage_threads})
+        listings.append((True, not parent.permissions_for(parent.guild.me).manage_threads))
     found: dict[int, discord.Thread] = {}
-    for listing in listings:
+    for private, joined in listings:
         try:
-            async for thread in parent.archived_threads(limit=ARCHIVED_THREADS_PER_CHANNEL, **listing):
+            async for thread in _archived_listing(parent, private, joined):
                 archived_at = thread.archive_timestamp
                 if archived_at >= since:
                     found[thread.id] = thread
-                elif not listing.get("joined"):  # the others come newest archived first; joined ones by id
+                elif not joined:  # the others come newest archived first; joined ones by id
                     break
         except discord.Forbidden:
             log.info("Catch-up: the archived threads of channel %d (%s) are not listed to the bot; skipped",
-                     parent.id, "private" if listing else "public")
+                     parent.id, "private" if private else "public")
     newest = sorted(found.values(), key=lambda thread: thread.archive_timestamp, reverse=True)
     return newest[:ARCHIVED_THREADS_PER_CHANNEL]
+
+
+def _archived_listing(parent: ThreadParent, private: bool, joined: bool) -> AsyncIterator[discord.Thread]:
+    """One listing of the parent's archived threads; a forum lists public ones only."""
+    if isinstance(parent, discord.TextChannel):
+        return parent.archived_threads(limit=ARCHIVED_THREADS_PER_CHANNEL, private=private, joined=joined)
+    return parent.archived_threads(limit=ARCHIVED_THREADS_PER_CHANNEL)
 
 
 async def _heard_to_its_end(memory: Memory, guild_id: int, thread: discord.Thread, since: datetime) -> bool:
@@ -265,7 +273,7 @@ class CatchUp(commands.Cog, name="MemoryCatchUp"):
         parent = isinstance(channel, discord.TextChannel | discord.ForumChannel)
         if not isinstance(channel, discord.ForumChannel):
             progress = await self._read_forward(memory, guild, channel, progress, finish=not parent)
-        if parent:
+        if isinstance(channel, discord.TextChannel | discord.ForumChannel):
             await self._archived_threads(memory, guild, channel, progress, since)
             await memory.history.save_catchup(dataclasses.replace(progress, finished=True))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,6 +22,7 @@ from .permissions import (
     NotBotAdmin,
     NotGuildAdmin,
     bot_admin_only,
+    command_member,
     guild_admin_only,
     is_guild_admin,
     readable_channel_ids,
@@ -28,8 +30,8 @@ from .permissions import (
 )
 from .recall import format_memory_line
 from .views import ConfirmView, Paginator
-from ..dashboard.memory_source import recorded_recall
-from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Candidate, SearchFilters
+from ..privacy.ledger import ErasureNotRecorded
+from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Hit, SearchFilters
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -52,7 +54,7 @@ class MemoryNotReady(app_commands.AppCommandError):
     """The memory core is still loading its models, waits for its database, or failed to open."""
 
 
-def result_pages(query: str, results: list[Candidate]) -> list[discord.Embed]:
+def result_pages(query: str, results: Sequence[Hit]) -> list[discord.Embed]:
     """Embeds of ``RESULTS_PER_PAGE`` numbered results each, with the page count in the footer."""
     starts = range(0, len(results), RESULTS_PER_PAGE)
     pages = []
@@ -87,6 +89,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             message = replies.GUILD_ONLY
         elif isinstance(error, app_commands.TransformerError):
             message = replies.BAD_OPTION.format(value=error.value)
+        elif isinstance(error, app_commands.CommandInvokeError) and isinstance(error.original, ErasureNotRecorded):
+            message = self._not_recorded(interaction, error.original)
         else:
             log.error("Command %r failed in guild %s", interaction.command and interaction.command.qualified_name,
                           interaction.guild_id, exc_info=error)
@@ -95,6 +99,13 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             await interaction.followup.send(message, ephemeral=True)
         else:
             await interaction.response.send_message(message, ephemeral=True)
+
+    @staticmethod
+    def _not_recorded(interaction: discord.Interaction, error: ErasureNotRecorded) -> str:
+        """An erasure the ledger could not record was not done: the host reads why in the log, the member in a reply."""
+        log.warning("%s in guild %s was not done: %s", interaction.command and interaction.command.qualified_name,
+                    interaction.guild_id, error)
+        return replies.NOT_RECORDED.format(reason=error.reason)
 
     # -- search and stats ---------------------------------------------------------------------------------
 
@@ -121,25 +132,26 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     ) -> None:
         check_date_order(after, before)
         memory = self.memory()
-        allowed = readable_channel_ids(interaction.user)
+        member = command_member(interaction)
+        allowed = readable_channel_ids(member)
         if channel is not None and channel.id not in allowed:
             raise UserInputError(replies.CANNOT_READ_CHANNEL.format(channel=channel.mention))
         await interaction.response.defer(ephemeral=True, thinking=True)
         filters = SearchFilters(
-            guild_id=interaction.guild_id,
+            guild_id=member.guild.id,
             channel_ids=frozenset({channel.id}) if channel else None,
             author_ids=frozenset({author.id}) if author else None,
             after=after,
             before=before,
             allowed_channel_ids=allowed,
-            public_thread_parent_ids=readable_thread_parent_ids(interaction.user, allowed),
+            public_thread_parent_ids=readable_thread_parent_ids(member, allowed),
         )
-        results, timing = await recorded_recall(memory, query, filters, limit, recorder=self.latencies.recorder)
-        self.latencies.search_ms.append(timing.total_ms)
-        if not results:
+        recall = await memory.recall(query, filters, limit)
+        self.latencies.searched(recall)
+        if not recall.hits:
             await interaction.followup.send(replies.NO_RESULTS, ephemeral=True)
             return
-        view = Paginator(interaction.user.id, result_pages(query, results))
+        view = Paginator(interaction.user.id, result_pages(query, recall.hits))
         await interaction.followup.send(embed=view.current, view=view, ephemeral=True)
 
     @app_commands.command(name="stats", description="How much this server's memory holds and how fast it answers")
@@ -147,12 +159,13 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @options_checked()
     async def stats(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
+        guild = command_member(interaction).guild
         await interaction.response.defer(ephemeral=True, thinking=True)
-        stats = await memory.stats(interaction.guild_id)
+        stats = await memory.stats(guild.id)
         reranker = memory.reranker.status() if memory.reranker is not None else None
         latencies = {"search": self.latencies.search_ms, "recall": self.latencies.recall_ms}
-        catch_up = self.catch_up.status.get(interaction.guild_id) if self.catch_up is not None else None
-        embed = replies.stats_embed(interaction.guild.name, stats, memory.profile.name, reranker, latencies, catch_up)
+        catch_up = self.catch_up.status.get(guild.id) if self.catch_up is not None else None
+        embed = replies.stats_embed(guild.name, stats, memory.profile.name, reranker, latencies, catch_up)
         await interaction.followup.send(embed=embed, ephemeral=True)
 
     # -- forgetting and opting out ------------------------------------------------------------------------
@@ -184,7 +197,11 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         if not view.confirmed:
             await interaction.edit_original_response(content=replies.FORGET_CANCELLED, view=None)
             return
-        count = await action()
+        try:
+            count = await action()
+        except ErasureNotRecorded as error:  # nothing was forgotten: the prompt says so in place of its buttons
+            await interaction.edit_original_response(content=self._not_recorded(interaction, error), view=None)
+            return
         await memory.purge()  # "forgot" means gone from the files too, not only from search
         done = replies.FORGOTTEN.format(count=count, what=description)
         await interaction.edit_original_response(content=done, view=None)
@@ -199,7 +216,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         message_link: str | None,
     ) -> tuple[str, Any]:
         """What will be forgotten (in words) and the coroutine function that does it, after checking who asks."""
-        guild_id, user = interaction.guild_id, interaction.user
+        user = command_member(interaction)
+        guild_id = user.guild.id
         if what == "my messages":
             if channel is None:
                 return "all your messages in this server", lambda: memory.forget_author(guild_id, user.id)
@@ -222,36 +240,29 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     async def _forget_message_plan(
         self, interaction: discord.Interaction, memory: Memory, message_link: str | None
     ) -> tuple[str, Any]:
+        member = command_member(interaction)
         parsed = parse_message_link(message_link or "")
-        if parsed is None or parsed[0] != interaction.guild_id:
+        if parsed is None or parsed[0] != member.guild.id:
             raise UserInputError(replies.FORGET_BAD_LINK)
         _, channel_id, message_id = parsed
-        if not await memory.has_message(message_id):
+        stored_in = await memory.stored_channel(member.guild.id, message_id)
+        if stored_in is None:  # not stored, or stored under another guild: nothing of this server to forget
             raise UserInputError(replies.FORGET_NOT_STORED)
-        if not is_guild_admin(interaction.user):
-            author_id = await self._author_of(interaction.guild, channel_id, message_id)
-            if author_id not in (interaction.user.id, None):
-                raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
-        return "that message", lambda: memory.forget_message(interaction.guild_id, message_id)
-
-    async def _author_of(self, guild: discord.Guild, channel_id: int, message_id: int) -> int | None:
-        """The author's id from Discord; None when the message is gone there (so anyone may clear its memory)."""
-        channel = guild.get_channel_or_thread(channel_id)
-        if channel is None:
-            return None
-        try:
-            return (await channel.fetch_message(message_id)).author.id
-        except discord.NotFound:
-            return None
+        if stored_in != channel_id:  # the link's channel part does not name where the message was said
+            raise UserInputError(replies.FORGET_BAD_LINK)
+        if not is_guild_admin(member) and not await memory.written_by(member.guild.id, member.id, message_id):
+            raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
+        return "that message", lambda: memory.forget_message(member.guild.id, message_id)
 
     @app_commands.command(name="optout", description="Stop the bot remembering your messages here, and forget them")
     @app_commands.guild_only()
     @options_checked()
     async def optout(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
+        member = command_member(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await memory.set_opt_out(interaction.guild_id, interaction.user.id, True)
-        count = await memory.forget_author(interaction.guild_id, interaction.user.id)
+        await memory.set_opt_out(member.guild.id, member.id, True)
+        count = await memory.forget_author(member.guild.id, member.id)
         await memory.purge()
         await interaction.followup.send(replies.OPTED_OUT.format(count=count), ephemeral=True)
 
@@ -260,7 +271,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @options_checked()
     async def optin(self, interaction: discord.Interaction) -> None:
         memory = self.memory()
-        await memory.set_opt_out(interaction.guild_id, interaction.user.id, False)
+        member = command_member(interaction)
+        await memory.set_opt_out(member.guild.id, member.id, False)
         await interaction.response.send_message(replies.OPTED_IN, ephemeral=True)
 
     # -- admin: backfill and settings ---------------------------------------------------------------------
@@ -305,7 +317,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         store_bot_messages: bool | None = None,
     ) -> None:
         memory = self.memory()
-        current = await memory.settings(interaction.guild_id)
+        guild_id = command_member(interaction).guild.id
+        current = await memory.settings(guild_id)
         changes: dict[str, Any] = {}
         if auto_recall is not None:
             changes["auto_recall"] = auto_recall
@@ -319,7 +332,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
                 disabled - {capture_channel.id} if capture else disabled | {capture_channel.id}
             )
             if capture and capture_channel.id in disabled:  # what was said while it was off stays unstored
-                await heard_until_now(memory, interaction.guild_id, capture_channel)
+                await heard_until_now(memory, guild_id, capture_channel)
         if retention_days is not None:
             changes["retention_days"] = retention_days or None
         if forget_on_leave is not None:
@@ -328,7 +341,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             changes["store_bot_messages"] = store_bot_messages
         if changes:
             current = current.with_changes(**changes)
-            await memory.save_settings(interaction.guild_id, current)
+            await memory.save_settings(guild_id, current)
         await interaction.response.send_message(replies.settings_summary(current), ephemeral=True)
 
     # -- the process-wide profile -------------------------------------------------------------------------
@@ -387,7 +400,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     # -- owner: deliberate command sync -------------------------------------------------------------------
 
     @commands.command(name="sync", hidden=True)
-    async def sync(self, ctx: commands.Context) -> None:
+    async def sync(self, ctx: commands.Context[MemoryBot]) -> None:
         """``@bot sync``: push slash commands to Discord (bot admins only)."""
         if not await self.bot.is_bot_admin(ctx.author):
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import discord
@@ -25,9 +26,8 @@ from .recall import (
     strip_mentions,
     with_note,
 )
-from ..dashboard.memory_source import recorded_recall
 from ..guild_policy import GuildSettings
-from ..records import Candidate, SearchFilters
+from ..records import Hit, SearchFilters
 from ..runtime.safe_text import redacted_text
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ class MemoryListeners(commands.Cog):
         edited_at = discord.utils.parse_time(payload.data.get("edited_timestamp")) or discord.utils.utcnow()
         await memory.edit(payload.message_id, payload.data["content"], edited_at)
 
+    # What Discord deleted is forgotten even when the erasure ledger cannot record it (a full disk): Erasures warns.
+
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         if (memory := await self.memory()) is not None:
@@ -136,12 +138,12 @@ class MemoryListeners(commands.Cog):
     @commands.Cog.listener()
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
         if (memory := await self.memory()) is not None:
-            await memory.forget_channel(channel.guild.id, channel.id)
+            await memory.forget_channel(channel.guild.id, channel.id, on_discord=True)
 
     @commands.Cog.listener()
     async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
         if (memory := await self.memory()) is not None:
-            await memory.forget_channel(payload.guild_id, payload.thread_id)
+            await memory.forget_channel(payload.guild_id, payload.thread_id, on_discord=True)
 
     # Renames change a name memory holds (a rename alone records none); the background write costs no round trip.
 
@@ -165,7 +167,7 @@ class MemoryListeners(commands.Cog):
     async def on_guild_remove(self, guild: discord.Guild) -> None:
         if (memory := await self.memory()) is not None:
             log.info("Removed from guild %d; forgetting its memory", guild.id)
-            await memory.forget_guild(guild.id)
+            await memory.forget_guild(guild.id, on_discord=True)
         self.audiences.forget_guild(guild.id)
 
     @commands.Cog.listener()
@@ -173,7 +175,7 @@ class MemoryListeners(commands.Cog):
         if (memory := await self.memory()) is None:
             return
         if (await memory.settings(payload.guild_id)).forget_on_leave:
-            count = await memory.forget_author(payload.guild_id, payload.user.id)
+            count = await memory.forget_author(payload.guild_id, payload.user.id, on_discord=True)
             log.info("Member %d left guild %d; forgot %d messages", payload.user.id, payload.guild_id, count)
 
     # -- automatic recall ----------------------------------------------------------------------------------
@@ -227,29 +229,32 @@ class MemoryListeners(commands.Cog):
         """The public reply: only what everyone who sees this channel may read, and what the asker may read too."""
         memory = self.bot.memory
         author = message.author
-        if memory is None or not isinstance(author, discord.Member):
+        channel = message.channel
+        if (memory is None or not isinstance(author, discord.Member)
+                or not isinstance(channel, discord.abc.GuildChannel | discord.Thread)):
             return NO_MEMORIES_REPLY
         turns, visible = await self._context_turns(message)
         query = build_query(message.content, turns)
         readable = readable_channel_ids(author)
-        audience = await self.audiences.audience(message.channel)
+        audience = await self.audiences.audience(channel)
         # Said whenever the asker reads more than this channel's readers do, whatever matched, so the reply never
         # hints that a hidden channel held the answer.
         note = ONLY_SHARED_CHANNELS_NOTE if readable - audience.channel_ids else None
         filters = SearchFilters(
-            guild_id=message.guild.id,
+            guild_id=author.guild.id,
             allowed_channel_ids=readable & audience.channel_ids,
             public_thread_parent_ids=readable_thread_parent_ids(author, readable) & audience.thread_parent_ids,
             exclude_message_ids=visible,
         )
-        results, timing = await recorded_recall(memory, query, filters, RECALL_LIMIT, recorder=self.latencies.recorder)
-        self.latencies.recall_ms.append(timing.total_ms)
+        recall = await memory.recall(query, filters, RECALL_LIMIT)
+        self.latencies.recalled(recall)
+        results = recall.hits
         log.debug("Recall for %d: %r -> %d results", message.id, query, len(results))
         if not results or self.llm is None:
             return format_memories(results, note)
         return await self._llm_answer(author.display_name, strip_mentions(message.content), results, note)
 
-    async def _llm_answer(self, asker: str, question: str, results: list[Candidate], note: str | None) -> str:
+    async def _llm_answer(self, asker: str, question: str, results: Sequence[Hit], note: str | None) -> str:
         """The LLM's answer from ``results`` alone: they already obey the audience rule, so the prompt does too."""
         assert self.llm is not None
         try:

@@ -4,8 +4,9 @@ crafted request need not, and discord.py hands received values to the command un
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import discord
 from discord import AppCommandOptionType, app_commands
@@ -57,6 +58,7 @@ KIND_WORDS: dict[AppCommandOptionType, str] = {
     AppCommandOptionType.number: "a number",
     AppCommandOptionType.boolean: "true or false",
 }
+T = TypeVar("T")
 
 
 class UserInputError(app_commands.AppCommandError):
@@ -111,7 +113,8 @@ def check_forget_options(what: str, **given: Any) -> None:
         raise UserInputError(replies.FORGET_OPTION_UNUSED.format(option=unused[0], what=what))
 
 
-def _check_text(name: str, value: str, low: int | None, high: int | None) -> None:
+def _check_text(name: str, value: str, low: float | None, high: float | None) -> None:
+    # Lengths are whole numbers; discord.py keeps them where a number option keeps its range (int | float).
     if not value.strip():
         raise UserInputError(replies.OPTION_BLANK.format(name=name))
     low = 1 if low is None else low
@@ -142,7 +145,7 @@ def check_option(param: app_commands.Parameter, value: Any) -> None:
         _check_number(name, value, param.min_value, param.max_value)
 
 
-def check_options(command: app_commands.Command, namespace: app_commands.Namespace) -> None:
+def check_options(command: app_commands.Command[Any, ..., Any], namespace: app_commands.Namespace) -> None:
     """Every option the command declares against what the interaction carries: present if required, then valid."""
     received = dict(iter(namespace))  # Namespace answers None to any attribute, keys() included
     for param in command.parameters:
@@ -161,7 +164,7 @@ async def declared_options_hold(interaction: discord.Interaction) -> bool:
     return True
 
 
-def options_checked():
+def options_checked() -> Callable[[T], T]:
     """Holds every option to what the command declares (``Range``, ``Literal``, types) before the command runs.
 
     Put it above the permission checks, so those run first and a member without access learns only that.

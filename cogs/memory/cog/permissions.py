@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import discord
 from discord import app_commands
 
@@ -9,6 +12,7 @@ __all__ = (
     "NotGuildAdmin",
     "NotBotAdmin",
     "can_read",
+    "command_member",
     "readable_channel_ids",
     "readable_thread_parent_ids",
     "is_guild_admin",
@@ -19,6 +23,7 @@ __all__ = (
 ReadableChannel = discord.abc.GuildChannel | discord.Thread
 # Channels that hold threads: text and news channels, forum and media channels (discord.py's ForumChannel).
 ThreadParent = discord.TextChannel | discord.ForumChannel
+T = TypeVar("T")
 
 
 class NotGuildAdmin(app_commands.CheckFailure):
@@ -67,11 +72,19 @@ def readable_thread_parent_ids(member: discord.Member, readable: frozenset[int])
                      if isinstance(channel, ThreadParent) and channel.id in readable)
 
 
+def command_member(interaction: discord.Interaction) -> discord.Member:
+    """Who ran a guild-only command, as a member of the guild it ran in (``.guild``); a command run outside a guild
+    gets the guild-only reply."""
+    if not isinstance(interaction.user, discord.Member):
+        raise app_commands.NoPrivateMessage()
+    return interaction.user
+
+
 def is_guild_admin(member: discord.Member | discord.User) -> bool:
     return isinstance(member, discord.Member) and member.guild_permissions.manage_guild
 
 
-def guild_admin_only():
+def guild_admin_only() -> Callable[[T], T]:
     """A check enforced in the bot; ``default_permissions`` only hides the command in the client."""
 
     async def predicate(interaction: discord.Interaction) -> bool:
@@ -82,7 +95,7 @@ def guild_admin_only():
     return app_commands.check(predicate)
 
 
-def bot_admin_only():
+def bot_admin_only() -> Callable[[T], T]:
     """Process-wide changes (the profile) are for the application owner and ``BOT_ADMIN_IDS`` only."""
 
     async def predicate(interaction: discord.Interaction) -> bool:

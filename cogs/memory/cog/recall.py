@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
 
 import discord
 
 from ..prompt import SYSTEM_PROMPT, build_chat_messages, format_quoted_memories
-from ..records import Candidate
+from ..records import Hit
 
 __all__ = (
     "SYSTEM_PROMPT",
@@ -63,8 +62,8 @@ def build_query(content: str, context: Sequence[str] = ()) -> str:
     return "\n".join([*reversed(extra), query]).strip()
 
 
-def jump_url(candidate: Candidate) -> str:
-    return f"https://discord.com/channels/{candidate['guild_id']}/{candidate['channel_id']}/{candidate['message_id']}"
+def jump_url(hit: Hit) -> str:
+    return f"https://discord.com/channels/{hit.guild_id}/{hit.channel_id}/{hit.message_id}"
 
 
 def snippet(content: str, limit: int = SNIPPET_CHARS) -> str:
@@ -72,22 +71,17 @@ def snippet(content: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _created_at(candidate: Candidate) -> datetime:
-    return datetime.fromisoformat(candidate["created_at"])
+def _score_text(hit: Hit) -> str:
+    if hit.rerank_score is None:
+        return f"score {hit.score:.3f}"
+    return f"rerank_score {hit.rerank_score:.2f}"
 
 
-def _score_text(candidate: Candidate) -> str:
-    rerank = candidate.get("rerank_score")
-    if rerank is None:
-        return f"score {candidate['score']:.3f}"
-    return f"rerank_score {rerank:.2f}"
-
-
-def format_memory_line(candidate: Candidate) -> str:
+def format_memory_line(hit: Hit) -> str:
     """One memory: author, relative date (rendered by the client), snippet, score and a jump link."""
-    when = discord.utils.format_dt(_created_at(candidate), "R")
-    text = discord.utils.escape_mentions(snippet(candidate["content"]))
-    return f"**{candidate['author_name']}** {when}: {text} ({_score_text(candidate)}) {jump_url(candidate)}"
+    when = discord.utils.format_dt(hit.created_at, "R")
+    text = discord.utils.escape_mentions(snippet(hit.content))
+    return f"**{hit.author_name}** {when}: {text} ({_score_text(hit)}) {jump_url(hit)}"
 
 
 def with_note(text: str, note: str | None) -> str:
@@ -97,15 +91,15 @@ def with_note(text: str, note: str | None) -> str:
     return text[: DISCORD_MESSAGE_LIMIT - len(note) - 1] + "\n" + note
 
 
-def format_memories(candidates: Sequence[Candidate], note: str | None = None) -> str:
+def format_memories(hits: Sequence[Hit], note: str | None = None) -> str:
     """The embedded answer: the most relevant memories, as many as fit in one Discord message with ``note``."""
-    if not candidates:
+    if not hits:
         return with_note(NO_MEMORIES_REPLY, note)
     room = DISCORD_MESSAGE_LIMIT - (0 if note is None else len(note) + 1)
     lines = [MEMORIES_HEADER]
     length = len(MEMORIES_HEADER)
-    for candidate in candidates:
-        line = "- " + format_memory_line(candidate)
+    for hit in hits:
+        line = "- " + format_memory_line(hit)
         if length + 1 + len(line) > room:
             break
         lines.append(line)

@@ -20,10 +20,12 @@ from ..ingest.report import IngestError
 if TYPE_CHECKING:
     from ..memory import Memory
 
-__all__ = ("PAGE_SIZE", "PageResult", "Reconciler", "parent_id", "read_page", "store_read")
+__all__ = ("PAGE_SIZE", "HistoryChannel", "PageResult", "Reconciler", "parent_id", "read_page", "store_read")
 
 log = logging.getLogger(__name__)
 
+# A channel with a history of its own to read (a forum's messages are all in its posts, which are threads).
+HistoryChannel = discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.Thread
 # Messages per request: the most Discord returns at once.
 PAGE_SIZE = 100
 # Stored times come from the same snowflakes, or from an export's timestamps; the id filter does the exact work.
@@ -44,12 +46,12 @@ class PageResult:
                           self.deleted + other.deleted)
 
 
-def parent_id(channel: discord.abc.Messageable) -> int | None:
+def parent_id(channel: discord.abc.GuildChannel | discord.Thread) -> int | None:
     """The parent channel of a thread (its memory is forgotten with the parent's); None for anything else."""
     return channel.parent_id if isinstance(channel, discord.Thread) else None
 
 
-async def read_page(channel: discord.abc.Messageable, *, after: int | None = None, before: int | None = None,
+async def read_page(channel: HistoryChannel, *, after: int | None = None, before: int | None = None,
                     limit: int = PAGE_SIZE) -> list[discord.Message]:
     """One request for history, oldest first: the ``limit`` messages right after ``after``, or else the ``limit``
     newest before ``before`` (before the present when it is None)."""
@@ -95,7 +97,7 @@ class Reconciler:
     off or before its author opted back in (the ledger's exclusions).
     """
 
-    def __init__(self, memory: Memory, guild_id: int, channel: discord.abc.Messageable, *,
+    def __init__(self, memory: Memory, guild_id: int, channel: HistoryChannel, *,
                  add_after: int | None = None) -> None:
         self._memory = memory
         self._guild_id = guild_id

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,9 @@ FORGET_OPTION_UNUSED = "`{option}` doesn't go with what:{what}; leave it out."
 FORGET_BAD_LINK = "Give a message link from this server (right-click the message, Copy Message Link)."
 FORGET_NOT_STORED = "I don't have that message in memory."
 FORGET_NOT_YOURS = "That message isn't yours; only members with Manage Server can make me forget it."
+# A forget, opt-out or opt-in, or capture switch the erasure ledger could not record (privacy/ledger.py) is not done.
+NOT_RECORDED = ("Not done: I could not write it in my erasure ledger ({reason}), so nothing was forgotten or changed. "
+                "The bot's host has to free disk space (or make the ledger writable); then try again.")
 
 OPTED_OUT = "I will no longer remember your messages here, and I forgot the {count} I had. Use /memory optin to undo."
 OPTED_IN = "I will remember your messages here again from now on."
@@ -199,7 +202,7 @@ def catch_up_summary(status: CatchUpStatus | None) -> str:
 
 
 def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: RerankerStatus | None,
-                latencies: dict[str, Sequence[float]], catch_up: CatchUpStatus | None = None) -> discord.Embed:
+                latencies: Mapping[str, Sequence[float]], catch_up: CatchUpStatus | None = None) -> discord.Embed:
     embed = discord.Embed(title=f"Memory of {guild_name}")
     embed.add_field(name="Messages", value=f"{stats.messages:,}")
     embed.add_field(name="Vectors", value=f"{stats.index.vectors:,} ({stats.index.kind})")

@@ -33,9 +33,10 @@ class Paginator(OwnedView):
         super().__init__(owner_id)
         self.pages = list(pages)
         self.index = 0
-        self._refresh()
+        self._update_buttons()
 
-    def _refresh(self) -> None:
+    # Not ``_refresh``: discord.py's View calls that with the components of each edit of the message.
+    def _update_buttons(self) -> None:
         self.previous_page.disabled = self.index == 0
         self.next_page.disabled = self.index >= len(self.pages) - 1
 
@@ -44,16 +45,16 @@ class Paginator(OwnedView):
         return self.pages[self.index]
 
     async def _show(self, interaction: discord.Interaction) -> None:
-        self._refresh()
+        self._update_buttons()
         await interaction.response.edit_message(embed=self.current, view=self)
 
     @discord.ui.button(label="Previous", style=discord.ButtonStyle.secondary)
-    async def previous_page(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+    async def previous_page(self, interaction: discord.Interaction, button: discord.ui.Button[Paginator]) -> None:
         self.index = max(self.index - 1, 0)
         await self._show(interaction)
 
     @discord.ui.button(label="Next", style=discord.ButtonStyle.secondary)
-    async def next_page(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+    async def next_page(self, interaction: discord.Interaction, button: discord.ui.Button[Paginator]) -> None:
         self.index = min(self.index + 1, len(self.pages) - 1)
         await self._show(interaction)
 
@@ -73,9 +74,9 @@ class ConfirmView(OwnedView):
         self.stop()
 
     @discord.ui.button(label="Forget", style=discord.ButtonStyle.danger)
-    async def confirm(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+    async def confirm(self, interaction: discord.Interaction, button: discord.ui.Button[ConfirmView]) -> None:
         await self._finish(interaction, True)
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
-    async def cancel(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+    async def cancel(self, interaction: discord.Interaction, button: discord.ui.Button[ConfirmView]) -> None:
         await self._finish(interaction, False)

@@ -15,9 +15,10 @@ from aiohttp import web
 from .controls import CONFIRM_TTL_S, forget_done, profile_done, settings_done
 from .params import (BadParam, browse_limit, forget_kind, optional_date, optional_id, required_id, search_request,
                      settings_change)
-from .server import SESSION, STATE, who
+from .source import Hit, SearchExplanation
+from .state import SESSION, STATE, who
 
-__all__ = ("add_routes", "to_json")
+__all__ = ("add_routes", "explained", "to_json")
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,28 @@ def _plain(value: Any) -> Any:
 
 def to_json(value: Any, status: int = 200) -> web.Response:
     return web.json_response(_plain(value), status=status, dumps=json.dumps)
+
+
+def _hit(hit: Hit, rank_after: int | None) -> dict[str, Any]:
+    return {"message_id": hit.message_id, "guild_id": hit.guild_id, "channel_id": hit.channel_id,
+            "author_id": hit.author_id, "author_name": hit.author_name, "content": hit.content,
+            "created_at": hit.created_at, "first_stage_score": hit.score, "sources": hit.sources, "parts": hit.parts,
+            "rerank_score": hit.rerank_score, "rank_before": hit.rank, "rank_after": rank_after}
+
+
+def explained(result: SearchExplanation) -> dict[str, Any]:
+    """A search as the API sends it: each hit with its rank before and after the reranker (None: not reranked), the
+    stages' times, and what the reranker did (None where it took nothing)."""
+    recall, figures = result.recall, result.recall.rerank
+    reranked = recall.reranked
+    return {"request": result.request,
+            "hits": [_hit(hit, position if reranked else None) for position, hit in enumerate(recall.hits, start=1)],
+            "reranked": reranked, "total_ms": recall.total_ms, "first_stage_ms": recall.first_stage_ms,
+            "first_stage_candidates": recall.candidates,
+            "rerank_ms": None if figures is None else figures.ms,
+            "candidates_offered": None if figures is None else figures.offered,
+            "candidates_scored": None if figures is None else figures.scored,
+            "cache_hits": None if figures is None else figures.cached}
 
 
 async def _body(request: web.Request) -> Mapping[str, Any]:
@@ -78,7 +101,7 @@ async def search(request: web.Request) -> web.StreamResponse:
         raise BadParam("q is required")
     log.info("Dashboard API: search in guild %d, %s", wanted.guild_id, who(request))
     log.debug("Dashboard API search query: %r", wanted.query)
-    return to_json(await request.app[STATE].source.search(wanted))
+    return to_json(explained(await request.app[STATE].source.search(wanted)))
 
 
 async def channels(request: web.Request) -> web.StreamResponse:

@@ -141,4 +141,4 @@ class Sessions:
 
 
 def csrf_matches(session: Session, given: str | None) -> bool:
-    return bool(given) and hmac.compare_digest(session.csrf.encode(), given.encode())
+    return given is not None and given != "" and hmac.compare_digest(session.csrf.encode(), given.encode())

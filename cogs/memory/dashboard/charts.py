@@ -65,9 +65,9 @@ def line_chart(title: str, unit: str, times: Sequence[float], lines: Sequence[Li
         f'<text x="{LEFT - 4}" y="{TOP + plot_h}" text-anchor="end" font-size="10">0</text>',
     ]
     if times:
-        for t, anchor, x in ((times[0], "start", LEFT), (times[-1], "end", WIDTH - RIGHT)):
+        for t, anchor, edge in ((times[0], "start", LEFT), (times[-1], "end", WIDTH - RIGHT)):
             stamp = datetime.fromtimestamp(t, UTC).strftime("%H:%M")
-            parts.append(f'<text x="{x}" y="{HEIGHT - 6}" text-anchor="{anchor}" font-size="10">{stamp} UTC</text>')
+            parts.append(f'<text x="{edge}" y="{HEIGHT - 6}" text-anchor="{anchor}" font-size="10">{stamp} UTC</text>')
     drawn = 0
     for index, line in enumerate(lines):
         colour = COLOURS[index % len(COLOURS)]

@@ -1,31 +1,32 @@
 """``MemorySource``: the ``DashboardSource`` over the process's ``Memory``, through Memory's public methods only.
 
-Forgetting, settings and profile switches are the same core calls the slash commands make. A hit's score parts are
-the first stage's own record; the two stages' times come from the reranker's own last-query record.
+Forgetting, settings and profile switches are the same core calls the slash commands make. A search shows the
+recall's own record: its hits (each with what its first-stage score is made of) and what each stage took.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import psutil
 
-from ..records import Candidate, SearchFilters
-from .metrics import MetricsRecorder, RecallSample
-from .source import (BrowsePage, CatchUpView, ExplainedHit, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
-                     ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange,
-                     SettingsView, SourceUnavailable, StoredMessageView)
+from ..metrics import MetricsRecorder, RecallSample
+from ..privacy.ledger import ErasureNotRecorded
+from ..records import SearchFilters
+from ..runtime.profile import MemoryProfile, ProfileError, list_profiles
+from ..vectors.embedding import EmbeddingModelError
+from .source import (ActionNotDone, BrowsePage, CatchUpView, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
+                     ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange, SettingsView,
+                     SourceUnavailable, StoredMessageView)
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
-__all__ = ("CatchUpLike", "MemorySource", "RecallTiming", "recorded_recall")
+__all__ = ("CatchUpLike", "MemorySource")
 
 MEMORY_LOADING = "Memory is still opening (loading its models); try again in a minute."
 
@@ -41,73 +42,6 @@ class CatchUpLike(Protocol):
 
 def _file_bytes(*paths: Path) -> int:
     return sum(path.stat().st_size for path in paths if path.exists())
-
-
-def _passes(candidate: Mapping[str, Any], filters: SearchFilters) -> bool:
-    """Whether ``candidate`` passes the channel, author and date filters, as the stores apply them."""
-    created_at = datetime.fromisoformat(candidate["created_at"])
-    return ((filters.channel_ids is None or candidate["channel_id"] in filters.channel_ids)
-            and (filters.author_ids is None or candidate["author_id"] in filters.author_ids)
-            and (filters.after is None or created_at > filters.after)
-            and (filters.before is None or created_at < filters.before))
-
-
-async def _left_out(memory: Memory, query: str, filters: SearchFilters, limit: int) -> tuple[int | None, int | None]:
-    """How many of the guild's ``limit`` best first-stage hits ``filters`` leave out, of how many: one more first
-    stage over the whole guild (milliseconds, no reranking); (None, None) when no filter narrows the guild."""
-    if filters == SearchFilters(guild_id=filters.guild_id):
-        return None, None
-    hits = await memory.search(query, SearchFilters(guild_id=filters.guild_id), limit)
-    return sum(not _passes(hit, filters) for hit in hits), len(hits)
-
-
-def _hit(candidate: Mapping[str, Any], position: int, reranked: bool) -> ExplainedHit:
-    rerank_score = candidate.get("rerank_score")
-    return ExplainedHit(
-        message_id=candidate["message_id"], guild_id=candidate["guild_id"], channel_id=candidate["channel_id"],
-        author_id=candidate["author_id"], author_name=candidate["author_name"], content=candidate["content"],
-        created_at=datetime.fromisoformat(candidate["created_at"]), first_stage_score=float(candidate["score"]),
-        sources=tuple(candidate.get("sources", ())), parts=candidate.get("parts"),
-        rerank_score=None if rerank_score is None else float(rerank_score),
-        rank_before=candidate.get("rank"), rank_after=position if reranked else None)
-
-
-@dataclass(frozen=True, slots=True)
-class RecallTiming:
-    """One recall's time, whole and per stage, and what the reranker did (None where it did not rerank)."""
-
-    total_ms: float
-    reranked: bool
-    first_stage_ms: float | None
-    rerank_ms: float | None = None
-    offered: int | None = None
-    scored: int | None = None
-    cached: int | None = None
-
-
-async def recorded_recall(memory: Memory, query: str, filters: SearchFilters, limit: int, *, rerank: bool = True,
-                          recorder: MetricsRecorder | None = None) -> tuple[list[Candidate], RecallTiming]:
-    """``Memory.recall``, timed and recorded in ``recorder``: the commands, the listeners and the dashboard recall
-    through here. The rerank stage's figures are the reranker's own record of the query it scored; the first
-    stage's time is the rest (two recalls at once could swap records: the figures are an admin's view)."""
-    reranker = memory.reranker if rerank else None
-    before = reranker.status().last_hour.last_query if reranker is not None else None
-    started = time.perf_counter()
-    hits = await memory.recall(query, filters, limit, rerank=rerank)
-    total_ms = (time.perf_counter() - started) * 1000
-    reranked = any(hit.get("rerank_score") is not None for hit in hits)
-    last = reranker.status().last_hour.last_query if reranker is not None else None
-    scored_now = last if last is not None and last != before else None
-    if scored_now is None:
-        timing = RecallTiming(total_ms, reranked, None if reranked else total_ms)
-    else:
-        rerank_ms = float(scored_now.ms)
-        timing = RecallTiming(total_ms, reranked, max(total_ms - rerank_ms, 0.0), rerank_ms, scored_now.offered,
-                              scored_now.scored, scored_now.cached)
-    if recorder is not None and timing.first_stage_ms is not None:
-        recorder.record_recall(RecallSample(timing.first_stage_ms, timing.rerank_ms, timing.offered or 0,
-                                            timing.scored or 0, timing.cached or 0))
-    return hits, timing
 
 
 class MemorySource:
@@ -192,15 +126,10 @@ class MemorySource:
             channel_ids=frozenset({request.channel_id}) if request.channel_id is not None else None,
             author_ids=frozenset({request.author_id}) if request.author_id is not None else None,
             after=request.after, before=request.before)
-        memory = self.memory()
-        hits, timing = await recorded_recall(memory, request.query, filters, request.limit,
-                                             rerank=request.rerank, recorder=self._recorder)
-        filtered_out, filtered_of = await _left_out(memory, request.query, filters, request.limit)
-        return SearchExplanation(
-            request=request, hits=tuple(_hit(hit, i, timing.reranked) for i, hit in enumerate(hits, start=1)),
-            reranked=timing.reranked, total_ms=timing.total_ms, first_stage_ms=timing.first_stage_ms,
-            rerank_ms=timing.rerank_ms, candidates_offered=timing.offered, candidates_scored=timing.scored,
-            cache_hits=timing.cached, filtered_out=filtered_out, filtered_of=filtered_of)
+        recall = await self.memory().recall(request.query, filters, request.limit, rerank=request.rerank)
+        if self._recorder is not None:
+            self._recorder.record_recall(RecallSample.of(recall))
+        return SearchExplanation(request, recall)
 
     async def browse(self, guild_id: int, channel_id: int, before: datetime | None, limit: int,
                      before_id: int | None = None) -> BrowsePage:
@@ -223,19 +152,25 @@ class MemorySource:
     # -- controls -------------------------------------------------------------------------------------------
 
     async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
+        try:
+            count = await self._forget(kind, guild_id, target_id)
+        except ErasureNotRecorded as error:  # the ledger first: when it cannot be written, nothing was forgotten
+            raise ActionNotDone(f"Nothing was forgotten: {error}. Free some space (or make it writable), then try "
+                                "again.") from error
+        erased = await self.memory().purge()  # "forgot" means gone from the files too, as the slash commands promise
+        return ForgetResult(kind, guild_id, target_id, count, erased)
+
+    async def _forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> int:
         memory = self.memory()
         if kind == "message":
             stored = await memory.store.message(target_id)
-            count = await memory.forget_message(guild_id, target_id) \
+            return await memory.forget_message(guild_id, target_id) \
                 if stored is not None and stored.guild_id == guild_id else 0
-        elif kind == "member":
-            count = await memory.forget_author(guild_id, target_id)
-        elif kind == "channel":
-            count = await memory.forget_channel(guild_id, target_id)
-        else:
-            count = await memory.forget_guild(guild_id)
-        erased = await memory.purge()  # "forgot" means gone from the files too, as the slash commands promise
-        return ForgetResult(kind, guild_id, target_id, count, erased)
+        if kind == "member":
+            return await memory.forget_author(guild_id, target_id)
+        if kind == "channel":
+            return await memory.forget_channel(guild_id, target_id)
+        return await memory.forget_guild(guild_id)
 
     async def settings(self, guild_id: int) -> SettingsView:
         current = await self.memory().settings(guild_id)
@@ -257,9 +192,7 @@ class MemorySource:
             await memory.save_settings(guild_id, (await memory.settings(guild_id)).with_changes(**changes))
         return await self.settings(guild_id)
 
-    async def _profiles(self) -> dict[str, Any]:
-        from ..runtime.profile import list_profiles
-
+    async def _profiles(self) -> dict[str, MemoryProfile]:
         return {profile.name: profile for profile in await asyncio.to_thread(list_profiles, self._profiles_dir)}
 
     async def profiles(self) -> Sequence[ProfileView]:
@@ -268,9 +201,6 @@ class MemorySource:
                 for name, profile in (await self._profiles()).items()]
 
     async def switch_profile(self, name: str) -> ProfileSwitchResult:
-        from ..vectors.embedding import EmbeddingModelError
-        from ..runtime.profile import ProfileError
-
         memory = self.memory()
         old = memory.profile.name
         new = (await self._profiles()).get(name)

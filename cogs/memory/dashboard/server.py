@@ -8,25 +8,25 @@ import hmac
 import ipaddress
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import jinja2
 from aiohttp import web
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from ..metrics import MetricsRecorder
 from ..runtime.safe_text import redacted
-from .auth import LoginTokens, Session, Sessions, csrf_matches
+from . import api, views
+from .auth import LoginTokens, Sessions, csrf_matches
 from .config import DashboardConfig
-from .controls import PendingForgets
-from .metrics import MetricsRecorder, OverviewCollector
+from .gauges import OverviewCollector
 from .params import BadParam
-from .source import DashboardSource, GuildOverview, SourceUnavailable
+from .source import DashboardSource, SourceUnavailable
+from .state import SESSION, STATE, DashboardState, who
 
-__all__ = ("COOKIE_NAME", "SESSION", "STATE", "Dashboard", "DashboardState", "build_app")
+__all__ = ("COOKIE_NAME", "Dashboard", "build_app")
 
 log = logging.getLogger(__name__)
 
@@ -50,37 +50,6 @@ SECURITY_HEADERS = {
 }
 NOT_SIGNED_IN = ("Not signed in (or the session expired). Get a sign-in link: run "
                  "`python -m cogs.memory dashboard-link`, or look for it in the bot's log.")
-
-
-@dataclass(slots=True)
-class DashboardState:
-    """What every handler reaches through ``request.app[STATE]``; the mutable parts are the event loop's."""
-
-    source: DashboardSource
-    recorder: MetricsRecorder
-    config: DashboardConfig
-    sessions: Sessions
-    tokens: LoginTokens
-    templates: jinja2.Environment
-    pending: PendingForgets = field(default_factory=PendingForgets)
-    overviews: Sequence[GuildOverview] = ()
-    static: dict[str, bytes] = field(default_factory=dict)
-
-    def render(self, name: str, request: web.Request, status: int = 200, **context: Any) -> web.Response:
-        session: Session | None = request.get(SESSION)
-        html = self.templates.get_template(name).render(csrf=session.csrf if session else "", path=request.path,
-                                                        **context)
-        return web.Response(text=html, status=status, content_type="text/html")
-
-
-STATE: web.AppKey[DashboardState] = web.AppKey("dashboard", DashboardState)
-SESSION: web.RequestKey[Session] = web.RequestKey("session", Session)
-
-
-def who(request: web.Request) -> str:
-    """The actor in the log: the session's label and the peer, never a cookie or token."""
-    session: Session | None = request.get(SESSION)
-    return f"session {session.label if session else '-'} from {request.remote}"
 
 
 def problem(request: web.Request, status: int, message: str) -> web.Response:
@@ -204,11 +173,9 @@ async def metrics(request: web.Request) -> web.StreamResponse:
 
 
 def templates() -> jinja2.Environment:
-    from .views import FILTERS
-
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(PACKAGE_DIR / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    environment.filters.update(FILTERS)
+    environment.filters.update(views.FILTERS)
     return environment
 
 
@@ -218,8 +185,6 @@ def _static_files() -> dict[str, bytes]:
 
 
 def build_app(state: DashboardState) -> web.Application:
-    from . import api, views
-
     state.static = _static_files()
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
     app[STATE] = state

@@ -2,7 +2,7 @@
 
 The dashboard is typed against this protocol only; ``memory_source.MemorySource`` implements it over ``Memory``,
 and the tests implement it with a fake. Nothing here imports the memory core but its shared records (``records``:
-a hit's ``ScoreParts`` is the first stage's own record).
+a search shows the recall's own record, its hits and what each stage took).
 """
 
 from __future__ import annotations
@@ -12,17 +12,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
-from ..records import ScoreParts
+from ..records import Hit, Recall, RerankFigures, ScoreParts
 
-__all__ = ("BrowsePage", "CatchUpView", "DashboardSource", "ExplainedHit", "ForgetKind", "ForgetResult",
-           "GuildOverview", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "ScoreParts", "SearchExplanation",
-           "SearchRequest", "SettingsChange", "SettingsView", "SourceUnavailable", "StoredMessageView")
+__all__ = ("ActionNotDone", "BrowsePage", "CatchUpView", "DashboardSource", "ForgetKind", "ForgetResult", "GuildOverview",
+           "Hit", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "Recall", "RerankFigures", "ScoreParts",
+           "SearchExplanation", "SearchRequest", "SettingsChange", "SettingsView", "SourceUnavailable",
+           "StoredMessageView")
 
 ForgetKind = Literal["message", "member", "channel", "guild"]
 
 
 class SourceUnavailable(RuntimeError):
     """Memory is not open (still loading its models, or it failed to open); the message says which."""
+
+
+class ActionNotDone(SourceUnavailable):
+    """Memory could not do what was asked and did nothing (a forget the erasure ledger could not record); the
+    message says why and what to do. Answered as ``SourceUnavailable`` is: 503 and the message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,23 +70,6 @@ class ProcessInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ExplainedHit:
-    message_id: int
-    guild_id: int
-    channel_id: int
-    author_id: int
-    author_name: str
-    content: str
-    created_at: datetime
-    first_stage_score: float
-    sources: tuple[str, ...]  # which side found it: "keyword", "vector", "context" (a neighbour's loan), ...
-    parts: ScoreParts | None  # None: the core does not break the score down yet
-    rerank_score: float | None  # None when nothing reranked it
-    rank_before: int | None  # rank in the first stage
-    rank_after: int | None  # rank after the reranker; None when it did not rerank
-
-
-@dataclass(frozen=True, slots=True)
 class SearchRequest:
     query: str
     guild_id: int
@@ -94,19 +83,11 @@ class SearchRequest:
 
 @dataclass(frozen=True, slots=True)
 class SearchExplanation:
+    """A search as asked, and the recall's own record of it: the hits (each with its first-stage rank, score and
+    what the score is made of), each stage's time and what the reranker did."""
+
     request: SearchRequest
-    hits: tuple[ExplainedHit, ...]
-    reranked: bool
-    total_ms: float
-    first_stage_ms: float | None  # None where the two stages could not be timed apart
-    rerank_ms: float | None
-    candidates_offered: int | None
-    candidates_scored: int | None
-    cache_hits: int | None
-    # With a channel, author or date filter: how many of the guild's ``filtered_of`` best first-stage hits (the same
-    # search over the whole guild) the filters left out. None without such a filter.
-    filtered_out: int | None = None
-    filtered_of: int | None = None
+    recall: Recall
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +182,8 @@ class DashboardSource(Protocol):
         ...
 
     async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
-        """Forget, then erase from disk as the slash commands do; ``target_id`` is the guild's own id for "guild"."""
+        """Forget, then erase from disk as the slash commands do; ``target_id`` is the guild's own id for "guild".
+        Raises ``ActionNotDone`` when nothing could be forgotten."""
         ...
 
     async def settings(self, guild_id: int) -> SettingsView: ...

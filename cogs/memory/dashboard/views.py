@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from aiohttp import web
 from markupsafe import Markup
 
+from ..metrics import PerformanceSeries, Window
 from .charts import Line, line_chart
 from .controls import forget_done, profile_done, settings_done
-from .metrics import PerformanceSeries, Window
 from .params import (BadParam, browse_limit, forget_kind, optional_date, optional_id, required_id, search_request,
                      settings_change)
-from .server import SESSION, STATE, who
+from .source import BrowsePage, SearchExplanation
+from .state import SESSION, STATE, who
 
 __all__ = ("FILTERS", "add_routes", "performance_charts")
 
@@ -23,7 +25,7 @@ log = logging.getLogger(__name__)
 WINDOWS: tuple[Window, ...] = ("hour", "day")
 
 
-def _size(value: int) -> str:
+def _size(value: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if value < 1000 or unit == "GB":
             return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
@@ -76,7 +78,7 @@ async def performance(request: web.Request) -> web.StreamResponse:
     window = request.query.get("window", "hour")
     if window not in WINDOWS:
         raise BadParam("window must be hour or day")
-    series = await state.recorder.series_off_loop(window)  # type: ignore[arg-type]
+    series = await state.recorder.series_off_loop(window)
     charts = await asyncio.to_thread(performance_charts, series)  # a day's seven charts: ~5 ms of string work
     recalls = sum(point.recalls for point in series.points)
     return state.render("performance.html", request, title="Performance", window=window, windows=WINDOWS,
@@ -87,7 +89,8 @@ async def search(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     guilds = state.overviews or await state.source.guild_overviews()
     wanted = search_request(request.query)
-    result, channel_names = None, {}
+    result: SearchExplanation | None = None
+    channel_names: Mapping[int, str] = {}
     if wanted is not None:
         log.info("Dashboard: search in guild %d, %s", wanted.guild_id, who(request))
         log.debug("Dashboard search query: %r", wanted.query)
@@ -102,7 +105,9 @@ async def browse(request: web.Request) -> web.StreamResponse:
     guild_id, channel_id = optional_id(request.query, "guild"), optional_id(request.query, "channel")
     limit = browse_limit(request.query)
     guilds = state.overviews or await state.source.guild_overviews()
-    channels, channel_names, page = (), {}, None
+    channels: Sequence[int] = ()
+    channel_names: Mapping[int, str] = {}
+    page: BrowsePage | None = None
     if guild_id is not None:
         channels = await state.source.channel_ids(guild_id)
         channel_names = await state.source.channel_names(guild_id)

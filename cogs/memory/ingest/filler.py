@@ -257,11 +257,10 @@ class VectorFiller:
         if not results:
             self._recheck = False
             return
-        done = [result for result in results if result.vector is not None]
+        done = [(result.item.rowid, result.vector) for result in results if result.vector is not None]
         rejected = [result for result in results if result.vector is None]
-        batch = WriteBatch(self._embedder.model_name, replace_all_models=True,
-                           vectors=[(result.item.rowid, result.vector) for result in done],
-                           resolved=[result.item.rowid for result in done],
+        batch = WriteBatch(self._embedder.model_name, replace_all_models=True, vectors=done,
+                           resolved=[rowid for rowid, _ in done],
                            rejected=[(result.item.rowid, result.error or "") for result in rejected],
                            guild_ids={embedded.guild_id} if done else set())
         await self._store.write(batch)
@@ -272,5 +271,5 @@ class VectorFiller:
                         result.item.message_id, result.error)
             self._rejected.append(result.item.message_id)
         if done:
-            ids = np.asarray([result.item.rowid for result in done], dtype=np.int64)
-            await self._indexes.add(embedded.guild_id, ids, np.stack([result.vector for result in done]))
+            ids = np.asarray([rowid for rowid, _ in done], dtype=np.int64)
+            await self._indexes.add(embedded.guild_id, ids, np.stack([vector for _, vector in done]))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 from ..vectors.embedding import EmbeddingService
 from ..store.rows import WriteBatch
-from ..store.protocol import Reembedding
+from ..store.protocol import Reembedding, StoreUpkeep
 from ..vectors.stored import VectorSource, stored_vectors
 
-__all__ = ("reembed_all",)
+__all__ = ("mark_unembedded", "reembed_all")
 
 log = logging.getLogger(__name__)
 
@@ -48,3 +49,16 @@ async def _write(store: Reembedding, embedder: EmbeddingService, guild_id: int,
     count = len(pending)
     pending.clear()
     return count
+
+
+async def mark_unembedded(store: StoreUpkeep, model: str) -> None:
+    """Mark the stored messages with no vector under ``model`` as waiting for one, so the vector filler embeds them
+    in the background: after a restart with another embedding model or input form (embedding.INPUT_FORM)."""
+    try:
+        marked = await store.mark_unembedded(model)
+    except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
+        log.warning("Could not mark the stored messages without a vector for %s now (%s); the next start does",
+                    model, exc)
+        return
+    if marked:
+        log.info("%d stored messages have no vector for %s; they are embedded in the background", marked, model)

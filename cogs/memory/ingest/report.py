@@ -31,7 +31,7 @@ class RetryPolicy:
 
     def delay(self, failures: int) -> float:
         """The pause after ``failures`` failures in a row."""
-        return min(self.max_delay_s, self.first_delay_s * 2 ** max(failures - 1, 0))
+        return min(self.max_delay_s, self.first_delay_s * 2.0 ** max(failures - 1, 0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from re import Match
 
@@ -21,6 +22,7 @@ __all__ = (
     "fts_document",
     "keyword_terms",
     "match_expression",
+    "match_term",
 )
 
 
@@ -228,7 +230,12 @@ def _literal(term: Term) -> str:
     return f"{term.column} : {literal}" if term.column else literal
 
 
-def match_expression(terms: list[Term] | list[str], ranking_only: list[Term] | list[str] = ()) -> str | None:
+def match_term(term: Term | str) -> str:
+    """The FTS5 MATCH string of one term, as a literal."""
+    return _literal(term if isinstance(term, Term) else Term(term))
+
+
+def match_expression(terms: Sequence[Term | str], ranking_only: Sequence[Term | str] = ()) -> str | None:
     """An FTS5 MATCH string that ORs the terms as literals, or None when there is nothing to search.
 
     ``ranking_only`` terms match nothing on their own: they are ANDed with the others, so bm25() counts them in
@@ -236,8 +243,8 @@ def match_expression(terms: list[Term] | list[str], ranking_only: list[Term] | l
     """
     if not terms:
         return None
-    matching = " OR ".join(_literal(term if isinstance(term, Term) else Term(term)) for term in terms)
+    matching = " OR ".join(map(match_term, terms))
     if not ranking_only:
         return matching
-    ranking = " OR ".join(_literal(term if isinstance(term, Term) else Term(term)) for term in ranking_only)
+    ranking = " OR ".join(map(match_term, ranking_only))
     return f"{matching} OR (({ranking}) AND ({matching}))"

@@ -1,6 +1,8 @@
 """Erasures: every forget, delete on Discord, opt-out or opt-in and capture switch is written to the erasure ledger
-first (ledger.py), then done to the database, then noted in the database's ``erasures`` table; as memory opens, every
-entry a restored database lacks the note of is done again, so that no restore undoes an erasure."""
+first (ledger.py), then done to the database, then noted in the database's ``erasures`` table; as memory opens, the two
+records are merged (known.py) and every entry a restored database lacks the note of is done again, so that no restore
+undoes an erasure. An erasure the ledger cannot record is not done (``ErasureNotRecorded``), except what Discord
+already deleted, which is forgotten all the same (see ``deleted``)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from typing import Protocol
 from ..guild_policy import GuildSettings
 from ..store.history import Exclusion
 from ..store.rows import RowRef
-from .ledger import Erasure, ErasureLedger
+from .known import KnownErasures, reconcile
+from .ledger import Erasure, ErasureLedger, ErasureNotRecorded
 
-__all__ = ("ErasureStore", "Erasures", "ForgettingQueue", "GuildSwitches", "Names", "NeverAgain", "Purges")
+__all__ = ("ErasureNotRecorded", "ErasureStore", "Erasures", "ForgettingQueue", "GuildSwitches", "Names", "NeverAgain",
+           "Purges")
 
 log = logging.getLogger(__name__)
 
@@ -89,37 +93,43 @@ class Erasures:
         self._policy = policy
         # What the last ``reapply`` did: (entries applied again, messages they forgot).
         self.reapplied = (0, 0)
+        # Deletes done while the ledger could not be written, written with its next append (the database's notes
+        # of them are copied into it as memory next opens, too).
+        self._owed: list[Erasure] = []
 
     # Forgetting by request also tells history (catch-up, backfill) and the admission rule never to store that
-    # again. Each count is of the messages forgotten; a purge erases their text from disk a few seconds later.
+    # again. Each count is of the messages forgotten; a purge erases their text from disk a few seconds later. Each
+    # raises ErasureNotRecorded, having done nothing, when the ledger cannot be written; with ``on_discord`` (Discord
+    # deleted it already: a channel, a thread, the bot's guild, a member who left) it is done all the same.
 
     async def deleted(self, message_ids: Sequence[int]) -> int:
-        """Forget messages deleted on Discord."""
+        """Forget messages deleted on Discord, even when the ledger cannot record it (``_record_anyway``)."""
         if not message_ids:
             return 0
-        erasure = await self._ledger(Erasure.new("deleted", message_ids=tuple(message_ids)))
+        erasure = await self._record_anyway(Erasure.new("deleted", message_ids=tuple(message_ids)))
         return await self._applied(erasure, self._forgot(await self._ingest.delete(message_ids)))
 
     async def forget_message(self, guild_id: int, message_id: int) -> int:
         erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, message_ids=(message_id,)))
         return await self._forget(erasure, await self._ingest.delete([message_id]))
 
-    async def forget_channel(self, guild_id: int, channel_id: int) -> int:
+    async def forget_channel(self, guild_id: int, channel_id: int, *, on_discord: bool = False) -> int:
         """Forget a channel and its threads."""
-        erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, channel_id=channel_id,
-                                                 until=time.time()))
+        erasure = await self._recorded(Erasure.new("forget", guild_id=guild_id, channel_id=channel_id,
+                                                   until=time.time()), on_discord)
         return await self._forget(erasure, await self._ingest.delete_channel(guild_id, channel_id))
 
-    async def forget_guild(self, guild_id: int) -> int:
-        erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, until=time.time()))
+    async def forget_guild(self, guild_id: int, *, on_discord: bool = False) -> int:
+        erasure = await self._recorded(Erasure.new("forget", guild_id=guild_id, until=time.time()), on_discord)
         count = await self._forget(erasure, await self._ingest.delete_guild(guild_id))
         self._policy.forget_guild(guild_id)
         return count
 
-    async def forget_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None) -> int:
+    async def forget_author(self, guild_id: int | None, author_id: int, channel_id: int | None = None, *,
+                            on_discord: bool = False) -> int:
         """Forget a member's messages in a guild (everywhere with ``guild_id`` None; or in one channel)."""
-        erasure = await self._ledger(Erasure.new("forget", guild_id=guild_id, channel_id=channel_id,
-                                                 author_id=author_id, until=time.time()))
+        erasure = await self._recorded(Erasure.new("forget", guild_id=guild_id, channel_id=channel_id,
+                                                   author_id=author_id, until=time.time()), on_discord)
         return await self._forget(erasure, await self._ingest.delete_author(guild_id, author_id, channel_id))
 
     async def set_opt_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
@@ -136,29 +146,26 @@ class Erasures:
                     for channel_id in settings.capture_disabled_channel_ids - was_off]
         switched += [Erasure.new("capture_on", guild_id=guild_id, channel_id=channel_id)
                      for channel_id in was_off - settings.capture_disabled_channel_ids]
-        if self.ledger is not None:
-            await self.ledger.append(*switched)
+        await self._write(*switched)
         await self._policy.save_settings(guild_id, settings)
         for erasure in switched:
             await self._capture_exclusion(erasure)
             await self._applied(erasure)
 
-    async def reapply(self) -> int:
+    async def reapply(self, known: KnownErasures | None = None) -> int:
         """Apply again every erasure of the ledger the database has not noted (a restored SQLite file, a PostgreSQL
         dump restored), then erase their text from disk; returns how many were applied. Cheap when there are none:
         one read of the file and of the ``erasures`` table.
 
-        Entries another process sharing this PostgreSQL noted are copied into this ledger file, so that a restore of
-        the database cannot undo them either.
+        ``known``: the two records as ``known.reconcile`` merged them as memory opened (read now when None); that
+        also wrote into this ledger file what the database holds and it lacked (another process sharing this
+        PostgreSQL, a ledger deleted or damaged), so that a restore of the database cannot undo those either.
         """
         if self.ledger is None:
             return 0
-        entries = await self.ledger.read()
-        recorded = await self._store.erasures()
-        known = {erasure.id for erasure in entries}
-        others = [Erasure.from_json(entry) for erasure_id, entry in recorded.items() if erasure_id not in known]
-        await self.ledger.append(*sorted(others, key=lambda erasure: erasure.at))
-        missing = sorted((erasure for erasure in entries if erasure.id not in recorded), key=lambda e: e.at)
+        if known is None:
+            known = await reconcile(self.ledger, self._store)
+        missing = known.unapplied
         if not missing:
             return 0
         log.info("Applying %d erasures this database does not hold (it was restored from before them)", len(missing))
@@ -173,11 +180,43 @@ class Erasures:
         return len(missing)
 
     async def _ledger(self, erasure: Erasure) -> Erasure:
-        """Write ``erasure`` to the ledger file (on disk before the erasure is done: a crash between the two
-        leaves it to be applied again as memory next opens)."""
-        if self.ledger is not None:
-            await self.ledger.append(erasure)
+        """Write ``erasure`` to the ledger file (on disk before the erasure is done: a crash between the two leaves
+        it to be applied again as memory next opens). Raises ErasureNotRecorded when the file cannot be written:
+        the caller then does nothing."""
+        await self._write(erasure)
         return erasure
+
+    async def _write(self, *erasures: Erasure) -> None:
+        """Append ``erasures`` to the ledger, after any delete it owes (``_record_anyway``)."""
+        if self.ledger is None:
+            return
+        owed = self._owed
+        await self.ledger.append(*owed, *erasures)
+        if owed:
+            self._owed = []
+            log.info("The erasure ledger %s records again: wrote the %d delete(s) it missed", self.ledger.path,
+                     len(owed))
+
+    async def _recorded(self, erasure: Erasure, on_discord: bool) -> Erasure:
+        return await (self._record_anyway(erasure) if on_discord else self._ledger(erasure))
+
+    async def _record_anyway(self, erasure: Erasure) -> Erasure:
+        """The ledger first, as always; when it cannot be written, the erasure is done all the same.
+
+        What Discord already deleted is not kept because the disk is full: it is forgotten from the database, whose
+        note of it the ledger copies as memory next opens (or with its next append), with one WARNING while the
+        ledger fails. Until then a restore of an older database would bring it back.
+        """
+        try:
+            return await self._ledger(erasure)
+        except ErasureNotRecorded as error:
+            if not self._owed:
+                log.warning("Could not record a delete on Discord in the erasure ledger %s (%s): it is forgotten "
+                            "from the database all the same, but a backup restored before the ledger records it "
+                            "could bring it back. Free some space (or make the file writable)", error.path,
+                            error.reason)
+            self._owed.append(erasure)
+            return erasure
 
     async def _forget(self, erasure: Erasure, count: int) -> int:
         """After ingest forgot what it held (a message still queued is stored first, so it is counted), record the

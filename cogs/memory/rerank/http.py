@@ -45,7 +45,7 @@ def parse_response(payload: bytes, n_documents: int) -> list[float | None]:
     return scores
 
 
-def request_body(api: str, model_name: str, query: str, docs: list[str]) -> dict:
+def request_body(api: str, model_name: str, query: str, docs: list[str]) -> dict[str, object]:
     if api == "tei":  # the server has one model; truncate rather than refuse a long pair
         return {"query": query, "texts": docs, "truncate": True}
     return {"model": model_name, "query": query, "documents": docs, "top_n": len(docs)}

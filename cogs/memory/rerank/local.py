@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +15,9 @@ import torch.nn.functional as F
 from ..runtime.config import DTYPES
 from ..runtime.workers import MODEL_LOADING
 from .prefix import ConstantPrefixCache
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,9 @@ SPEED_WEIGHT = 0.5
 # the same from 64 to 1,024 tokens (kernel launches, not arithmetic, measured on an H100), so there packs grow up to
 # the profile's batch_size candidates.
 MAX_PACK_TOKENS = {"cpu": 384, "accelerator": 8192}
+# Each layer's (keys, values) of a KV cache: torch tensors here, numpy arrays in OnnxScorer, which replaces every
+# method that reads them.
+KV = list[tuple[Any, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +104,14 @@ class LocalScorer:
         with MODEL_LOADING:
             model = AutoModelForCausalLM.from_pretrained(model_name, dtype=TORCH_DTYPES[dtype])
         self._init_prompts(model_name, tokenizer, device, dtype, max_length)
-        self.model = model.to(device).eval()
+        # transformers wraps `to` in functools.wraps(Module.to), which mypy reads as a function still taking self.
+        self.model = model.to(device).eval()  # type: ignore[arg-type]
         # Only these two rows of the 151k-word head are ever needed: [no, yes] so log_softmax[:, 1] = log P(yes).
         head = self.model.get_output_embeddings().weight
         self.head_rows = head[[self.no_id, self.yes_id]].detach().clone()
 
-    def _init_prompts(self, model_name: str, tokenizer: object, device: str, dtype: str, max_length: int) -> None:
+    def _init_prompts(self, model_name: str, tokenizer: PreTrainedTokenizerBase, device: str, dtype: str,
+                      max_length: int) -> None:
         """Everything but the model: tokenizer, prompt constants, the yes/no ids and the constant-prefix cache."""
         self.model_name, self.device, self.dtype, self.max_length = model_name, device, dtype, max_length
         self.tokenizer = tokenizer
@@ -114,17 +122,17 @@ class LocalScorer:
         # Seconds per token of the last forwards (None until one ran): a pack that would end past the deadline is
         # cut to what fits, so a budget holds, and a faster machine fits more into the same budget.
         self.seconds_per_token: float | None = None
-        self.prefix_ids = self.tokenizer.encode(SYSTEM_PREFIX, add_special_tokens=False)
-        self.suffix_ids = self.tokenizer.encode(ASSISTANT_SUFFIX, add_special_tokens=False)
+        self.prefix_ids: list[int] = self.tokenizer.encode(SYSTEM_PREFIX, add_special_tokens=False)
+        self.suffix_ids: list[int] = self.tokenizer.encode(ASSISTANT_SUFFIX, add_special_tokens=False)
         self.body_budget = max_length - len(self.prefix_ids) - len(self.suffix_ids)
         if self.body_budget < 1:
             raise ValueError(f"max_length={max_length} leaves no room for the prompt body")
 
     def _single_token_id(self, token: str) -> int:
         token_id = self.tokenizer.convert_tokens_to_ids(token)
-        if token_id is None or token_id == self.tokenizer.unk_token_id:
+        if not isinstance(token_id, int) or token_id == self.tokenizer.unk_token_id:
             raise ValueError(f"{self.model_name}: tokenizer has no single {token!r} token")
-        return int(token_id)
+        return token_id
 
     # --- tokens ------------------------------------------------------------------------------------------------
 
@@ -146,9 +154,10 @@ class LocalScorer:
     def constant_ids(self, instruction: str) -> list[int]:
         """The tokens every prompt with this instruction starts with: system prompt, instruction, "<Query>:"."""
         lead = PROMPT_BODY[: PROMPT_BODY.index(" {query}")].format(instruction=instruction)
-        return self.prefix_ids + self.tokenizer.encode(lead, add_special_tokens=False)
+        lead_ids: list[int] = self.tokenizer.encode(lead, add_special_tokens=False)
+        return self.prefix_ids + lead_ids
 
-    def shared_kv(self, shared: list[int], instruction: str) -> list:
+    def shared_kv(self, shared: list[int], instruction: str) -> KV:
         """The KV cache of `shared` (one query's common prompt start): the instruction's cached constant part,
         extended by the query's tokens. Only reused where the tokens really match, so scores stay exact."""
         constant = self.constant_ids(instruction)
@@ -159,7 +168,7 @@ class LocalScorer:
 
     # --- model -------------------------------------------------------------------------------------------------
 
-    def _attention_kernels(self) -> contextlib.AbstractContextManager:
+    def _attention_kernels(self) -> contextlib.AbstractContextManager[None]:
         """On CUDA, attention without cuDNN's kernel: it builds a plan for every new sequence length, and every
         query brings new lengths, so each recall would pay that build (hundreds of ms) again."""
         if not self.device.startswith("cuda"):
@@ -169,8 +178,7 @@ class LocalScorer:
         return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
     @torch.inference_mode()
-    def _extend_kv(self, past: list[tuple[torch.Tensor, torch.Tensor]],
-                   ids: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def _extend_kv(self, past: KV, ids: list[int]) -> KV:
         """The KV cache of (the tokens behind `past`) + `ids`; `past` itself is left as it is."""
         from transformers import DynamicCache
 
@@ -183,7 +191,7 @@ class LocalScorer:
         return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
 
     @torch.inference_mode()
-    def forward_tails(self, prefix_kv: list[tuple[torch.Tensor, torch.Tensor]], tails: list[list[int]]) -> list[float]:
+    def forward_tails(self, prefix_kv: KV, tails: list[list[int]]) -> list[float]:
         """P(yes) for each tail after the cached prefix.
 
         The tails are packed into one row (no padding, the prefix cache is not copied per candidate): a block mask

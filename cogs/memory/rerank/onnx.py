@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -13,15 +14,17 @@ import torch
 from .onnx_export import ensure_export
 from .onnx_graph import (ATTENTION_BIAS, GRAPH_FILE, INPUT_IDS, LAST_INDEX, LOGITS, POSITION_IDS, past_names,
                           present_names)
-from .local import LocalScorer, load_tokenizer
+from .local import KV, LocalScorer, load_tokenizer
+
+if TYPE_CHECKING:
+    import onnxruntime
 
 log = logging.getLogger(__name__)
 
 MASKED = np.finfo(np.float32).min
-KV = list[tuple[np.ndarray, np.ndarray]]
 
 
-def _session_options(threads: int):  # -> onnxruntime.SessionOptions
+def _session_options(threads: int) -> onnxruntime.SessionOptions:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -39,7 +42,7 @@ class OnnxScorer(LocalScorer):
     backend = "onnx"
 
     def __init__(self, model_name: str, max_length: int, export_root: Path, *, int8: bool = False,
-                 threads: int | None = None, tokenizer: object = None) -> None:
+                 threads: int | None = None, tokenizer: Any = None) -> None:
         import onnxruntime as ort
 
         if tokenizer is None:
@@ -64,7 +67,7 @@ class OnnxScorer(LocalScorer):
                  ATTENTION_BIAS: bias, LAST_INDEX: np.asarray(last, np.int64)}
         for i, (key, value) in enumerate(past or self._empty_kv):
             feeds[past_names(i)[0]], feeds[past_names(i)[1]] = key, value
-        return self.session.run(outputs, feeds)
+        return cast(list[np.ndarray], self.session.run(outputs, feeds))
 
     def _extend_kv(self, past: KV, ids: list[int]) -> KV:
         if not ids:

@@ -49,7 +49,7 @@ class ExportSpec:
         safe = re.sub(r"[^A-Za-z0-9._-]+", "--", self.model_name).strip("-.")[-80:]
         return f"{safe}-{self.revision[:12]}-{self.variant}"
 
-    def manifest(self, files: dict[str, int]) -> dict:
+    def manifest(self, files: dict[str, int]) -> dict[str, object]:
         return {"format": EXPORT_FORMAT, "model": self.model_name, "revision": self.revision,
                 "variant": self.variant, "yes_id": self.yes_id, "no_id": self.no_id, "files": files}
 
@@ -57,9 +57,12 @@ class ExportSpec:
 def model_revision(model_name: str) -> str:
     """The hub commit of a downloaded model, or for a local folder a hash of its config and weight files' sizes and
     modification times (so replacing the weights means a new export)."""
-    from transformers.utils import cached_file
+    from transformers.utils.hub import cached_file
 
-    config = Path(cached_file(model_name, "config.json"))
+    found = cached_file(model_name, "config.json")
+    if found is None:  # only with flags this call does not pass: a missing file raises
+        raise FileNotFoundError(f"{model_name} has no config.json")
+    config = Path(found)
     if "snapshots" in config.parts and not Path(model_name).is_dir():
         return config.parts[config.parts.index("snapshots") + 1]
     digest = hashlib.sha256(config.read_bytes())
@@ -118,7 +121,7 @@ def _write_fp32(model_name: str, yes_id: int, no_id: int, target: Path) -> None:
     log.info("exporting reranker %s to ONNX in %s (first load only)", model_name, target.parent)
     with MODEL_LOADING:
         model = AutoModelForCausalLM.from_pretrained(model_name, dtype=torch.float32)
-    model.eval()
+    model.train(False)  # eval mode: what PreTrainedModel.eval does, but typed
 
     def progress(done: int, total: int) -> None:
         if done == total or done % max(1, total // 4) == 0:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -86,16 +89,22 @@ class _Writer:
     def const(self, name: str, values: list[int] | list[float], dtype: type = np.int64) -> str:
         return self.tensor(name, np.asarray(values, dtype=dtype))
 
-    def node(self, op: str, inputs: list[str], n_outputs: int = 1, name: str | None = None,
-             **attrs: Any) -> str | list[str]:
+    def node(self, op: str, inputs: list[str], name: str | None = None, **attrs: Any) -> str:
+        """A node with one output; returns the output's name."""
+        [output] = self.node_outputs(op, inputs, 1, name, **attrs)
+        return output
+
+    def node_outputs(self, op: str, inputs: list[str], n_outputs: int, name: str | None = None,
+                     **attrs: Any) -> list[str]:
+        """A node with ``n_outputs`` outputs (a Split); returns their names."""
         self._count += 1
         name = name or f"{op}_{self._count}"
         outputs = [f"{name}_out{i}" for i in range(n_outputs)]
         self.nodes.append(self.onnx.helper.make_node(op, inputs, outputs, name=name, **attrs))
-        return outputs[0] if n_outputs == 1 else outputs
+        return outputs
 
 
-def _numpy(tensor: Any) -> np.ndarray:
+def _numpy(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().to("cpu").float().numpy()
 
 
@@ -116,12 +125,12 @@ def _linear(w: _Writer, x: str, modules: list[Any], name: str) -> list[str]:
     if len(modules) == 1:
         return [out]
     sizes = [m.weight.shape[0] for m in modules]
-    return w.node("Split", [out, w.const(f"split_{'_'.join(map(str, sizes))}", sizes)], n_outputs=len(sizes),
-                  axis=-1)
+    return w.node_outputs("Split", [out, w.const(f"split_{'_'.join(map(str, sizes))}", sizes)], len(sizes),
+                          axis=-1)
 
 
 def _rope(w: _Writer, x: str, cos: str, sin: str, half: int) -> str:
-    first, second = w.node("Split", [x, w.const(f"split_{half}_{half}", [half, half])], n_outputs=2, axis=-1)
+    first, second = w.node_outputs("Split", [x, w.const(f"split_{half}_{half}", [half, half])], 2, axis=-1)
     rotated = w.node("Concat", [w.node("Neg", [second]), first], axis=-1)
     return w.node("Add", [w.node("Mul", [x, cos]), w.node("Mul", [rotated, sin])])
 

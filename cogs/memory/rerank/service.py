@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +36,14 @@ DEFAULT_EXPORT_DIR = ONNX_DIR
 @dataclass(frozen=True, slots=True)
 class RerankScores:
     """One query's scores, one per text in the order given: None for a text no provider scored (past the profile's
-    candidate count or its time budget, a model still loading, a full queue, every provider failing)."""
+    candidate count or its time budget, a model still loading, a full queue, every provider failing). Beside them,
+    what this call did, counted as it ran: ``offered``, the texts a ready provider took (0 when none was ready);
+    ``cached``, the scores its cache held."""
 
     scores: tuple[float | None, ...]
     by: str | None = None  # what scored them ("onnx float32", "http"); None when nothing did
+    offered: int = 0
+    cached: int = 0
 
     @property
     def scored(self) -> int:
@@ -305,7 +309,7 @@ class RerankerService:
 
     # --- worker side -------------------------------------------------------------------------------------------
 
-    def _submit(self, job: Callable[..., RerankScores]) -> Future | None:
+    def _submit(self, job: Callable[..., RerankScores]) -> Future[RerankScores] | None:
         if self._closed:
             log.warning("reranker is closed; leaving the texts unscored (first-stage order)")
             return None
@@ -324,31 +328,28 @@ class RerankerService:
 
         def run(fallback: bool = False) -> RerankScores:
             settings = self._profile.reranker
-            scores: list[float | None] = [None] * len(texts)
-            by: str | None = None
-            if not fallback and texts and self._providers:
-                head = texts[: settings.candidates]
-                head_scores, by = self._score(query, head, instruction or settings.instruction
-                                              or DEFAULT_INSTRUCTION, deadline)
-                scores[: len(head)] = head_scores
-            return RerankScores(tuple(scores), by)
+            if fallback or not texts or not self._providers:
+                return RerankScores((None,) * len(texts))
+            head = texts[: settings.candidates]
+            scored = self._score(query, head, instruction or settings.instruction or DEFAULT_INSTRUCTION, deadline)
+            return replace(scored, scores=scored.scores + (None,) * (len(texts) - len(head)))
 
         return run
 
-    def _score(self, query: str, docs: list[str], instruction: str,
-               deadline: float | None) -> tuple[list[float | None], str | None]:
+    def _score(self, query: str, docs: list[str], instruction: str, deadline: float | None) -> RerankScores:
         """The providers in order, each with its cached scores first: one that fails, times out or scores nothing
         hands the texts to the next; one that scores part of them keeps the rest unscored, so a recall's scores all
-        come from one model. The scores, and the label of what scored them."""
+        come from one model. The scores, the label of what scored them, and what this call took from the cache."""
         ready = [p for p in self._start_loading() if p.backend is not None]
         scores: list[float | None] = [None] * len(docs)
         if not ready:
-            return scores, None
-        started, hits, by = time.perf_counter(), self._cache.hits, ready[0]
+            return RerankScores(tuple(scores))
+        started, cached, by = time.perf_counter(), 0, ready[0]
         for n, provider in enumerate(ready):
             keys = [(provider.model_name, instruction, query, doc) for doc in docs]
             scores = [self._cache.get(key) for key in keys]
             missing = [i for i, score in enumerate(scores) if score is None]
+            cached += len(docs) - len(missing)
             if missing and (deadline is None or time.monotonic() < deadline):
                 fresh = self._score_with(provider, query, [docs[i] for i in missing], instruction, deadline,
                                          last=n == len(ready) - 1)
@@ -360,9 +361,8 @@ class RerankerService:
                 by = provider
                 break
         scored = sum(score is not None for score in scores)
-        self._stats.record(1000 * (time.perf_counter() - started), len(docs), scored, self._cache.hits - hits,
-                           by.label)
-        return scores, by.label if scored else None
+        self._stats.record(1000 * (time.perf_counter() - started), len(docs), scored, cached, by.label)
+        return RerankScores(tuple(scores), by.label if scored else None, len(docs), cached)
 
     def _score_with(self, provider: Provider, query: str, docs: list[str], instruction: str,
                     deadline: float | None, last: bool) -> list[float | None]:

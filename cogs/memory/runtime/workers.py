@@ -8,9 +8,11 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ("MODEL_LOADING", "WorkerThread")
+
+T = TypeVar("T")
 
 # While it builds a model, from_pretrained swaps process-wide torch state: the default dtype, torch.nn.init's
 # functions, a meta-device context. Two loads on two threads at once (a live profile switch loading MiniLM while
@@ -19,7 +21,7 @@ MODEL_LOADING = threading.Lock()
 
 # Sorts after every job, so stopping lets the queued work finish first.
 _STOP_PRIORITY = sys.maxsize
-_Job = tuple[int, int, Future | None, Callable[..., Any] | None, tuple[Any, ...]]
+_Job = tuple[int, int, Future[Any] | None, Callable[..., Any] | None, tuple[Any, ...]]
 
 
 class WorkerThread:
@@ -44,9 +46,9 @@ class WorkerThread:
     def capacity(self) -> int:
         return self._jobs.maxsize
 
-    def submit(self, function: Callable[..., Any], *args: Any, priority: int = 0, block: bool = True) -> Future:
+    def submit(self, function: Callable[..., T], *args: Any, priority: int = 0, block: bool = True) -> Future[T]:
         """Queue ``function(*args)``; raises ``queue.Full`` when ``block`` is False and the queue is full."""
-        future: Future = Future()
+        future: Future[T] = Future()
         self._jobs.put((priority, next(self._order), future, function, args), block=block)
         return future
 

@@ -18,7 +18,8 @@ import numpy as np
 from ..language import keywords as text
 from ..language import questions
 from ..language.coverage import covered_share, model_scripts
-from ..records import Candidate, MessageRecord, ScoreParts, SearchFilters, checked_limit
+from ..records import Hit, ScoreParts, SearchFilters, checked_limit
+from ..store.rows import CandidateRow
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
 from .structure import ChannelStructure, Posted, measure, strength
@@ -261,7 +262,7 @@ def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool
                       missing=missing, neighbour_loan=neighbour, question_loan=question, reply_loan=reply)
 
 
-def neighbours_in(window: Window, rows: dict[int, MessageRecord], reply_window: int = DEFAULT_TUNING.reply_window,
+def neighbours_in(window: Window, rows: dict[int, CandidateRow], reply_window: int = DEFAULT_TUNING.reply_window,
                   replies_lent: int = DEFAULT_TUNING.replies_lent) -> Neighbours:
     """Each source's previous and next message from ``window``, and what may answer it and its next message, were
     they questions: among the next ``reply_window`` messages that pass (``rows``), by questions.answers, and for the
@@ -335,12 +336,11 @@ def rows_wanted(candidates: list[int], window: Window) -> list[int]:
     return sorted(set(candidates).union(*around) - {None})
 
 
-def _candidate(row: MessageRecord, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Candidate:
+def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Hit:
     """A candidate row as a search result."""
-    return Candidate(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
-                     author_id=row.author_id, author_name=row.author_name, content=row.content,
-                     created_at=row.created_at.isoformat(), score=score, sources=sources, rank=rank,
-                     parts=parts)
+    return Hit(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
+               author_id=row.author_id, author_name=row.author_name, content=row.content,
+               created_at=row.created_at, score=score, sources=tuple(sources), rank=rank, parts=parts)
 
 
 class FirstStage:
@@ -358,7 +358,7 @@ class FirstStage:
         self._structures: TimedCache[tuple[int, int], ChannelStructure] = TimedCache(
             lambda: self.tuning.structure_refresh_s)
 
-    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Candidate]:
+    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Hit]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
         checked_limit(limit)
         if not query.strip():
@@ -410,9 +410,16 @@ class FirstStage:
             return None
         full_at = self.tuning.dialogue_full_at
         ids = sorted(set(channels.values()))
-        # Read together: after a refresh, a search over many channels waits for one read, not one after another.
-        structures = await asyncio.gather(*(self.channel_structure(guild_id, channel) for channel in ids))
-        kept = {channel: strength(structure.dialogue, full_at) for channel, structure in zip(ids, structures)}
+        # Kept structures are read in place: gathering them too cost a task each, ~3 ms a search over 50 channels
+        # (docs/scale.md). The rest are read together: after a refresh, a search over many channels waits for one
+        # read, not one after another.
+        structures = {channel: self._structures.fresh((guild_id, channel)) for channel in ids}
+        missing = [channel for channel, structure in structures.items() if structure is None]
+        if missing:
+            read = await asyncio.gather(*(self.channel_structure(guild_id, channel) for channel in missing))
+            structures.update(zip(missing, read))
+        kept = {channel: strength(structure.dialogue, full_at) for channel, structure in structures.items()
+                if structure is not None}
         return {rowid: kept[channel] for rowid, channel in channels.items()}
 
     async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
@@ -438,7 +445,7 @@ class FirstStage:
         raise NotImplementedError
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
+                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
         """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
         raise NotImplementedError
 
@@ -447,7 +454,7 @@ class FirstStage:
         raise NotImplementedError
 
 
-def lenders(neighbours: Neighbours, rows: Mapping[int, MessageRecord]) -> dict[int, int]:
+def lenders(neighbours: Neighbours, rows: Mapping[int, CandidateRow]) -> dict[int, int]:
     """The channel id of each message that may lend (a source, and a source's next message), read from its own row
     or, for one the filters left out, from a neighbour's (a source's window stays in its channel)."""
     channels: dict[int, int] = {}

@@ -37,11 +37,17 @@ class TimedCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._kept)
 
+    def fresh(self, key: K) -> V | None:
+        """``key``'s kept value while fresh (marked used, as ``get`` marks it), else None; never loads, never waits.
+        A caller after many keys reads them here first and gathers ``get`` only for the rest: each gathered ``get``
+        costs a task even when its value is kept."""
+        kept = self._fresh_entry(key)
+        return None if kept is None else kept[1]
+
     async def get(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
         """``key``'s value: the kept one while fresh, else what ``load()`` (or a load already under way) returns."""
-        kept = self._kept.get(key)
-        if kept is not None and self._clock() - kept[0] < self._ttl_s():
-            self._kept.move_to_end(key)
+        kept = self._fresh_entry(key)
+        if kept is not None:
             return kept[1]
         task = self._loading.get(key)
         if task is None:
@@ -49,6 +55,13 @@ class TimedCache(Generic[K, V]):
             self._loading[key] = task
         # Shielded: a waiter's cancellation reaches the waiter alone, never the load the others await.
         return await asyncio.shield(task)
+
+    def _fresh_entry(self, key: K) -> tuple[float, V] | None:
+        kept = self._kept.get(key)
+        if kept is None or self._clock() - kept[0] >= self._ttl_s():
+            return None
+        self._kept.move_to_end(key)
+        return kept
 
     async def _load(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
         started = self._clock()

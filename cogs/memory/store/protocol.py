@@ -22,7 +22,7 @@ from ..vectors.stored import VectorSource
 from .rows import ChannelMessage, PlaceName, RowRef, VectorInput, WriteBatch
 
 if TYPE_CHECKING:
-    from ..records import Candidate, SearchFilters
+    from ..records import Hit, SearchFilters
     from ..runtime.profile import MemoryProfile
     from ..runtime.ranking import RankingTuning
     from ..search.first_stage import Mode
@@ -193,7 +193,7 @@ class SearchEngine(Protocol):
     tuning: RankingTuning
 
     async def search(self, query: str, filters: SearchFilters, limit: int,
-                     mode: Mode = "hybrid") -> list[Candidate]: ...
+                     mode: Mode = "hybrid") -> list[Hit]: ...
 
 
 @runtime_checkable

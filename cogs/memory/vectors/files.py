@@ -112,7 +112,8 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
 def write_index_file(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """Save the ``arrays`` an index is made of with ``header`` (what it holds: model, count, checksum...)."""
     meta = np.frombuffer(json.dumps({"format": _FORMAT, **header}).encode(), dtype=np.uint8)
-    write_atomically(path, lambda file: np.savez(file, meta=meta, **arrays))
+    # numpy 2's stub lets a keyword array stand for savez's allow_pickle flag; these are named index, label_ids, live.
+    write_atomically(path, lambda file: np.savez(file, meta=meta, **arrays))  # type: ignore[arg-type]
 
 
 def read_index_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import faiss
 import numpy as np
@@ -85,8 +86,9 @@ class HnswGraph:
 
     def memory_bytes(self) -> int:
         hnsw = self._index.hnsw
-        graph = hnsw.neighbors.size() * 4 + hnsw.offsets.size() * 8 + hnsw.levels.size() * 4
-        return self.size * (self.dimension * 4 + 8 + 1) + graph
+        # faiss's stub (1.15) leaves out HNSW's neighbors and offsets vectors.
+        links = hnsw.neighbors.size() * 4 + hnsw.offsets.size() * 8  # type: ignore[attr-defined]
+        return int(self.size * (self.dimension * 4 + 8 + 1) + links + hnsw.levels.size() * 4)
 
     # -- changes --------------------------------------------------------------------------------------------
 
@@ -132,7 +134,8 @@ class HnswGraph:
             ef = max(ef, min(EF_RESTRICTED_MAX, math.ceil(ef * len(self) / max(len(labels), 1))))
         # ``bits`` must outlive the search: the selector only points at it.
         selector = faiss.IDSelectorBitmap(self.size, faiss.swig_ptr(bits)) if bits is not None else None
-        params = faiss.SearchParametersHNSW(sel=selector, efSearch=ef)
+        # SearchParametersHNSW is missing from faiss's stub (1.15).
+        params = faiss.SearchParametersHNSW(sel=selector, efSearch=ef)  # type: ignore[attr-defined]
         scores, labels = self._index.search(queries, k, params=params)
         found = labels >= 0
         ids = np.full(labels.shape, -1, dtype=np.int64)
@@ -149,13 +152,15 @@ class HnswGraph:
         if not len(known):
             return np.full(len(ids), -1, dtype=np.int64)
         positions = np.minimum(np.searchsorted(known, ids), len(known) - 1)
-        return np.where(known[positions] == ids, labels[positions], -1)
+        found: np.ndarray = np.where(np.equal(known[positions], ids), labels[positions], -1)
+        return found
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
         labels = self.labels_of(ids)
         if (labels < 0).any():
             raise KeyError(f"ids not in the graph: {ids[labels < 0][:5].tolist()}")
-        return self._storage()[labels].copy()
+        rows: np.ndarray = self._storage()[labels].copy()
+        return rows
 
     def live_contents(self) -> tuple[np.ndarray, np.ndarray]:
         """Every live (id, vector), in label order: what a rebuilt graph would hold."""
@@ -181,7 +186,7 @@ class HnswGraph:
 
     def _storage(self) -> np.ndarray:
         """The graph's own vectors, as a writable view (re-taken after each add: the buffer may move)."""
-        flat = faiss.downcast_index(self._index.storage)
+        flat = cast(faiss.IndexFlat, faiss.downcast_index(self._index.storage))  # the stub types it as any Index
         return faiss.rev_swig_ptr(flat.get_xb(), self.size * self.dimension).reshape(self.size, self.dimension)
 
     def _changed(self) -> None:

@@ -103,26 +103,25 @@ class VectorIndex:
         self.model = model
         self.flat_max = FLAT_MAX if flat_max is None else flat_max
         self.ef_search: int | None = None  # candidates an HNSW search keeps; None: as many as its size calls for
-        self._flat: faiss.IndexIDMap2 | None = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
-        self._graph: HnswGraph | None = None
+        self._index: faiss.IndexIDMap2 | HnswGraph = _flat_index(dimension)
         self._id_cache: np.ndarray | None = None
 
     @property
     def kind(self) -> str:
-        return "hnsw" if self._graph is not None else "flat"
+        return "hnsw" if isinstance(self._index, HnswGraph) else "flat"
 
     def __len__(self) -> int:
-        return len(self._graph) if self._graph is not None else int(self._flat.ntotal)
+        return len(self._index) if isinstance(self._index, HnswGraph) else int(self._index.ntotal)
 
     @property
     def tombstones(self) -> int:
         """Removed vectors an HNSW graph still holds (zeroed and filtered out) until its next rebuild."""
-        return self._graph.dead if self._graph is not None else 0
+        return self._index.dead if isinstance(self._index, HnswGraph) else 0
 
     def memory_bytes(self) -> int:
         """Approximate resident size: the vectors and their ids, and the HNSW graph's links and tombstones."""
-        if self._graph is not None:
-            return self._graph.memory_bytes()
+        if isinstance(self._index, HnswGraph):
+            return self._index.memory_bytes()
         return len(self) * (self.dimension * 4 + 8)
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
@@ -135,23 +134,24 @@ class VectorIndex:
             return
         self.remove(ids)
         self._id_cache = None
-        if self._graph is not None:
-            self._graph.add(ids, vectors)
+        if isinstance(self._index, HnswGraph):
+            self._index.add(ids, vectors)
             return
-        self._flat.add_with_ids(vectors, ids)
+        self._index.add_with_ids(vectors, ids)
         if len(self) > self.flat_max:
-            self._rebuild(*self._flat_contents())
+            self._rebuild(*self._flat_contents(self._index))
 
     def remove(self, ids: np.ndarray) -> int:
         ids = _ids(ids)
         if not len(ids) or not len(self):
             return 0
         self._id_cache = None
-        if self._graph is None:
-            return int(self._flat.remove_ids(faiss.IDSelectorBatch(ids)))
-        removed = self._graph.remove(ids)
-        if self._graph.dead > DEAD_REBUILD_FRACTION * len(self._graph):
-            self._rebuild(*self._graph.live_contents())
+        graph = self._index
+        if not isinstance(graph, HnswGraph):
+            return int(graph.remove_ids(faiss.IDSelectorBatch(ids)))
+        removed = graph.remove(ids)
+        if graph.dead > DEAD_REBUILD_FRACTION * len(graph):
+            self._rebuild(*graph.live_contents())
         return removed
 
     def search(
@@ -166,20 +166,23 @@ class VectorIndex:
         if not len(self) or k <= 0:
             return _empty(len(queries), max(k, 0))
         with _one_thread():
-            if self._graph is not None:
-                return self._graph.search(queries, k, self.ef_search or ef_for(len(self)), allowed_ids)
-            params = None if allowed_ids is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed_ids))
-            scores, ids = self._flat.search(queries, k, params=params)
+            if isinstance(self._index, HnswGraph):
+                return self._index.search(queries, k, self.ef_search or ef_for(len(self)), allowed_ids)
+            params = None
+            if allowed_ids is not None:
+                params = faiss.SearchParameters()
+                params.sel = faiss.IDSelectorBatch(allowed_ids)
+            scores, ids = self._index.search(queries, k, params=params)
         scores[ids < 0] = -np.inf
         return scores, ids
 
     def ids(self) -> np.ndarray:
         """Every id in the index, sorted."""
         if self._id_cache is None:
-            if self._graph is not None:
-                self._id_cache = self._graph.sorted_ids()
+            if isinstance(self._index, HnswGraph):
+                self._id_cache = self._index.sorted_ids()
             else:
-                self._id_cache = np.sort(faiss.vector_to_array(self._flat.id_map).astype(np.int64))
+                self._id_cache = np.sort(faiss.vector_to_array(self._index.id_map).astype(np.int64))
         return self._id_cache
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
@@ -187,9 +190,9 @@ class VectorIndex:
         ids = _ids(ids)
         if not len(ids):
             return np.zeros((0, self.dimension), dtype=np.float32)
-        if self._graph is not None:
-            return self._graph.vectors(ids)
-        return self._flat.reconstruct_batch(ids)
+        if isinstance(self._index, HnswGraph):
+            return self._index.vectors(ids)
+        return self._index.reconstruct_batch(ids)
 
     def fingerprint(self) -> tuple[int, int]:
         return len(self), id_checksum(self.ids())
@@ -201,7 +204,8 @@ class VectorIndex:
         count, checksum = self.fingerprint()
         header = {"kind": self.kind, "flat_max": self.flat_max, "model": self.model, "dimension": self.dimension,
                   "count": count, "checksum": checksum, "generation": generation}
-        arrays = self._graph.to_arrays() if self._graph is not None else {"index": faiss.serialize_index(self._flat)}
+        arrays = (self._index.to_arrays() if isinstance(self._index, HnswGraph)
+                  else {"index": faiss.serialize_index(self._index)})
         write_index_file(path, header, arrays)
 
     @classmethod
@@ -213,12 +217,15 @@ class VectorIndex:
                              header["generation"])
             self = cls(meta.dimension, meta.model, flat_max=header["flat_max"])
             if header["kind"] == "hnsw":
-                self._flat, self._graph = None, HnswGraph.from_arrays(arrays)
+                self._index = HnswGraph.from_arrays(arrays)
             else:
-                self._flat = faiss.deserialize_index(arrays["index"])
+                flat = faiss.deserialize_index(arrays["index"])
+                if not isinstance(flat, faiss.IndexIDMap2):
+                    raise ValueError(f"expected a flat index with ids, found {type(flat).__name__}")
+                self._index = flat
         except (ValueError, KeyError, TypeError, RuntimeError) as exc:
             raise IndexFileError(f"{path} is unreadable: {type(exc).__name__}: {exc}") from exc
-        dimension = self._graph.dimension if self._graph is not None else self._flat.d
+        dimension = self._index.dimension if isinstance(self._index, HnswGraph) else self._index.d
         if dimension != meta.dimension or self.fingerprint() != (meta.count, meta.checksum):
             raise IndexFileError(f"{path} does not hold the vectors its header describes")
         return self, meta
@@ -242,21 +249,26 @@ class VectorIndex:
         positions = np.minimum(np.searchsorted(known, ids), max(len(known) - 1, 0))
         return known[positions] == ids if len(known) else np.zeros(len(ids), dtype=bool)
 
-    def _flat_contents(self) -> tuple[np.ndarray, np.ndarray]:
-        ids = faiss.vector_to_array(self._flat.id_map).astype(np.int64)
-        return ids, self._flat.index.reconstruct_n(0, len(ids))
+    def _flat_contents(self, flat: faiss.IndexIDMap2) -> tuple[np.ndarray, np.ndarray]:
+        ids = faiss.vector_to_array(flat.id_map).astype(np.int64)
+        return ids, flat.index.reconstruct_n(0, len(ids))
 
     def _rebuild(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Hold exactly these vectors, in the kind their count calls for (this drops every tombstone)."""
         self._id_cache = None
         if len(ids) <= self.flat_max:
-            self._flat, self._graph = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dimension)), None
-            self._flat.add_with_ids(vectors, ids)
+            self._index = _flat_index(self.dimension)
+            self._index.add_with_ids(vectors, ids)
             return
         graph = HnswGraph.empty(self.dimension)
         graph.add(ids, vectors)
-        self._flat, self._graph = None, graph
+        self._index = graph
         log.info("Vector index (%s) now an HNSW graph of %d vectors", self.model, len(ids))
+
+
+def _flat_index(dimension: int) -> faiss.IndexIDMap2:
+    """An exact index by inner product, its vectors kept under their ids."""
+    return faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
 
 
 def _empty(rows: int, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ import shutil
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -89,7 +89,7 @@ class QueryOnnx:
         with torch.inference_mode():
             for module in list(self._model)[1:]:
                 features = module(features)
-        return features["sentence_embedding"]
+        return cast(torch.Tensor, features["sentence_embedding"])
 
 
 def _export(source: str, folder: Path) -> None:
@@ -122,7 +122,8 @@ class _LastHiddenState(torch.nn.Module):
         self.transformer = transformer
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        output = self.transformer(input_ids=input_ids, attention_mask=attention_mask)
+        return cast(torch.Tensor, output.last_hidden_state)
 
 
 def write_export(source: str, target: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -71,10 +71,10 @@ class QueryTrace:
             features["token_embeddings"] = output["last_hidden_state"] if isinstance(output, dict) else output[0]
             for module in list(self._model)[1:]:
                 features = module(features)
-        return features["sentence_embedding"]
+        return cast(torch.Tensor, features["sentence_embedding"])
 
 
 def eager_embedding(model: Any, text: str) -> torch.Tensor:
     """One text's sentence embedding by the whole model, eagerly: what a faster path must reproduce."""
     with torch.inference_mode():
-        return model(model.preprocess([text]))["sentence_embedding"]
+        return cast(torch.Tensor, model(model.preprocess([text]))["sentence_embedding"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
@@ -130,7 +130,7 @@ class GuardedPool:
 
     async def fetch(self, sql: str, *params: Any) -> list[asyncpg.Record]:
         async with self._reaching():
-            return await self.pool.fetch(sql, *params)
+            return cast(list[asyncpg.Record], await self.pool.fetch(sql, *params))
 
     async def fetchrow(self, sql: str, *params: Any) -> asyncpg.Record | None:
         async with self._reaching():
@@ -142,7 +142,7 @@ class GuardedPool:
 
     async def execute(self, sql: str, *params: Any) -> str:
         async with self._reaching():
-            return await self.pool.execute(sql, *params)
+            return cast(str, await self.pool.execute(sql, *params))
 
     @contextlib.asynccontextmanager
     async def acquire(self) -> AsyncIterator[asyncpg.Connection]:

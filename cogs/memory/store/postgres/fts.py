@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection
+from typing import cast
 
 import Stemmer
 
@@ -33,7 +34,7 @@ def _fold(word: str) -> str:
 def _stem(word: str) -> str:
     if _CJK.search(word) or not PORTER_MIN_BYTES <= len(word.encode()) <= PORTER_MAX_BYTES:
         return word
-    return _STEMMER.stemWord(word)
+    return cast(str, _STEMMER.stemWord(word))
 
 
 def words(indexed_text: str) -> str:

@@ -207,7 +207,7 @@ def _vector(blob: bytes, model: str) -> np.ndarray:
 
 async def _total(conn: sqlite3.Connection, sql: str, *params: Any) -> int:
     [(count,)] = await _sqlite(conn, sql, *params)
-    return count
+    return int(count)
 
 
 async def stored_models(sqlite_path: Path) -> dict[str, int]:
@@ -221,12 +221,12 @@ async def stored_models(sqlite_path: Path) -> dict[str, int]:
 
 async def _has_exclusions(conn: sqlite3.Connection) -> bool:
     [(tables,)] = await _sqlite(conn, SQLITE_HAS_EXCLUSIONS)
-    return tables > 0
+    return int(tables) > 0
 
 
 async def _has_place_names(conn: sqlite3.Connection) -> bool:
     [(tables,)] = await _sqlite(conn, SQLITE_HAS_PLACE_NAMES)
-    return tables > 0
+    return int(tables) > 0
 
 
 async def _copy_messages(source: sqlite3.Connection, target: asyncpg.Connection, progress: ProgressCallback) -> None:

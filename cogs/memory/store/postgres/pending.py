@@ -95,8 +95,8 @@ class PostgresPendingMixin:
         return {item.rowid: item.source for item in map(vector_input, rows)}
 
     async def pending_count(self) -> tuple[int, int]:
-        row = await self._pool.fetchrow(COUNT_PENDING)
-        return row[0], row[1]
+        [(waiting, rejected)] = await self._pool.fetch(COUNT_PENDING)
+        return waiting, rejected
 
     async def resolve_embedded(self, model: str) -> None:
         await self._pool.execute(RESOLVE_EMBEDDED, model)

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...records import MessageRecord, SearchFilters
+from ...records import SearchFilters
 from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, characters_alone, rows_wanted, window_of,
                                    within_budget)
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids
-from ..rows import candidate_record
+from ..rows import CandidateRow, candidate_row
 from . import bm25, fts
 from .filters import filter_clause
 from .store import PostgresStore
@@ -127,10 +127,10 @@ class PostgresSearchEngine(FirstStage):
         return [RecentMessage(*tuple(row)) for row in reversed(rows)]
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
+                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
         reply_window = self.tuning.reply_window
         select_neighbours = select_neighbour_ids(reply_window) + NEIGHBOURS_FROM
         window = window_of(await self._store.fetch(select_neighbours, filters.guild_id, sources), reply_window)
         where, params = filter_clause(filters, first=2)
         rows = await self._store.fetch(SELECT_CANDIDATES.format(where=where), rows_wanted(candidates, window), *params)
-        return window, {row[0]: candidate_record(row) for row in rows}
+        return window, {row[0]: candidate_row(row) for row in rows}

@@ -305,10 +305,10 @@ class PostgresStore(PostgresPendingMixin, PlaceNamesMixin):
         return [row[0] for row in await self._pool.fetch(SELECT_GUILDS)]
 
     async def count_messages(self, guild_id: int) -> int:
-        return await self._pool.fetchval(COUNT_GUILD_MESSAGES, guild_id)
+        return int(await self._pool.fetchval(COUNT_GUILD_MESSAGES, guild_id))
 
     async def count_vectors(self, guild_id: int, model: str) -> int:
-        return await self._pool.fetchval(COUNT_GUILD_VECTORS, guild_id, model)
+        return int(await self._pool.fetchval(COUNT_GUILD_VECTORS, guild_id, model))
 
     # -- for the search engine ------------------------------------------------------------------------------
 

@@ -8,10 +8,11 @@ Message ids are plain integers here; that they grow with time (Discord's snowfla
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..history import (BACKFILL_COLUMNS, BACKFILL_UPDATE, CATCHUP_COLUMNS, CATCHUP_UPDATE, EXCLUSION_COLUMNS,
                        PROGRESS_TABLES, BackfillProgress, CatchUpProgress, Exclusion, HistoryLedger, StoredMessage)
@@ -79,7 +80,7 @@ WHERE guild_id = ? AND channel_id = ? AND author_id IS NULL AND message_id IS NU
 """
 
 
-def _stored(rows: list[tuple]) -> list[StoredMessage]:
+def _stored(rows: list[tuple[Any, ...]]) -> list[StoredMessage]:
     return [StoredMessage(*row) for row in rows]
 
 
@@ -93,12 +94,13 @@ def _between(connection: sqlite3.Connection, guild_id: int, channel_id: int, aft
     return _stored(connection.execute(SELECT_BETWEEN, (guild_id, channel_id, after, until)).fetchall())
 
 
-def _all(connection: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
+def _all(connection: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     return connection.execute(sql, params).fetchall()
 
 
-def _one(connection: sqlite3.Connection, sql: str, params: tuple) -> tuple | None:
-    return connection.execute(sql, params).fetchone()
+def _one(connection: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    row: tuple[Any, ...] | None = connection.execute(sql, params).fetchone()
+    return row
 
 
 class SqliteHistory:
@@ -109,7 +111,7 @@ class SqliteHistory:
         self._store = store
         self._write_lock = write_lock
 
-    async def _execute(self, sql: str, params: tuple) -> None:
+    async def _execute(self, sql: str, params: tuple[Any, ...]) -> None:
         async with self._write_lock:
             await self._store.execute(sql, params)
 
@@ -144,7 +146,8 @@ class SqliteHistory:
 
     async def catchup_progress(self, channel_id: int) -> CatchUpProgress | None:
         row = await self._store.read(_one, SELECT_CATCHUP, (channel_id,))
-        return CatchUpProgress(*row[:-1], finished=bool(row[-1])) if row else None
+        # The row holds every field in order; SQLite's 0 or 1 becomes a bool.
+        return dataclasses.replace(CatchUpProgress(*row), finished=bool(row[-1])) if row else None
 
     async def save_catchup(self, progress: CatchUpProgress) -> None:
         p = progress
@@ -156,7 +159,7 @@ class SqliteHistory:
 
     async def backfill_progress(self, channel_id: int) -> BackfillProgress | None:
         row = await self._store.read(_one, SELECT_BACKFILL, (channel_id,))
-        return BackfillProgress(*row[:-1], reached_start=bool(row[-1])) if row else None
+        return dataclasses.replace(BackfillProgress(*row), reached_start=bool(row[-1])) if row else None
 
     async def save_backfill(self, progress: BackfillProgress) -> None:
         p = progress

@@ -50,7 +50,7 @@ class PlaceNamesMixin:
             return await self._transaction(DELETE_GUILD_NAMES, [(guild_id,)], forgets=True)
         return await self._transaction(DELETE_CHANNEL_NAMES, [(guild_id, channel_id, channel_id)], forgets=True)
 
-    async def _transaction(self, sql: str, params: list[tuple], *, forgets: bool = False) -> int:
+    async def _transaction(self, sql: str, params: list[tuple[object, ...]], *, forgets: bool = False) -> int:
         await self._conn.execute("BEGIN IMMEDIATE")
         try:
             before = self._conn.total_changes

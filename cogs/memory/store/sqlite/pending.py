@@ -107,8 +107,8 @@ class PendingVectorsMixin:
 
     async def pending_count(self) -> tuple[int, int]:
         """(waiting, rejected): stored messages without a vector yet, and those the model could not embed."""
-        rows = await self._conn.execute_fetchall(COUNT_PENDING)
-        return rows[0][0], rows[0][1]
+        [(waiting, rejected)] = await self._conn.execute_fetchall(COUNT_PENDING)
+        return waiting, rejected
 
     async def resolve_embedded(self, model: str) -> None:
         """Clear every waiting message that has a vector for ``model`` (after a switch embedded them all)."""
@@ -116,7 +116,8 @@ class PendingVectorsMixin:
 
     async def mark_unembedded(self, model: str) -> int:
         """Mark every stored message with no vector for ``model`` as waiting for one; returns how many were marked."""
-        if not (await self._conn.execute_fetchall(ANY_UNEMBEDDED, (model,)))[0][0]:
+        [(unembedded,)] = await self._conn.execute_fetchall(ANY_UNEMBEDDED, (model,))
+        if not unembedded:
             return 0
         cursor = await self._conn.execute(MARK_UNEMBEDDED, (model,))
         return cursor.rowcount

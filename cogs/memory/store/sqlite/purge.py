@@ -43,7 +43,7 @@ async def prepare(conn: aiosqlite.Connection) -> None:
     """Turn FTS5 secure-delete on where SQLite has it; the first time, one purge erases what older deletes left."""
     if not FTS_SECURE_DELETE:
         return
-    rows = await conn.execute_fetchall(SELECT_FTS_SECURE_DELETE)
+    rows = list(await conn.execute_fetchall(SELECT_FTS_SECURE_DELETE))
     if rows and rows[0][0]:
         return
     await conn.execute("BEGIN IMMEDIATE")
@@ -79,7 +79,7 @@ async def erase(conn: aiosqlite.Connection) -> bool:
         await conn.commit()
     rewritten = time.perf_counter()
     for _ in range(CHECKPOINT_ATTEMPTS):
-        busy, _, _ = (await conn.execute_fetchall(CHECKPOINT_TRUNCATE))[0]
+        [(busy, _, _)] = await conn.execute_fetchall(CHECKPOINT_TRUNCATE)
         if not busy:
             break
     else:

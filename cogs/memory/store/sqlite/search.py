@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...language import keywords as text
-from ...records import MessageRecord, SearchFilters
+from ...records import SearchFilters
 from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, bm25_idf, characters_alone, narrows,
                                    rows_wanted, window_of, within_budget)
 from ...runtime.ranking import RankingTuning
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids
 from ..protocol import VectorIndexes
-from ..rows import candidate_record
+from ..rows import CandidateRow, candidate_row
 from .filters import filter_clause
 from .store import SqliteStore
 
@@ -85,7 +85,7 @@ class SqliteSearchEngine(FirstStage):
         self._indexes = indexes
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
-                                filters: SearchFilters) -> tuple[Window, dict[int, MessageRecord]]:
+                                filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
         return await self._store.read(read_context_and_rows, sources, candidates, filters, self.tuning.reply_window)
 
     async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
@@ -140,8 +140,8 @@ def _keyword_query(connection: sqlite3.Connection, terms: list[str],
     each term some display name holds, the MATCH string of those names and the score a match adds."""
 
     def documents(term: text.Term) -> int:
-        matching = text.match_expression([term])
-        return connection.execute(COUNT_MATCHES, [matching, tuning.keyword_max_postings + 1]).fetchone()[0]
+        return int(connection.execute(COUNT_MATCHES, [text.match_term(term), tuning.keyword_max_postings + 1]
+                                      ).fetchone()[0])
 
     postings = {term: documents(text.Term(term)) for term in terms}
     postings.update((term, documents(text.Term(term))) for term in characters_alone(postings))
@@ -160,7 +160,7 @@ def _keyword_query(connection: sqlite3.Connection, terms: list[str],
     if expression is None:
         return None
     indexed = rows_indexed(connection) if any(authored.values()) else 0
-    names = [(text.match_expression([name]), tuning.author_weight * bm25_idf(indexed, count))
+    names = [(text.match_term(name), tuning.author_weight * bm25_idf(indexed, count))
              for name, count in authored.items() if count]
     return expression, names
 
@@ -185,13 +185,13 @@ def _varint(data: bytes) -> int:
 
 
 def read_context_and_rows(connection: sqlite3.Connection, sources: list[int], candidates: list[int],
-                          filters: SearchFilters, reply_window: int) -> tuple[Window, dict[int, MessageRecord]]:
+                          filters: SearchFilters, reply_window: int) -> tuple[Window, dict[int, CandidateRow]]:
     """The channel neighbours of ``sources``, and the rows of the candidates and those neighbours that pass."""
     window = window_of(connection.execute(select_neighbours(reply_window), [_json_ids(sources)]), reply_window)
     where, params = filter_clause(filters)
     wanted = _json_ids(rows_wanted(candidates, window))
     rows = connection.execute(SELECT_CANDIDATES.format(where=where), [wanted, *params])
-    return window, {row[0]: candidate_record(row) for row in rows}
+    return window, {row[0]: candidate_row(row) for row in rows}
 
 
 def read_recent_in_channel(connection: sqlite3.Connection, guild_id: int, channel_id: int,

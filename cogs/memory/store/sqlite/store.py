@@ -22,6 +22,8 @@ from .migrations import apply_migrations
 from .names import PlaceNamesMixin
 from .pending import PendingVectorsMixin
 from .readers import ReaderPool
+from .restore_journal import recover_restore
+from .snapshot import BackupError, reason
 from ...records import SearchFilters
 from ..rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, channel_pages, to_timestamp
 from ...vectors.index import CHECKSUM_K, CHECKSUM_P
@@ -127,6 +129,13 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
         way) and what to do. Holds the database's shared lock until ``close``, so a restore cannot replace it.
         ``busy_timeout_ms``: how long a write waits for another process's lock before it fails (and is retried).
         """
+        try:  # a restore cut short is finished or undone first: never open an empty or half-swapped database
+            recovered = await asyncio.to_thread(recover_restore, path)
+        except (OSError, BackupError) as exc:
+            raise StoreOpenError(f"a restore into {path} was cut short and could not be finished or undone: "
+                                 f"{reason(exc) if isinstance(exc, OSError) else exc}") from exc
+        if recovered is not None:
+            log.warning("%s", recovered)
         lock = DatabaseLock(path)
         conn: aiosqlite.Connection | None = None
         try:
@@ -176,7 +185,7 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
         await self._conn.execute(sql, params)
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        rows = await self._conn.execute_fetchall(sql, params)
+        rows = list(await self._conn.execute_fetchall(sql, params))
         return rows[0] if rows else None
 
     # -- writes ---------------------------------------------------------------------------------------------
@@ -244,6 +253,7 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
         return [RowRef(*row) for row in await self._conn.execute_fetchall(sql, (guild_id,))]
 
     async def refs_for_author(self, guild_id: int | None, author_id: int) -> list[RowRef]:
+        params: tuple[int, ...]
         if guild_id is None:
             sql, params = f"SELECT {REF_COLUMNS} FROM messages WHERE author_id = ?", (author_id,)
         else:
@@ -269,7 +279,7 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
     async def iter_channel(self, guild_id: int, channel_id: int, page: int = 512) -> AsyncIterator[ChannelMessage]:
         """Every message of a channel in order, read in pages (keyset pagination)."""
         async def fetch_page(after: tuple[float, int], size: int) -> Sequence[Sequence[Any]]:
-            return await self._conn.execute_fetchall(SELECT_CHANNEL_PAGE, (guild_id, channel_id, *after, size))
+            return list(await self._conn.execute_fetchall(SELECT_CHANNEL_PAGE, (guild_id, channel_id, *after, size)))
 
         async for message in channel_pages(fetch_page, page):
             yield message
@@ -286,7 +296,7 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
         return [row[0] for row in await self._conn.execute_fetchall(SELECT_GUILDS)]
 
     async def count_messages(self, guild_id: int) -> int:
-        return (await self._fetchone(COUNT_GUILD_MESSAGES, (guild_id,)))[0]
+        return int((await self._fetchone(COUNT_GUILD_MESSAGES, (guild_id,)))[0])
 
     async def index_fingerprint(self, guild_id: int, model: str) -> tuple[int, int, int]:
         """(vector count, id-set checksum, generation) of a guild's embeddings for ``model``."""
@@ -304,7 +314,7 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin):
         """A guild's (row ids, vectors) in pages, so a million vectors never sit in memory as Python bytes."""
         after = 0
         while True:
-            rows = await self._conn.execute_fetchall(SELECT_EMBEDDINGS_PAGE, (guild_id, model, after, page))
+            rows = list(await self._conn.execute_fetchall(SELECT_EMBEDDINGS_PAGE, (guild_id, model, after, page)))
             if not rows:
                 return
             ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))

@@ -3,6 +3,7 @@ is reported alone while the rest is imported; a failed write is never reported a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -15,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cogs.memory.chat_export import importer
 from cogs.memory.chat_export.importer import import_exports
 from cogs.memory.memory import Memory
+from cogs.memory.records import MessageRecord
 from cogs.memory.runtime.profile import MemoryProfile
 
 
@@ -224,3 +227,104 @@ async def test_an_import_of_a_forgotten_channel_records_no_name(memory: Memory, 
     await memory.forget_channel(1, 20)
     await run_import(memory, write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday")]))
     assert memory.names.channel_names(1) == {}
+
+
+async def test_malformed_files_are_one_error_line_each_and_the_others_imported(memory: Memory, tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", [message(30, "the picnic moved to Saturday")])
+    brackets = tmp_path / "brackets.json"
+    brackets.write_text("[" * 10**6, encoding="utf-8")
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(export([message(40, "deep")])).replace(
+        '"messages": [', '"messages": [' + "[" * 10**6 + "]" * 10**6 + ", "), encoding="utf-8")
+    a_list = tmp_path / "list.json"
+    a_list.write_text(json.dumps([export([message(41, "listed")])]), encoding="utf-8")
+    a_number = tmp_path / "number.json"
+    a_number.write_text("42", encoding="utf-8")
+    not_json = tmp_path / "notes.json"
+    not_json.write_text("picnic on Saturday", encoding="utf-8")
+    last = write(tmp_path / "last.json", [message(50, "bring blankets")], channel_id="21")
+    code, out, err = await run_import(memory, good, brackets, deep, a_list, a_number, not_json, last)
+    not_an_export = "not a DiscordChatExporter JSON export"
+    assert (code, err.splitlines()[1:-1], out.splitlines()[-1]) == (1, [
+        f"error: {brackets}: {not_an_export} (top level is not an object)",
+        f"error: {deep}: {not_an_export} (it nests more than 64 levels deep)",
+        f"error: {a_list}: {not_an_export} (top level is not an object)",
+        f"error: {a_number}: {not_an_export} (top level is not an object)",
+        f"error: {not_json}: not JSON (lexical error: invalid char in json text)",
+    ], "imported 2 of 7 file(s): 2 stored, 0 already stored, 0 skipped, 0 rejected")
+    assert (await memory.known_message_ids([30, 40, 41, 50]))[0] == {30, 50}
+
+
+async def test_messages_missing_what_they_need_are_rejected_alone_and_counted(memory: Memory, tmp_path: Path) -> None:
+    broken = [message(100 + i, "no author") for i in range(12)]
+    for number, bad in enumerate(broken):
+        del bad[("author", "id", "timestamp")[number % 3]]
+    path = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), *broken,
+                                       message(31, "bring blankets", 1)])
+    code, out, err = await run_import(memory, path)
+    rejected = [line for line in err.splitlines() if " rejected" in line]
+    assert (code, out.splitlines()[0], len(rejected), rejected[:3], rejected[-1]) == (
+        1, f"{path}: #general (guild 1): 2 stored, 0 already stored, 0 skipped, 12 rejected", 11,
+        [f"{path}: message 100 rejected: no 'author'", f"{path}: message #3 rejected: no 'id'",
+         f"{path}: message 102 rejected: no 'timestamp'"], f"{path}: ... and 2 more rejected")
+    assert (await memory.known_message_ids([30, 31, 100, 103]))[0] == {30, 31}
+
+
+def stop_at(memory: Memory, stop: asyncio.Event, message_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stop`` is set (as Ctrl-C sets it) when ``message_id`` is handed to ingest."""
+    add = Memory.add
+
+    async def adding(self: Memory, record: MessageRecord) -> None:
+        if record.message_id == message_id:
+            stop.set()
+        await add(self, record)
+
+    monkeypatch.setattr(Memory, "add", adding)
+
+
+async def test_a_stop_stores_what_was_handed_over_and_says_where_it_stopped(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(importer, "BATCH_SIZE", 4)
+    stop = asyncio.Event()
+    stop_at(memory, stop, 35, monkeypatch)
+    first = write(tmp_path / "a.json", [message(30 + n, f"picnic note {n}", n) for n in range(10)])
+    second = write(tmp_path / "b.json", [message(50, "bring blankets")], channel_id="21")
+    out, err = io.StringIO(), io.StringIO()
+    code = await import_exports(memory, [first, second], out, err, stop)
+    stored, _ = await memory.known_message_ids(list(range(30, 51)))
+    assert (code, out.getvalue().splitlines(), sorted(stored)) == (130, [
+        f"{first}: #general (guild 1): 8 stored, 0 already stored, 0 skipped, 0 rejected; interrupted after message 8 "
+        "of 10",
+        f"interrupted: 0 of 2 file(s) imported whole: 8 stored, 0 already stored, 0 skipped, 0 rejected; not read: "
+        f"{second}; 8 stored messages wait for their vectors (they are embedded later); what is stored is kept: run "
+        "the same import again to go on"], list(range(30, 38)))
+    assert "Traceback" not in err.getvalue()
+
+
+async def test_an_import_stopped_between_files_reads_no_more(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stop = asyncio.Event()
+    stop_at(memory, stop, 31, monkeypatch)
+    first = write(tmp_path / "a.json", [message(30, "the picnic moved to Saturday"), message(31, "blankets", 1)])
+    second = write(tmp_path / "b.json", [message(50, "bring blankets")], channel_id="21")
+    out, err = io.StringIO(), io.StringIO()
+    code = await import_exports(memory, [first, second], out, err, stop)
+    assert (code, out.getvalue().splitlines()[0], out.getvalue().splitlines()[1].split("; ")[:2]) == (
+        130, f"{first}: #general (guild 1): 2 stored, 0 already stored, 0 skipped, 0 rejected",
+        ["interrupted: 1 of 2 file(s) imported whole: 2 stored, 0 already stored, 0 skipped, 0 rejected",
+         f"not read: {second}"])
+
+
+async def test_a_reimport_of_a_big_file_takes_it_a_batch_at_a_time(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(importer, "BATCH_SIZE", 3)
+    monkeypatch.setattr(importer, "FLUSH_EVERY", 5)
+    path = write(tmp_path / "a.json", [message(30 + n, f"picnic note {n}" if n % 4 else "", n) for n in range(20)])
+    await run_import(memory, write(tmp_path / "first.json", [message(30 + n, f"picnic note {n}", n)
+                                                             for n in range(1, 8) if n % 4]))
+    code, out, _ = await run_import(memory, path)
+    assert (code, out.splitlines()[0]) == (
+        0, f"{path}: #general (guild 1): 9 stored, 6 already stored, 5 skipped (5 empty), 0 rejected")

@@ -1,11 +1,35 @@
 """DiscordChatExporter JSON into MessageRecords."""
 
 import json
+import threading
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from cogs.memory.chat_export.reader import ExportError, RejectedMessage, read_export
+from cogs.memory.chat_export.reader import (ExportedChannel, ExportError, ReadStopped, RejectedMessage,
+                                           open_export)
+from cogs.memory.records import MessageRecord
+
+
+@dataclass
+class Read:
+    """A whole file's batches together."""
+
+    channel: ExportedChannel
+    records: list[MessageRecord]
+    rejected: list[RejectedMessage]
+    notices: int
+    read: int
+
+
+def read_export(path: Path, batch_size: int = 2) -> Read:
+    with open_export(path) as export:
+        batches = list(export.batches(batch_size))
+    return Read(export.channel, [record for batch in batches for record in batch.records],
+                [rejected for batch in batches for rejected in batch.rejected], sum(b.notices for b in batches),
+                batches[-1].read if batches else 0)
 
 
 def export(messages, *, channel_type="GuildTextChat", category_id="900"):
@@ -136,6 +160,13 @@ def test_a_message_with_a_bad_time_is_rejected_alone(write):
         [32], [RejectedMessage("31", "Invalid isoformat string: 'yesterday'")])
 
 
+@pytest.mark.parametrize("timestamp", [None, ""])
+def test_a_message_without_a_time_is_rejected_alone(write, timestamp):
+    exported = read_export(write(export([message(31, "when", timestamp=timestamp), message(32, "now")])))
+    assert ([r.message_id for r in exported.records], [r.message_id for r in exported.rejected]) == ([32], ["31"])
+    assert "timestamp" in exported.rejected[0].reason
+
+
 def test_a_non_utf8_export_is_one_clear_error(tmp_path):
     path = tmp_path / "latin1.json"
     path.write_bytes(json.dumps(export([message(30, "café")]), ensure_ascii=False).encode("latin-1"))
@@ -172,3 +203,111 @@ def test_a_missing_file_is_one_clear_error(tmp_path):
     with pytest.raises(ExportError) as error:
         read_export(tmp_path / "gone.json")
     assert str(error.value) == f"{tmp_path / 'gone.json'}: no such file"
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "42", '"an export"', "null"])
+def test_json_that_is_no_object_is_one_clear_error(tmp_path, text):
+    path = tmp_path / "other.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ExportError) as error:
+        read_export(path)
+    assert str(error.value) == f"{path}: not a DiscordChatExporter JSON export (top level is not an object)"
+
+
+def test_a_million_open_brackets_are_one_clear_error(tmp_path):
+    path = tmp_path / "brackets.json"
+    path.write_text("[" * 10**6, encoding="utf-8")
+    with pytest.raises(ExportError) as error:
+        read_export(path)
+    assert str(error.value) == f"{path}: not a DiscordChatExporter JSON export (top level is not an object)"
+
+
+def test_an_export_nesting_a_million_deep_is_one_clear_error(tmp_path):
+    path = tmp_path / "deep.json"
+    text = json.dumps(export([message(30, "picnic")]))
+    path.write_text(text.replace('"messages": [', '"messages": [' + "[" * 10**6 + "]" * 10**6 + ", "),
+                    encoding="utf-8")
+    with pytest.raises(ExportError) as error:
+        read_export(path)
+    assert str(error.value) == (f"{path}: not a DiscordChatExporter JSON export (it nests more than 64 levels "
+                                "deep)")
+
+
+def test_messages_that_are_no_list_are_one_clear_error(write):
+    data = export([])
+    data["messages"] = {"30": message(30, "picnic")}
+    path = write(data)
+    with pytest.raises(ExportError) as error:
+        read_export(path)
+    assert str(error.value) == (f"{path}: not a DiscordChatExporter JSON export (missing or bad 'messages' is not "
+                                "a list)")
+
+
+def test_an_export_without_messages_is_one_clear_error(write):
+    data = export([])
+    del data["messages"]
+    path = write(data)
+    with pytest.raises(ExportError) as error:
+        read_export(path)
+    assert str(error.value) == f"{path}: not a DiscordChatExporter JSON export (missing or bad 'messages')"
+
+
+def test_text_after_the_export_is_one_clear_error(tmp_path):
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(export([message(30, "picnic")])) + " {}", encoding="utf-8")
+    with pytest.raises(ExportError) as error:
+        read_export(path)
+    assert str(error.value) == f"{path}: not JSON (parse error: trailing garbage)"
+
+
+def test_the_header_may_come_after_the_messages(tmp_path):
+    data = export([message(30, "picnic"), message(31, "blankets")])
+    path = tmp_path / "late.json"
+    path.write_text(json.dumps({"messages": data["messages"], "channel": data["channel"], "guild": data["guild"]}),
+                    encoding="utf-8")
+    exported = read_export(path)
+    assert ([r.message_id for r in exported.records], exported.channel.channel_id) == ([30, 31], 20)
+
+
+def test_messages_come_a_batch_at_a_time(write):
+    path = write(export([message(30 + i, "picnic") for i in range(5)]))
+    with open_export(path) as exported:
+        batches = [([r.message_id for r in batch.records], batch.read) for batch in exported.batches(2)]
+    assert (exported.channel.message_count, batches) == (5, [([30, 31], 2), ([32, 33], 4), ([34], 5)])
+
+
+def test_a_batch_counts_notices_and_rejected_messages_too(write):
+    path = write(export([message(30, "", type="GuildMemberJoin"), message(31, None), message(32, "hi")]))
+    with open_export(path) as exported:
+        batches = [(len(b.records), len(b.rejected), b.notices, b.read) for b in exported.batches(2)]
+    assert batches == [(0, 1, 1, 2), (1, 0, 0, 3)]
+
+
+def test_a_message_with_no_time_is_rejected_alone(write):
+    exported = read_export(write(export([message(31, "when", timestamp=None), message(32, "now")])))
+    assert ([r.message_id for r in exported.records], exported.rejected) == (
+        [32], [RejectedMessage("31", "no 'timestamp'")])
+
+
+def test_a_message_that_is_not_an_object_is_rejected_alone_by_its_place(write):
+    exported = read_export(write(export([message(30, "picnic"), ["not", "a", "message"], message(32, "now")])))
+    assert ([r.message_id for r in exported.records], exported.rejected) == (
+        [30, 32], [RejectedMessage("#2", "it is not an object")])
+
+
+def test_a_stop_ends_the_reading_at_its_next_read(write):
+    stop = threading.Event()
+    path = write(export([message(30 + i, "picnic plans " * 200) for i in range(200)]))
+    with open_export(path, stop) as exported:
+        batches = exported.batches(1)
+        next(batches)
+        stop.set()
+        with pytest.raises(ReadStopped):
+            list(batches)
+
+
+def test_a_stop_set_before_the_check_ends_it(write):
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(ReadStopped):
+        open_export(write(export([message(30, "picnic")])), stop)

@@ -1,9 +1,11 @@
-"""``forget``: the slash commands' erasure from a terminal: ledger, purge, exact words, and a confirmation."""
+"""``forget``: the slash commands' erasure from a terminal: ledger, purge, exact words, and a confirmation; a ledger
+that cannot be written forgets nothing and says so."""
 
 import re
 from pathlib import Path
 
 from cogs.memory.privacy.ledger import LEDGER_NAME, ErasureLedger
+from tests.fixtures.ledger import fill_the_disk
 
 from .conftest import Keyboard
 
@@ -64,3 +66,13 @@ async def test_forget_a_message_memory_does_not_hold_fails(cli, two_guilds):
 async def test_forget_in_an_unknown_guild_lists_the_known(cli, two_guilds):
     code, _, err = await cli("forget", "--guild", "7", "--all", "--yes")
     assert (code, err) == (2, "error: guild 7 is not in memory (guilds in memory: 1 (Picnic Club), 2)\n")
+
+
+async def test_a_forget_the_erasure_ledger_cannot_record_is_one_error_line_and_nothing_forgotten(
+        cli, two_guilds, monkeypatch):
+    fill_the_disk(monkeypatch)
+    code, out, err = await cli("forget", "--guild", "1", "--member", "6", "--yes")
+    ledger = two_guilds.parent / LEDGER_NAME
+    assert (code, out, err) == (1, "", f"error: nothing forgotten: the erasure ledger {ledger} cannot be written (the "
+                                       "disk is full); free some space (or make it writable), then run this again\n")
+    assert (len(await stored_texts(cli)), ledger.read_bytes()) == (4, b"")  # cut back to what it held

@@ -34,7 +34,7 @@ def done(channel, count):
 async def stored(bot, guild):
     await bot.memory.flush(vectors=True)
     hits = await bot.memory.search("picnic plans", SearchFilters(guild_id=guild.id), 20)
-    return sorted(hit["content"] for hit in hits if hit["content"].endswith("picnic plans"))
+    return sorted(hit.content for hit in hits if hit.content.endswith("picnic plans"))
 
 
 async def test_a_run_cut_short_resumes_from_its_last_save(memory_bot, slash, guild, channel, admin, history, backfill,

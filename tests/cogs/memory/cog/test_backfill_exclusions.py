@@ -16,7 +16,7 @@ from tests.fixtures.history import said_while_away
 async def stored(bot, guild):
     await bot.memory.flush(vectors=True)
     hits = await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20)
-    return sorted(hit["content"] for hit in hits)
+    return sorted(hit.content for hit in hits)
 
 
 async def backfill(slash, admin, channel):

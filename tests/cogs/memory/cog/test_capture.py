@@ -18,7 +18,7 @@ async def test_the_author_and_channel_are_kept(memory_bot, guild, channel, membe
     message = await say("the picnic moved to Saturday", member, channel)
     await memory_bot.memory.flush(vectors=True)
     (hit,) = await memory_bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 10)
-    assert (hit["message_id"], hit["channel_id"], hit["author_id"], hit["author_name"]) == (
+    assert (hit.message_id, hit.channel_id, hit.author_id, hit.author_name) == (
         message.id, channel.id, member.id, member.display_name)
 
 
@@ -119,7 +119,7 @@ async def dm_from(member):
 
 async def dm_memory(bot, dm, query="picnic Saturday"):
     await bot.memory.flush(vectors=True)
-    return [hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=dm.id), 10)]
+    return [hit.content for hit in await bot.memory.search(query, SearchFilters(guild_id=dm.id), 10)]
 
 
 async def test_a_dm_is_not_remembered_by_default(memory_bot, member):

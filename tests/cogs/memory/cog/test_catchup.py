@@ -19,7 +19,7 @@ EXTENSION = "cogs.memory.cog"
 async def remembered(bot, guild):
     await bot.memory.flush(vectors=True)
     hits = await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20)
-    return sorted(hit["content"] for hit in hits)
+    return sorted(hit.content for hit in hits)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ async def before_outage(memory_bot, channel, member):
 async def remembered(bot, guild):
     await bot.memory.flush(vectors=True)
     hits = await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20)
-    return sorted(hit["content"] for hit in hits)
+    return sorted(hit.content for hit in hits)
 
 
 def history_read(history_api, channel_id, since=0):

@@ -9,7 +9,7 @@ import pytest
 
 from cogs.memory.cog import replies
 from cogs.memory.records import SearchFilters
-from tests.fixtures.discord import hidden_channel, say
+from tests.fixtures.discord import hidden_channel, make_forum_channel, say
 from tests.fixtures.history import said_while_away
 from tests.fixtures.waiting import eventually
 
@@ -18,7 +18,7 @@ SECRET = "the staff bonus budget is 4000 euros"
 
 async def stored(bot, guild, query="picnic"):
     await bot.memory.flush(vectors=True)
-    return sorted(hit["content"] for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 20))
+    return sorted(hit.content for hit in await bot.memory.search(query, SearchFilters(guild_id=guild.id), 20))
 
 
 async def confirm(slash, name, member, channel, /, button="Forget", **options):
@@ -98,6 +98,19 @@ async def test_next_shows_the_second_page(memory_bot, slash, channel, member, ot
     await slash.press(http, http.last, "Next", member, channel)
     update = await http.wait_for(lambda sent: sent.kind == "update")
     assert update.embeds[0].footer.text == "Page 2/2 · 7 results"
+
+
+async def test_the_pages_take_discords_copy_of_their_edited_message(memory_bot, slash, channel, member, other):
+    """discord.py hands a view the components of each edit of its message (a MESSAGE_UPDATE), through the view's
+    own ``_refresh``: the paginator must take them as any view does, and turn pages after."""
+    http = await seven_results(memory_bot, slash, channel, member, other)
+    first = http.last
+    await slash.press(http, first, "Next", member, channel)
+    update = await http.wait_for(lambda sent: sent.kind == "update")
+    memory_bot._connection._view_store.update_from_message(first.message_id, update.components)
+    await slash.press(http, first, "Previous", member, channel)  # the same message, edited: its id stays
+    back = await http.wait_for(lambda sent: sent.kind == "update" and sent is not update)
+    assert back.embeds[0].footer.text == "Page 1/2 · 7 results"
 
 
 async def test_someone_else_cannot_turn_your_pages(memory_bot, slash, channel, member, other):
@@ -188,6 +201,17 @@ async def test_a_member_cannot_forget_someone_elses_message(memory_bot, slash, c
     assert http.last.content == replies.FORGET_NOT_YOURS
 
 
+async def test_a_link_naming_another_channel_cannot_forget_someone_elses_message(
+    memory_bot, slash, guild, channel, member, other
+):
+    message = await say("their picnic idea", other, channel)
+    await memory_bot.memory.flush(vectors=True)
+    elsewhere = guild.text_channels[1]
+    link = f"https://discord.com/channels/{guild.id}/{elsewhere.id}/{message.id}"
+    http = await slash.run("memory forget", member, channel, what="a message", message_link=link)
+    assert (http.last.content, await stored(memory_bot, guild)) == (replies.FORGET_BAD_LINK, ["their picnic idea"])
+
+
 async def test_an_admin_forgets_a_member(memory_bot, slash, guild, channel, member, admin):
     await say("my picnic idea", member, channel)
     await say("admin picnic idea", admin, channel)
@@ -217,6 +241,14 @@ async def test_a_link_to_another_server_is_refused(memory_bot, slash, channel, m
     http = await slash.run("memory forget", member, channel, what="a message",
                            message_link="https://discord.com/channels/1/2/3")
     assert http.last.content == replies.FORGET_BAD_LINK
+
+
+async def test_a_link_naming_a_forum_where_a_channel_goes_is_refused(memory_bot, slash, guild, channel, member, other):
+    message = await say("their picnic idea", other, channel)
+    await memory_bot.memory.flush(vectors=True)
+    link = f"https://discord.com/channels/{guild.id}/{make_forum_channel(guild).id}/{message.id}"
+    http = await slash.run("memory forget", member, channel, what="a message", message_link=link)
+    assert (http.last.content, await stored(memory_bot, guild)) == (replies.FORGET_BAD_LINK, ["their picnic idea"])
 
 
 # -- opting out -----------------------------------------------------------------------------------------------------

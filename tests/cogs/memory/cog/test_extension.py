@@ -40,7 +40,7 @@ async def test_a_reloaded_extension_captures_again(memory_bot, guild, channel, m
     await say("the picnic moved to Saturday", member, channel)
     await memory_bot.memory.flush(vectors=True)
     hits = await memory_bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 5)
-    assert [hit["content"] for hit in hits] == ["the picnic moved to Saturday"]
+    assert [hit.content for hit in hits] == ["the picnic moved to Saturday"]
 
 
 async def test_a_reloaded_extension_still_catches_the_cores_errors(memory_bot, slash, channel, member,

@@ -32,7 +32,7 @@ async def test_messages_said_while_loading_are_stored_once_memory_is_ready(disco
     await attach_memory_now(discord_bot, tiny_reranker_profile)
     await discord_bot.memory.flush(vectors=True)
     hits = await discord_bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 5)
-    assert [hit["content"] for hit in hits] == ["the picnic moved to Saturday"]
+    assert [hit.content for hit in hits] == ["the picnic moved to Saturday"]
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ async def test_closing_the_bot_keeps_what_was_queued(closable, guild, channel, m
     reopened = await Memory.open(tiny_reranker_profile, memory_bot.db_path, memory_bot.index_dir)
     hits = await reopened.search("picnic", SearchFilters(guild_id=guild.id), 5)
     await reopened.close()
-    assert [hit["content"] for hit in hits] == ["the picnic moved to Saturday"]
+    assert [hit.content for hit in hits] == ["the picnic moved to Saturday"]
 
 
 async def test_closing_the_bot_releases_memory(closable):

@@ -28,7 +28,7 @@ def answers(http):
 
 async def stored(bot, guild):
     await bot.memory.flush(vectors=True)
-    return sorted(hit["content"] for hit in await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20))
+    return sorted(hit.content for hit in await bot.memory.search("picnic", SearchFilters(guild_id=guild.id), 20))
 
 
 async def run_payload(bot, payload, channel):

@@ -1,5 +1,8 @@
 """Query building and the text of recall answers (embedded default and LLM prompt)."""
 
+import dataclasses
+from datetime import UTC, datetime
+
 from cogs.memory.cog.recall import (
     NO_MEMORIES_REPLY,
     ONLY_SHARED_CHANNELS_NOTE,
@@ -9,12 +12,11 @@ from cogs.memory.cog.recall import (
     format_memories,
     with_note,
 )
+from cogs.memory.records import Hit
 
-CANDIDATE = {
-    "message_id": 30, "guild_id": 10, "channel_id": 20, "author_id": 5, "author_name": "alice",
-    "content": "the picnic moved to Saturday", "created_at": "2024-05-01T12:00:00+00:00", "score": 0.031,
-    "sources": ["vector", "keyword"], "rank": 1, "rerank_score": 0.875,
-}
+CANDIDATE = Hit(message_id=30, guild_id=10, channel_id=20, author_id=5, author_name="alice",
+                content="the picnic moved to Saturday", created_at=datetime(2024, 5, 1, 12, tzinfo=UTC), score=0.031,
+                sources=("vector", "keyword"), rank=1, rerank_score=0.875)
 
 
 def test_the_bot_mention_is_not_part_of_the_query():
@@ -38,7 +40,7 @@ def test_the_embedded_answer_lists_author_date_snippet_score_and_link():
 
 
 def test_an_unreranked_memory_shows_its_first_stage_score():
-    candidate = {**CANDIDATE, "rerank_score": None}
+    candidate = dataclasses.replace(CANDIDATE, rerank_score=None)
     assert "(score 0.031)" in format_memories([candidate])
 
 
@@ -47,7 +49,7 @@ def test_no_memories_says_so():
 
 
 def test_the_note_ends_the_embedded_answer_and_every_memory_before_it_is_whole():
-    long = {**CANDIDATE, "content": "picnic " * 40}
+    long = dataclasses.replace(CANDIDATE, content="picnic " * 40)
     lines = format_memories([long] * 20, ONLY_SHARED_CHANNELS_NOTE).split("\n")
     assert (len("\n".join(lines)) <= 2000, lines[-1], lines[-2].endswith("https://discord.com/channels/10/20/30")) == (
         True, ONLY_SHARED_CHANNELS_NOTE, True)
@@ -59,7 +61,7 @@ def test_a_long_llm_answer_is_cut_so_the_note_still_fits():
 
 
 def test_mentions_in_memories_cannot_ping():
-    candidate = {**CANDIDATE, "content": "@everyone picnic"}
+    candidate = dataclasses.replace(CANDIDATE, content="@everyone picnic")
     assert "@\u200beveryone" in format_memories([candidate])
 
 

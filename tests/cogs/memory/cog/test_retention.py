@@ -24,4 +24,4 @@ async def test_the_sweep_forgets_what_is_older_than_the_guilds_retention(memory_
     await memory.flush(vectors=True)
     await memory_bot.get_cog("MemoryListeners").retention()
     hits = await memory.search("picnic", SearchFilters(guild_id=guild.id), 5)
-    assert [hit["content"] for hit in hits] == ["the new picnic is on Saturday"]
+    assert [hit.content for hit in hits] == ["the new picnic is on Saturday"]

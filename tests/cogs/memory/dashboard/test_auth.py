@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cogs.memory.dashboard import Dashboard
+from cogs.memory.dashboard.server import Dashboard
 from cogs.memory.dashboard.auth import MAX_PENDING_TOKENS, LoginTokens
 from tests.fixtures.dashboard import SignedIn
 
@@ -78,7 +78,7 @@ async def test_the_link_in_the_log_at_start_signs_in_once(fake_source, tmp_path:
     import logging
     import re
 
-    from cogs.memory.dashboard import DashboardConfig
+    from cogs.memory.dashboard.config import DashboardConfig
 
     with caplog.at_level(logging.INFO, logger="cogs.memory.dashboard"):
         server = Dashboard(fake_source, DashboardConfig(port=0, data_dir=tmp_path / "own"))

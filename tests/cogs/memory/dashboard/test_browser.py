@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cogs.memory.dashboard import Dashboard
+from cogs.memory.dashboard.server import Dashboard
 from tests.fixtures.dashboard import CHANNEL, GUILD, HOSTILE, NONCE, NONCE_ID, files_holding
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")

@@ -9,6 +9,7 @@ import pytest
 
 from cogs.memory.memory import Memory
 from tests.fixtures.dashboard import CHANNEL, GUILD, NONCE, NONCE_ID, SignedIn, files_holding
+from tests.fixtures.ledger import fill_the_disk
 
 
 async def test_the_overview_counts_what_memory_holds(real_client: SignedIn) -> None:
@@ -30,6 +31,9 @@ async def test_a_search_explains_each_hit_and_is_recorded(real_client: SignedIn,
     assert [hit["rerank_score"] for hit in body["hits"]] == sorted((h["rerank_score"] for h in body["hits"]),
                                                                    reverse=True)
     assert body["rerank_ms"] > 0 and body["first_stage_ms"] > 0 and body["candidates_scored"] >= 5
+    # The profile's 20 candidates, of the guild's 41 messages, all offered to the reranker; 5 shown.
+    assert (body["first_stage_candidates"], body["candidates_offered"]) == (20, 20)
+    assert body["total_ms"] >= body["first_stage_ms"] + body["rerank_ms"] - 1e-6
     for hit in body["hits"]:  # what each first-stage score is made of adds up to it
         parts = hit["parts"]
         sides = sum(parts[f"{side}_weight"] * parts[side] for side in ("keyword", "vector") if parts[side] is not None)
@@ -100,3 +104,15 @@ async def test_an_unknown_profile_is_not_switched_to(real_client: SignedIn, real
         assert (await response.json())["message"] == ("Did not switch the profile from test-tiny to nope: there is "
                                                       "no profile named 'nope'")
     assert real_memory.profile.name == "test-tiny"
+
+
+async def test_a_forget_the_erasure_ledger_cannot_record_is_the_dashboards_error_and_forgets_nothing(
+        real_client: SignedIn, real_memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = await real_client.post_json("/api/forget", {"kind": "message", "guild_id": GUILD, "target_id": NONCE_ID})
+    fill_the_disk(monkeypatch)
+    async with real_client.http.post(real_client.url("/api/forget/confirm"), json={"pending_id": asked["pending_id"]},
+                                     headers={"X-CSRF-Token": real_client.csrf}) as response:
+        assert (response.status, await response.json()) == (503, {"error": (
+            f"Nothing was forgotten: the erasure ledger {tmp_path / 'erasures.jsonl'} cannot be written (the disk is "
+            "full). Free some space (or make it writable), then try again.")})
+    assert await real_memory.has_message(NONCE_ID)

@@ -9,7 +9,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from cogs.memory.dashboard import Dashboard, DashboardConfig
+from cogs.memory.dashboard.config import DashboardConfig
+from cogs.memory.dashboard.server import Dashboard
 from cogs.memory.dashboard.memory_source import MemorySource
 from cogs.memory.memory import Memory
 from tests.fixtures.core import RecordFactory
@@ -84,21 +85,20 @@ async def test_forgetting_a_message_takes_it_from_search(client: SignedIn, store
     assert (await client.get_json("/api/overview"))["guilds"][0]["messages"] == 7
 
 
-# The count is the dashboard's own arithmetic over either store's search: SQLite alone is enough.
+# The count is the recall's own record, the same over either store: SQLite alone is enough.
 @pytest.mark.parametrize("store_kind", ["sqlite"])
-@pytest.mark.parametrize("narrowed, left_out", [("", (None, None)), (f"&channel={CHANNEL}", (0, 5)),
-                                                 ("&channel=11", (5, 5))])
-async def test_a_search_says_how_many_of_the_guilds_best_hits_its_filters_left_out(
-        client: SignedIn, store_kind: str, narrowed: str, left_out: tuple) -> None:
+@pytest.mark.parametrize("narrowed, found", [("", 5), (f"&channel={CHANNEL}", 5), ("&channel=11", 0)])
+async def test_a_search_says_how_many_candidates_its_first_stage_found(
+        client: SignedIn, store_kind: str, narrowed: str, found: int) -> None:
     body = await client.get_json(f"/api/search?q=lake+cabin&guild={GUILD}&limit=5&rerank=false{narrowed}")
-    assert (body["filtered_out"], body["filtered_of"]) == left_out
+    assert (body["first_stage_candidates"], len(body["hits"]), body["candidates_offered"]) == (found, found, None)
 
 
 @pytest.mark.parametrize("store_kind", ["sqlite"])
-async def test_the_search_page_says_what_its_filters_left_out(client: SignedIn, store_kind: str) -> None:
+async def test_the_search_page_says_what_its_first_stage_found(client: SignedIn, store_kind: str) -> None:
     async with client.http.get(client.url(f"/search?q=lake+cabin&guild={GUILD}&limit=5&channel=11")) as response:
         html = await response.text()
-    assert "The filters left out 5 of the guild's 5 best first-stage hits." in " ".join(html.split())
+    assert "The first stage found 0 candidates that pass the filters." in " ".join(html.split())
 
 
 async def test_the_names_memory_saw_name_the_guild_and_its_channels(client: SignedIn, stored: Memory) -> None:

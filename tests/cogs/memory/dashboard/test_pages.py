@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from cogs.memory.dashboard.metrics import RecallSample
+from cogs.memory.metrics import RecallSample
 from cogs.memory.dashboard.source import SettingsChange
 from tests.fixtures.dashboard import CHANNEL, GUILD, FakeSource, SignedIn, csrf_from
 

@@ -13,8 +13,9 @@ import pytest
 import yarl
 from aiohttp import web
 
-from cogs.memory.dashboard import Dashboard, DashboardConfig
-from cogs.memory.dashboard.server import STATE
+from cogs.memory.dashboard.config import DashboardConfig
+from cogs.memory.dashboard.server import Dashboard
+from cogs.memory.dashboard.state import STATE
 from cogs.memory.dashboard.source import SettingsView
 from cogs.memory.runtime.config import load_settings
 from tests.fixtures.dashboard import CHANNEL, GUILD, FakeSource, SignedIn, csrf_from, fake_messages

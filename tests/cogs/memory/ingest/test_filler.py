@@ -98,7 +98,7 @@ async def test_a_stored_message_is_keyword_searchable_before_its_vector_exists(
     await queue.flush(vectors=False)
     engine = SqliteSearchEngine(store, embedder, indexes, core_profile)
     found = await engine.search("zeppelin", SearchFilters(guild_id=1), 5)
-    assert ([result["message_id"] for result in found], await ids_with_vectors(store)) == ([1], [])
+    assert ([result.message_id for result in found], await ids_with_vectors(store)) == ([1], [])
     gated.gate.set()
     await queue.close()
 

@@ -8,17 +8,20 @@ import dataclasses
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestError, IngestQueue, RetryPolicy
+from cogs.memory.ingest.spool import IngestSpool
 from cogs.memory.records import MessageRecord
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.cogs.memory.ingest.test_queue import consistent_ids, contents
-from tests.fixtures.core import RecordFactory
+from tests.fixtures.core import T0, RecordFactory
+from tests.fixtures.waiting import eventually
 
 QUICK_RETRY = RetryPolicy(write_attempts=2, first_delay_s=0.01, max_delay_s=0.05)
 
@@ -46,6 +49,36 @@ def locked(db_path: Path, quick_queue: object) -> Iterator[sqlite3.Connection]:
     if blocker.in_transaction:
         blocker.rollback()
     blocker.close()
+
+
+@pytest.fixture
+async def restarted_during_an_outage(
+    db_path: Path, index_dir: Path, embedder: EmbeddingService, tmp_path: Path, make_record: RecordFactory
+) -> AsyncIterator[IngestQueue]:
+    """An ingest queue started over a spool that an earlier run left messages 1-3 in (two in guild 1, one in guild
+    2), while the database still refuses writes; returned once it has read them back from the spool."""
+    spool_path = tmp_path / "spool.sqlite3"
+    earlier_run = IngestSpool(spool_path)
+    await earlier_run.add([make_record(1, "kept while the database was away"),
+                           make_record(2, "kept in another guild", guild_id=2),
+                           make_record(3, "kept last", channel_id=11)])
+    await earlier_run.close()
+    store = await SqliteStore.open(db_path, busy_timeout_ms=50)
+    indexes = IndexRegistry(store, index_dir, embedder.model_name, embedder.dimension)
+    queue = IngestQueue(store, embedder, indexes, batch_size=8, queue_size=64, retry=QUICK_RETRY,
+                        spool=IngestSpool(spool_path))
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        queue.start()
+        await eventually(lambda: queue.queued == 3, what="the three kept messages read back")
+        yield queue
+    finally:
+        blocker.rollback()
+        blocker.close()
+        await queue.close()
+        await indexes.close()
+        await store.close()
 
 
 @pytest.fixture
@@ -113,6 +146,22 @@ async def test_a_held_message_deleted_meanwhile_is_not_stored(
     locked.rollback()
     await queue.flush(vectors=True)
     assert await contents(store) == []
+
+
+async def test_messages_read_back_from_the_spool_are_reported_not_stored_while_the_database_is_away(
+    restarted_during_an_outage: IngestQueue
+) -> None:
+    report = await restarted_during_an_outage.settle()
+    assert report.not_stored == (1, 2, 3)
+
+
+async def test_the_catch_up_anchor_counts_messages_read_back_from_the_spool(
+    restarted_during_an_outage: IngestQueue
+) -> None:
+    queue, later = restarted_during_an_outage, T0 + timedelta(days=1)
+    anchors = (queue.newest_queued(1, None, later), queue.newest_queued(1, 10, later),
+               queue.newest_queued(2, None, later), queue.newest_queued(1, None, T0 + timedelta(minutes=2)))
+    assert anchors == (3, 1, 2, 1)
 
 
 async def test_a_message_whose_data_cannot_be_stored_is_rejected_alone(

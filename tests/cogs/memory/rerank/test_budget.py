@@ -36,7 +36,7 @@ def unscored(profile: MemoryProfile) -> list[int]:
         results = rerank_results(service, QUERY, candidates(), top_k=None)
     finally:
         service.close()
-    return [r["message_id"] for r in results if r["rerank_score"] is None]
+    return [r.message_id for r in results if r.rerank_score is None]
 
 
 @pytest.fixture

@@ -66,8 +66,8 @@ async def memory(cpu_small: MemoryProfile, db_path: Path, index_dir: Path,
 
 
 async def recall(memory: Memory) -> list[tuple[str, float | None]]:
-    results = await memory.recall(QUERY, SearchFilters(guild_id=1), 5)
-    return [(r["content"], r["rerank_score"]) for r in results]
+    results = (await memory.recall(QUERY, SearchFilters(guild_id=1), 5)).hits
+    return [(r.content, r.rerank_score) for r in results]
 
 
 async def test_a_recall_on_cpu_small_attaches_a_rerank_score_to_each_candidate(memory: Memory) -> None:
@@ -99,7 +99,7 @@ async def test_cpu_small_falls_back_to_torch_when_onnx_runtime_cannot_load(
 async def test_a_recall_during_the_first_onnx_export_gets_first_stage_order(
     slow_export: HeldCall, memory: Memory
 ) -> None:
-    first_stage = [(c["content"], None) for c in await memory.search(QUERY, SearchFilters(guild_id=1), 5)]
+    first_stage = [(c.content, None) for c in await memory.search(QUERY, SearchFilters(guild_id=1), 5)]
     try:
         results = await recall(memory)
     finally:

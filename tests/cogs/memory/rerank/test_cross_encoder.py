@@ -62,12 +62,12 @@ def test_service_scores_a_cross_encoder_with_the_sigmoid_of_its_logit(
     expected = torch.sigmoid(direct_logits(tiny_cross_encoder_dir, QUERY, DOCS)[:, 0]).tolist()
     assert status.backend == "torch" and status.available is True
     for result in results:
-        assert result["rerank_score"] == pytest.approx(expected[result["message_id"]], abs=1e-5)
+        assert result.rerank_score == pytest.approx(expected[result.message_id], abs=1e-5)
 
 
 def test_cross_encoder_scores_are_probabilities(cross_encoder_profile: MemoryProfile, tmp_path: Path) -> None:
     results, _ = _rerank(cross_encoder_profile, tmp_path)
-    scores = [r["rerank_score"] for r in results]
+    scores = [r.rerank_score for r in results]
     assert all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
 
 
@@ -78,7 +78,7 @@ def test_two_label_cross_encoder_scores_the_softmax_of_label_one(
     results, _ = _rerank(with_reranker(tiny_reranker_profile, model=str(model_dir)), tmp_path / "onnx")
     expected = torch.softmax(direct_logits(model_dir, QUERY, DOCS), dim=-1)[:, 1].tolist()
     for result in results:
-        assert result["rerank_score"] == pytest.approx(expected[result["message_id"]], abs=1e-5)
+        assert result.rerank_score == pytest.approx(expected[result.message_id], abs=1e-5)
 
 
 def test_long_pairs_are_truncated_to_the_models_positions(tiny_cross_encoder_dir: Path) -> None:

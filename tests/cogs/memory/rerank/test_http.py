@@ -10,10 +10,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from cogs.memory.records import Hit
 from cogs.memory.rerank.http import rerank_url
 from cogs.memory.runtime.profile import MemoryProfile, RerankerSettings
 from cogs.memory.rerank.service import RerankerService
-from tests.fixtures.reranker import rerank_results
+from tests.fixtures.reranker import hits_of, rerank_results
 
 DOCS = ["the sky is blue", "cats sleep a lot", "the support group met on Sunday"]
 
@@ -75,8 +76,8 @@ def http_service(server: FakeRerankServer, budget_ms: int = 5000, api: str = "co
     return RerankerService(MemoryProfile(name="test-http", reranker=settings))
 
 
-def candidates() -> list[dict]:
-    return [{"message_id": i, "content": doc} for i, doc in enumerate(DOCS)]
+def candidates() -> list[Hit]:
+    return hits_of(DOCS)
 
 
 def rerank(server: FakeRerankServer, budget_ms: int = 5000, api: str = "cohere") -> list[dict]:
@@ -95,23 +96,23 @@ def test_request_is_the_cohere_jina_shape(server: FakeRerankServer) -> None:
 
 def test_good_answer_orders_by_relevance_score(server: FakeRerankServer) -> None:
     results = rerank(server)
-    assert [(r["message_id"], r["rerank_score"]) for r in results] == [(2, 0.3), (1, 0.2), (0, 0.1)]
+    assert [(r.message_id, r.rerank_score) for r in results] == [(2, 0.3), (1, 0.2), (0, 0.1)]
 
 
 def test_server_error_keeps_first_stage_order(server: FakeRerankServer) -> None:
     server.mode = "error"
-    assert [(r["message_id"], r["rerank_score"]) for r in rerank(server)] == [(0, None), (1, None), (2, None)]
+    assert [(r.message_id, r.rerank_score) for r in rerank(server)] == [(0, None), (1, None), (2, None)]
 
 
 def test_timeout_keeps_first_stage_order(server: FakeRerankServer) -> None:
     server.mode = "hang"
-    assert [(r["message_id"], r["rerank_score"]) for r in rerank(server, budget_ms=200)] == [
+    assert [(r.message_id, r.rerank_score) for r in rerank(server, budget_ms=200)] == [
         (0, None), (1, None), (2, None)]
 
 
 def test_malformed_json_keeps_first_stage_order(server: FakeRerankServer) -> None:
     server.mode = "malformed"
-    assert [(r["message_id"], r["rerank_score"]) for r in rerank(server)] == [(0, None), (1, None), (2, None)]
+    assert [(r.message_id, r.rerank_score) for r in rerank(server)] == [(0, None), (1, None), (2, None)]
 
 
 def test_failure_is_one_log_line(server: FakeRerankServer, caplog: pytest.LogCaptureFixture) -> None:
@@ -137,7 +138,7 @@ def test_tei_request_is_query_and_texts_on_its_rerank_path(server: FakeRerankSer
 
 def test_tei_answer_orders_by_score(server: FakeRerankServer) -> None:
     results = rerank(server, api="tei")
-    assert [(r["message_id"], r["rerank_score"]) for r in results] == [(2, 0.3), (1, 0.2), (0, 0.1)]
+    assert [(r.message_id, r.rerank_score) for r in results] == [(2, 0.3), (1, 0.2), (0, 0.1)]
 
 
 def test_tei_base_url_gets_the_tei_path() -> None:

@@ -128,8 +128,8 @@ async def test_a_preloading_bot_memory_says_it_once_and_recalls_in_first_stage_o
             await memory.flush(vectors=True)
             await eventually(lambda: not memory.reranker.status().loading)
             for _ in range(3):
-                hits = await memory.recall("picnic", SearchFilters(guild_id=1), 5)
-                assert hits and all(hit.get("rerank_score") is None for hit in hits)
+                hits = (await memory.recall("picnic", SearchFilters(guild_id=1), 5)).hits
+                assert hits and all(hit.rerank_score is None for hit in hits)
         finally:
             await memory.close()
     said = [r.getMessage() for r in caplog.records if UNAVAILABLE in r.getMessage()]

@@ -36,7 +36,7 @@ def preloading(tiny_reranker_profile: MemoryProfile) -> MemoryProfile:
 
 
 def pairs(results: list[dict]) -> list[tuple[int, float | None]]:
-    return [(r["message_id"], r["rerank_score"]) for r in results]
+    return [(r.message_id, r.rerank_score) for r in results]
 
 
 async def test_a_recall_while_the_model_loads_gets_first_stage_order(preloading: MemoryProfile,
@@ -61,7 +61,7 @@ async def test_the_load_goes_on_after_a_recall_that_did_not_wait(preloading: Mem
     finally:
         slow_load.release.set()
         await service.aclose()
-    assert (slow_load.calls, all(r["rerank_score"] is not None for r in results)) == (1, True)
+    assert (slow_load.calls, all(r.rerank_score is not None for r in results)) == (1, True)
 
 
 async def test_a_preloading_profile_starts_loading_at_construction(preloading: MemoryProfile,
@@ -96,11 +96,11 @@ async def test_memory_recall_does_not_wait_for_a_loading_reranker(
     try:
         await memory.add(make_record(1, "We should book the cabin by the lake for July"))
         await memory.flush(vectors=True)
-        results = await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)
+        results = (await memory.recall("lake cabin", SearchFilters(guild_id=1), 5)).hits
     finally:
         slow_load.release.set()
         await memory.close()
-    assert [(r["content"], r["rerank_score"]) for r in results] == [
+    assert [(r.content, r.rerank_score) for r in results] == [
         ("We should book the cabin by the lake for July", None)]
 
 

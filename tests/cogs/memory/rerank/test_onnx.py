@@ -170,7 +170,7 @@ def test_auto_runs_onnx_on_the_cpu(onnx_profile: MemoryProfile, onnx_export_root
     finally:
         service.close()
     assert (status.backend, status.dtype) == ("onnx", "float32")
-    assert all(r["rerank_score"] is not None for r in results)
+    assert all(r.rerank_score is not None for r in results)
 
 
 def test_int8_profile_option_loads_the_int8_export(onnx_profile: MemoryProfile, onnx_export_root: Path) -> None:
@@ -194,7 +194,7 @@ def test_falls_back_to_torch_when_onnx_runtime_cannot_be_imported(
     finally:
         service.close()
     assert status.backend == "torch" and backend is LocalScorer
-    assert all(r["rerank_score"] is not None for r in results) and list(tmp_path.iterdir()) == []
+    assert all(r.rerank_score is not None for r in results) and list(tmp_path.iterdir()) == []
 
 
 def test_int8_quantization_logs_a_start_and_an_end_line_only(

@@ -54,7 +54,7 @@ def rerank(profile: MemoryProfile) -> tuple[list[tuple[int, float | None]], dict
     service = RerankerService(profile)
     try:
         results = rerank_results(service, QUESTION, candidates())
-        return [(r["message_id"], r["rerank_score"]) for r in results], service.status()
+        return [(r.message_id, r.rerank_score) for r in results], service.status()
     finally:
         service.close()
 

@@ -12,9 +12,10 @@ import torch
 
 from cogs.memory.rerank import scorers as _rerank_backends
 from cogs.memory.rerank.local import LocalScorer
+from cogs.memory.records import Hit
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.rerank.service import RerankerService
-from tests.fixtures.reranker import arerank_results, rerank_results, with_reranker
+from tests.fixtures.reranker import arerank_results, hits_of, rerank_results, with_reranker
 from tests.fixtures.waiting import eventually
 
 # The official Qwen3-Reranker method, written out independently of the product code.
@@ -70,8 +71,8 @@ def service(tiny_reranker_profile: MemoryProfile):
     svc.close()
 
 
-def candidates(docs: list[str] = DOCS) -> list[dict]:
-    return [{"message_id": i, "content": doc, "rank": i + 1, "score": 1.0 - i / 100} for i, doc in enumerate(docs)]
+def candidates(docs: list[str] = DOCS) -> list[Hit]:
+    return hits_of(docs)
 
 
 def test_yes_and_no_are_the_real_qwen3_token_ids(scorer: LocalScorer) -> None:
@@ -129,7 +130,7 @@ def test_fast_path_equals_the_official_method_when_truncating(tiny_reranker_dir:
 
 def test_results_are_sorted_by_rerank_score(service: RerankerService) -> None:
     results = rerank_results(service, QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
-    scores = [r["rerank_score"] for r in results]
+    scores = [r.rerank_score for r in results]
     assert scores == sorted(scores, reverse=True)
 
 
@@ -137,7 +138,7 @@ def test_each_result_keeps_its_own_score_after_length_sorting(service: RerankerS
     results = rerank_results(service, QUERY, candidates(), top_k=None, instruction=INSTRUCTION)
     expected = scorer.score(QUERY, DOCS, INSTRUCTION, batch_size=len(DOCS))
     for result in results:
-        assert result["rerank_score"] == pytest.approx(expected[result["message_id"]], abs=1e-6)
+        assert result.rerank_score == pytest.approx(expected[result.message_id], abs=1e-6)
 
 
 def test_input_candidates_are_not_mutated(service: RerankerService) -> None:
@@ -156,10 +157,10 @@ def test_a_top_k_below_one_is_refused_not_sliced_by(service: RerankerService) ->
 
 
 def test_min_score_drops_scored_candidates_below_it(tiny_reranker_profile: MemoryProfile) -> None:
-    all_scores = sorted(r["rerank_score"] for r in _rerank(tiny_reranker_profile))
+    all_scores = sorted(r.rerank_score for r in _rerank(tiny_reranker_profile))
     threshold = all_scores[len(all_scores) // 2]
     kept = _rerank(with_reranker(tiny_reranker_profile, min_score=threshold))
-    assert [r["rerank_score"] >= threshold for r in kept] == [True] * (len(all_scores) - len(all_scores) // 2)
+    assert [r.rerank_score >= threshold for r in kept] == [True] * (len(all_scores) - len(all_scores) // 2)
 
 
 def _rerank(profile: MemoryProfile, docs: list[str] = DOCS) -> list[dict]:
@@ -172,13 +173,36 @@ def _rerank(profile: MemoryProfile, docs: list[str] = DOCS) -> list[dict]:
 
 def test_only_the_profiles_candidate_count_is_scored(tiny_reranker_profile: MemoryProfile) -> None:
     results = _rerank(with_reranker(tiny_reranker_profile, candidates=4))
-    assert [r["message_id"] for r in results if r["rerank_score"] is None] == [4, 5, 6, 7, 8]
+    assert [r.message_id for r in results if r.rerank_score is None] == [4, 5, 6, 7, 8]
 
 
 def test_repeated_query_is_served_from_the_cache(service: RerankerService, monkeypatch: pytest.MonkeyPatch) -> None:
     first = rerank_results(service, QUERY, candidates())
     monkeypatch.setattr(LocalScorer, "forward_tails", _must_not_run)
     assert rerank_results(service, QUERY, candidates()) == first
+
+
+def test_each_call_says_what_it_took_scored_and_found_in_the_cache(tiny_reranker_profile: MemoryProfile) -> None:
+    service = RerankerService(with_reranker(tiny_reranker_profile, candidates=4))
+    try:
+        first = service.score(QUERY, DOCS)
+        again = service.score(QUERY, DOCS[:2] + ["a text the cache has not seen"])
+    finally:
+        service.close()
+    assert (first.offered, first.scored, first.cached, first.by) == (4, 4, 0, "torch float32")
+    assert (again.offered, again.scored, again.cached) == (3, 3, 2)
+    assert len(first.scores) == len(DOCS) and first.scores[4:] == (None,) * (len(DOCS) - 4)
+
+
+async def test_a_model_still_loading_takes_nothing(tiny_reranker_profile: MemoryProfile,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    service = RerankerService(tiny_reranker_profile)
+    monkeypatch.setattr(service, "_start_loading", lambda warm=False: list(service._providers))  # never loads
+    try:
+        scored = await service.ascore(QUERY, DOCS)
+    finally:
+        await service.aclose()
+    assert (scored.offered, scored.scored, scored.cached, scored.by) == (0, 0, 0, None)
 
 
 def _must_not_run(*args: object) -> list[float]:
@@ -190,10 +214,10 @@ def test_time_budget_leaves_the_rest_unscored_in_first_stage_order(
 ) -> None:
     # Every batch "takes" 10 s of a 1 s budget.
     results = _rerank(with_reranker(tiny_reranker_profile, time_budget_ms=1000, batch_size=2))
-    scored = [r for r in results if r["rerank_score"] is not None]
+    scored = [r for r in results if r.rerank_score is not None]
     assert len(scored) == 2
-    assert [r["message_id"] for r in results[2:]] == [i for i in range(len(DOCS)) if i not in
-                                                      {r["message_id"] for r in scored}]
+    assert [r.message_id for r in results[2:]] == [i for i in range(len(DOCS)) if i not in
+                                                      {r.message_id for r in scored}]
 
 
 def test_out_of_memory_halves_the_batch_down_to_one(
@@ -210,7 +234,7 @@ def test_out_of_memory_halves_the_batch_down_to_one(
 
     monkeypatch.setattr(LocalScorer, "forward_tails", forward_fits_one)
     results = _rerank(with_reranker(tiny_reranker_profile, batch_size=4))
-    assert sizes[:3] == [4, 2, 1] and all(r["rerank_score"] is not None for r in results)
+    assert sizes[:3] == [4, 2, 1] and all(r.rerank_score is not None for r in results)
 
 
 def test_out_of_memory_at_batch_one_falls_back_to_first_stage_order(
@@ -221,12 +245,12 @@ def test_out_of_memory_at_batch_one_falls_back_to_first_stage_order(
 
     monkeypatch.setattr(LocalScorer, "forward_tails", always_oom)
     results = _rerank(with_reranker(tiny_reranker_profile, batch_size=4))
-    assert [(r["message_id"], r["rerank_score"]) for r in results] == [(i, None) for i in range(len(DOCS))]
+    assert [(r.message_id, r.rerank_score) for r in results] == [(i, None) for i in range(len(DOCS))]
 
 
 def test_provider_none_keeps_first_stage_order(tiny_reranker_profile: MemoryProfile) -> None:
     results = _rerank(with_reranker(tiny_reranker_profile, provider="none"))
-    assert [(r["message_id"], r["rerank_score"]) for r in results] == [(i, None) for i in range(len(DOCS))]
+    assert [(r.message_id, r.rerank_score) for r in results] == [(i, None) for i in range(len(DOCS))]
 
 
 def test_load_failure_reports_unavailable_with_the_reason(tiny_reranker_profile: MemoryProfile) -> None:
@@ -236,7 +260,7 @@ def test_load_failure_reports_unavailable_with_the_reason(tiny_reranker_profile:
         status = service.status()
     finally:
         service.close()
-    assert [r["rerank_score"] for r in results] == [None] * len(DOCS)
+    assert [r.rerank_score for r in results] == [None] * len(DOCS)
     assert status.available is False and "/nonexistent/qwen3-reranker" in status.reason
 
 
@@ -274,7 +298,7 @@ def test_full_queue_returns_first_stage_order_unscored(tiny_reranker_profile: Me
     finally:
         release.set()
         service.close()
-    assert [(r["message_id"], r["rerank_score"]) for r in results] == [(i, None) for i in range(len(DOCS))]
+    assert [(r.message_id, r.rerank_score) for r in results] == [(i, None) for i in range(len(DOCS))]
 
 
 async def test_switch_replaces_profile_and_model(service: RerankerService, tiny_reranker_profile: MemoryProfile) -> None:
@@ -323,4 +347,4 @@ def test_the_device_it_is_given_wins_over_the_profiles(tiny_reranker_profile: Me
         status = service.status()
     finally:
         service.close()
-    assert (status.device, results[0]["rerank_score"] is not None) == ("cpu", True)
+    assert (status.device, results[0].rerank_score is not None) == ("cpu", True)

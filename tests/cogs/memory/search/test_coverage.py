@@ -13,7 +13,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
-from cogs.memory.records import Candidate, SearchFilters
+from cogs.memory.records import Hit, SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
@@ -51,8 +51,8 @@ async def add_all(add: object, make_record: RecordFactory) -> None:
         await add(make_record(message_id, content))  # type: ignore[operator]
 
 
-def ranking(hits: list[Candidate]) -> list[tuple[int, list[str]]]:
-    return [(hit["message_id"], hit["sources"]) for hit in hits]
+def ranking(hits: list[Hit]) -> list[tuple[int, tuple[str, ...]]]:
+    return [(hit.message_id, hit.sources) for hit in hits]
 
 
 async def test_with_an_english_model_a_chinese_question_ranks_as_keyword_search_does(
@@ -66,10 +66,10 @@ async def test_with_an_english_model_a_chinese_question_ranks_as_keyword_search_
     keyword = await engine.search(QUESTION, FILTERS, 6, mode="keyword")
     head, tail = hybrid[:len(keyword)], hybrid[len(keyword):]
     assert len(keyword) < 6 and ranking(head) == ranking(keyword)
-    assert [hit["score"] for hit in head] == [hit["score"] for hit in keyword]
+    assert [hit.score for hit in head] == [hit.score for hit in keyword]
     # The vector side's nearest fill the list after the keyword ranking, never above it.
-    assert {hit["message_id"] for hit in hybrid} == set(range(1, 7))
-    assert all(hit["sources"] == ["vector"] and hit["score"] < head[-1]["score"] for hit in tail)
+    assert {hit.message_id for hit in hybrid} == set(range(1, 7))
+    assert all(hit.sources == ("vector",) and hit.score < head[-1].score for hit in tail)
 
 
 async def test_with_a_multilingual_model_a_chinese_question_uses_the_vector_side(
@@ -82,4 +82,4 @@ async def test_with_a_multilingual_model_a_chinese_question_uses_the_vector_side
         hits = await memory.search_engine.search(QUESTION, FILTERS, 6, mode="hybrid")
     finally:
         await memory.close()
-    assert any("vector" in hit["sources"] for hit in hits)
+    assert any("vector" in hit.sources for hit in hits)

@@ -12,7 +12,7 @@ import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.records import MessageRecord, SearchFilters
+from cogs.memory.records import Hit, MessageRecord, SearchFilters
 from cogs.memory.search.first_stage import (ChannelWindow, characters_alone, fuse, fuse_sides,
                                             neighbours_in, spread_to_neighbours)
 from cogs.memory.runtime.ranking import RankingTuning
@@ -66,7 +66,7 @@ async def sqlite_engine(store: SqliteStore, embedder: EmbeddingService, indexes:
 
 
 def ids(results: list[dict]) -> list[int]:
-    return [hit["message_id"] for hit in results]
+    return [hit.message_id for hit in results]
 
 
 async def test_hybrid_ranks_the_exact_match_first(engine: Any) -> None:
@@ -87,26 +87,27 @@ async def test_the_vector_side_reads_full_width_letters_as_the_letters_people_ty
 
 async def test_results_carry_the_candidate_fields(engine: Any) -> None:
     hit = (await engine.search("pizza tonight", SearchFilters(guild_id=GUILD), 1))[0]
-    assert hit == {
-        "message_id": 1, "guild_id": GUILD, "channel_id": GENERAL, "author_id": ALICE, "author_name": "alice",
-        "content": "Anyone up for pizza tonight?", "created_at": (T0 + timedelta(minutes=1)).isoformat(),
-        "score": hit["score"], "sources": ["vector", "keyword"], "rank": 1, "parts": hit["parts"],
-    }
+    assert hit == Hit(
+        message_id=1, guild_id=GUILD, channel_id=GENERAL, author_id=ALICE, author_name="alice",
+        content="Anyone up for pizza tonight?", created_at=T0 + timedelta(minutes=1),
+        score=hit.score, sources=("vector", "keyword"), rank=1, parts=hit.parts,
+    )
+    assert hit.created_at.utcoffset() == timedelta(0)
     # Both sides found it, and what its score is made of adds up to it.
-    assert hit["parts"].keyword is not None and hit["parts"].vector is not None
-    assert hit["parts"].total == pytest.approx(hit["score"], abs=1e-9)
+    assert hit.parts.keyword is not None and hit.parts.vector is not None
+    assert hit.parts.total == pytest.approx(hit.score, abs=1e-9)
 
 
 async def test_ranks_are_consecutive_and_scores_descend(engine: Any) -> None:
     results = await engine.search("pizza", SearchFilters(guild_id=GUILD), 5)
-    assert [hit["rank"] for hit in results] == list(range(1, len(results) + 1))
-    assert [hit["score"] for hit in results] == sorted((hit["score"] for hit in results), reverse=True)
+    assert [hit.rank for hit in results] == list(range(1, len(results) + 1))
+    assert [hit.score for hit in results] == sorted((hit.score for hit in results), reverse=True)
 
 
 async def test_keyword_mode_returns_only_keyword_matches_and_their_neighbours(engine: Any) -> None:
     results = await engine.search("marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
     assert ids(results)[0] == 4
-    assert all(hit["sources"] in (["keyword"], ["context"]) for hit in results)
+    assert all(hit.sources in (("keyword",), ("context",)) for hit in results)
 
 
 async def test_a_blank_query_returns_nothing(engine: Any) -> None:
@@ -121,7 +122,7 @@ async def test_a_limit_below_one_is_refused_not_sliced_by(engine: Any) -> None:
 async def test_another_guilds_messages_never_appear(engine: Any) -> None:
     for mode in ("hybrid", "vector", "keyword"):
         results = await engine.search("pizza tonight", SearchFilters(guild_id=GUILD), 20, mode=mode)
-        assert results and all(hit["guild_id"] == GUILD for hit in results) and 1001 not in ids(results)
+        assert results and all(hit.guild_id == GUILD for hit in results) and 1001 not in ids(results)
 
 
 async def test_a_guild_with_no_messages_returns_nothing(engine: Any) -> None:
@@ -130,12 +131,12 @@ async def test_a_guild_with_no_messages_returns_nothing(engine: Any) -> None:
 
 async def test_channel_filter(engine: Any) -> None:
     results = await engine.search("pizza", SearchFilters(guild_id=GUILD, channel_ids=frozenset({RANDOM})), 10)
-    assert ids(results)[0] == 9 and {hit["channel_id"] for hit in results} == {RANDOM}
+    assert ids(results)[0] == 9 and {hit.channel_id for hit in results} == {RANDOM}
 
 
 async def test_author_filter(engine: Any) -> None:
     results = await engine.search("pizza", SearchFilters(guild_id=GUILD, author_ids=frozenset({BOB})), 10)
-    assert ids(results)[0] == 9 and {hit["author_id"] for hit in results} == {BOB}
+    assert ids(results)[0] == 9 and {hit.author_id for hit in results} == {BOB}
 
 
 async def test_time_range_filter(engine: Any) -> None:
@@ -147,7 +148,7 @@ async def test_time_range_filter(engine: Any) -> None:
 async def test_permission_filter_hides_channels_the_caller_cannot_read(engine: Any) -> None:
     filters = SearchFilters(guild_id=GUILD, allowed_channel_ids=frozenset({GENERAL, RANDOM}))
     results = await engine.search("when is the launch date", filters, 10)
-    assert 6 not in ids(results) and {hit["channel_id"] for hit in results} == {GENERAL, RANDOM}
+    assert 6 not in ids(results) and {hit.channel_id for hit in results} == {GENERAL, RANDOM}
 
 
 async def test_permission_filter_allows_what_it_names(engine: Any) -> None:
@@ -218,19 +219,19 @@ async def test_a_name_match_scores_each_of_that_authors_messages_alike(
     await memory_ingest.flush(vectors=True)
     named = await search_engine.search("what did daniel say", SearchFilters(guild_id=guild), 10, mode="keyword")
     assert sorted(ids(named)) == [1, 2, 3, 4]
-    assert len({round(hit["score"], 9) for hit in named}) == 1, named
+    assert len({round(hit.score, 9) for hit in named}) == 1, named
     # Tied, the latest comes first (message ids double as minutes), as the keyword side orders its ties.
     assert ids(named) == [4, 3, 2, 1]
     # A word of the message on top of the name ranks it first; the others still tie below it.
     bikes = await search_engine.search("daniel bikes", SearchFilters(guild_id=guild), 10, mode="keyword")
-    assert ids(bikes)[0] == 4 and len({round(hit["score"], 9) for hit in bikes[1:]}) == 1, bikes
+    assert ids(bikes)[0] == 4 and len({round(hit.score, 9) for hit in bikes[1:]}) == 1, bikes
 
 
 async def test_an_over_common_term_does_not_widen_the_match(engine: Any) -> None:
     # "marathon" (1 message) fits the budget, "pizza" (3 documents) does not: only the marathon message matches.
     engine.tuning = RankingTuning(keyword_max_postings=2)
     results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
-    assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [4]
+    assert [hit.message_id for hit in results if "keyword" in hit.sources] == [4]
 
 
 async def test_an_over_common_term_still_ranks_what_the_rare_ones_match(
@@ -242,15 +243,15 @@ async def test_an_over_common_term_still_ranks_what_the_rare_ones_match(
     await memory_ingest.flush(vectors=True)
     engine.tuning = RankingTuning(keyword_max_postings=2)
     results = await engine.search("pizza marathon", SearchFilters(guild_id=GUILD), 10, mode="keyword")
-    assert [hit["message_id"] for hit in results if "keyword" in hit["sources"]] == [20, 4]
+    assert [hit.message_id for hit in results if "keyword" in hit.sources] == [20, 4]
 
 
 async def test_a_hit_lends_context_to_the_reply_after_it(engine: Any) -> None:
     # Message 2 answers message 1 without repeating its words.
     results = await engine.search("pizza tonight", SearchFilters(guild_id=GUILD, channel_ids=frozenset({GENERAL})),
                                   10, mode="keyword")
-    reply = next(hit for hit in results if hit["message_id"] == 2)
-    assert reply["sources"] == ["context"]
+    reply = next(hit for hit in results if hit.message_id == 2)
+    assert reply.sources == ("context",)
 
 
 def test_fuse_standardises_each_side_before_weighing() -> None:
@@ -410,7 +411,7 @@ async def test_the_reply_of_the_one_asked_is_found_past_someone_elses_line(
                                             channel_id=71 if message_id < 10 else 72, author_name=name))
     await memory_ingest.flush(vectors=True)
     results = await search_engine.search("new phone", SearchFilters(guild_id=guild), 20, mode="keyword")
-    assert [hit["sources"] for hit in results if hit["message_id"] == 4] == [["context"]], results
+    assert [hit.sources for hit in results if hit.message_id == 4] == [("context",)], results
 
 
 async def test_a_discord_reply_to_a_question_is_found_however_far_below_it(
@@ -428,7 +429,7 @@ async def test_a_discord_reply_to_a_question_is_found_however_far_below_it(
     await memory_ingest.flush(vectors=True)
     results = await search_engine.search("good plumber near the harbour", SearchFilters(guild_id=guild), 10,
                                          mode="keyword")
-    assert [hit["sources"] for hit in results if hit["message_id"] == 7] == [["context"]], results
+    assert [hit.sources for hit in results if hit.message_id == 7] == [("context",)], results
 
 
 def test_a_vector_side_the_model_cannot_read_only_fills_after_the_keyword_side() -> None:

@@ -37,7 +37,7 @@ async def fixture_search(store: SqliteStore, embedder: EmbeddingService, indexes
 
 async def keyword_ranking(engine: SqliteSearchEngine, query: Query) -> list[int]:
     filters = SearchFilters(guild_id=GUILD_ID, channel_ids=frozenset({query.channel_id}))
-    return [hit["message_id"] for hit in await engine.search(query.question, filters, 50, mode="keyword")]
+    return [hit.message_id for hit in await engine.search(query.question, filters, 50, mode="keyword")]
 
 
 async def mean_recall(engine: SqliteSearchEngine, queries: list[Query], k: int) -> float:

@@ -112,3 +112,33 @@ async def test_past_its_bound_the_least_recently_used_value_is_dropped() -> None
     await get("a")
     await get("b")
     assert loads == {"a": 1, "b": 2, "c": 1}
+
+
+async def test_fresh_gives_a_kept_value_only_while_it_is_fresh_and_never_loads() -> None:
+    clock = Clock()
+    cache: TimedCache[str, str] = TimedCache(60.0, clock=clock)
+    assert cache.fresh("key") is None
+    load = Gated()
+    load.release.set()
+    await cache.get("key", load)
+    assert cache.fresh("key") == "value 1"
+    clock.now += 60.0
+    assert cache.fresh("key") is None
+    assert load.loads == 1
+
+
+async def test_fresh_marks_a_value_used_as_get_does() -> None:
+    cache: TimedCache[str, int] = TimedCache(60.0, max_entries=2, clock=Clock())
+    loads: dict[str, int] = {}
+
+    async def get(key: str) -> None:
+        async def load() -> int:
+            loads[key] = loads.get(key, 0) + 1
+            return loads[key]
+        await cache.get(key, load)
+
+    await get("a")
+    await get("b")
+    assert cache.fresh("a") == 1
+    await get("c")  # "a" was read after "b", so "b" goes
+    assert (cache.fresh("a"), cache.fresh("b")) == (1, None)

@@ -81,4 +81,4 @@ async def test_switching_to_an_e5_model_re_embeds_stored_messages_with_its_prefi
     stored = {model: np.frombuffer(blob, dtype=np.float32) for model, blob in rows}
     expected = reference(tiny_e5, ["passage: " + embedding_input("ann", "the lake cabin is booked", None)])[0]
     np.testing.assert_allclose(stored[key], expected, atol=1e-5)
-    assert [hit["message_id"] for hit in hits] == [1]
+    assert [hit.message_id for hit in hits] == [1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pytest
 
@@ -225,6 +226,18 @@ def test_loading_a_corrupted_file_raises(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
     with pytest.raises(IndexFileError):
         VectorIndex.load(path)
+
+
+def test_loading_a_flat_file_whose_index_has_no_ids_raises(tmp_path: Path) -> None:
+    """A file that says "flat" but holds a bare FAISS index (no id map) is unreadable, and so rebuilt."""
+    index, vectors = filled(10)
+    index.save(tmp_path / "g.faiss", generation=1)
+    header, _ = index_files.read_index_file(tmp_path / "g.faiss")
+    bare = faiss.IndexFlatIP(DIM)
+    bare.add(vectors)
+    index_files.write_index_file(tmp_path / "g.faiss", header, {"index": faiss.serialize_index(bare)})
+    with pytest.raises(IndexFileError, match="expected a flat index with ids, found IndexFlatIP"):
+        VectorIndex.load(tmp_path / "g.faiss")
 
 
 def test_loading_a_missing_file_raises(tmp_path: Path) -> None:

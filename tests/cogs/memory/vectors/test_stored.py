@@ -123,7 +123,7 @@ async def test_vectors_of_another_input_form_are_embedded_again_in_the_backgroun
         hits = await memory.search_engine.search("Ridgeway Cycles", SearchFilters(guild_id=1), 1, mode="vector")
     finally:
         await memory.close()
-    assert (counted, [hit["message_id"] for hit in hits]) == (2, [2])
+    assert (counted, [hit.message_id for hit in hits]) == (2, [2])
     np.testing.assert_allclose(stored, await expected_answer_vector(embedder), atol=1e-5)
 
 

@@ -24,7 +24,7 @@ async def keyword_search(store: PostgresStore, embedder: EmbeddingService, profi
                          query: str) -> list[int]:
     hits = await PostgresSearchEngine(store, embedder, profile).search(query, SearchFilters(guild_id=GUILD), 10,
                                                                       mode="keyword")
-    return [hit["message_id"] for hit in hits]
+    return [hit.message_id for hit in hits]
 
 
 async def test_a_rare_words_match_outranks_a_common_words_match_however_often_the_common_one_repeats(

@@ -39,4 +39,4 @@ async def test_a_message_stored_while_the_model_fails_is_found_by_keyword_and_em
     finally:
         await queue.close()
         await store.close()
-    assert (report.vectors_pending, [result["message_id"] for result in found], vectors) == (1, [1], 1)
+    assert (report.vectors_pending, [result.message_id for result in found], vectors) == (1, [1], 1)

@@ -41,4 +41,4 @@ async def test_the_nearest_passing_messages_are_found_however_many_nearer_ones_f
     await query(pg_store, "ANALYZE")  # the statistics autovacuum keeps: the planner knows the targets' share
     nearest = sorted(range(1, TARGETS + 1), key=lambda i: -float(unit(i) @ near))[:10]
     results = await PostgresSearchEngine(pg_store, embedder, core_profile).search(QUERY, filters, 10, mode="vector")
-    assert [hit["message_id"] for hit in results] == nearest
+    assert [hit.message_id for hit in results] == nearest

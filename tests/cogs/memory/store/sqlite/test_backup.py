@@ -137,12 +137,20 @@ async def test_a_restore_is_refused_while_memory_has_the_database_open(
                                 "stop it, then restore")
 
 
-async def test_a_restore_keeps_the_database_it_replaced(db_path: Path, tmp_path: Path, make_record: RecordFactory) -> None:
+async def test_a_restore_moves_the_database_it_replaced_out_of_the_data_folder(
+    tmp_path: Path, make_record: RecordFactory
+) -> None:
+    db_path = tmp_path / "data" / "memory.sqlite3"
     await stored(db_path, make_record, range(1, 4))
     backup = backup_database(db_path, tmp_path / "backup.sqlite3").path
     await stored(db_path, make_record, range(4, 10))
-    done = restore_database(backup, db_path, tmp_path / "indexes")
-    assert (done.messages, count(db_path), count(done.replaced)) == (3, 3, 9)
+    done = restore_database(backup, db_path, tmp_path / "data" / "indexes")
+    assert done.replaced is not None
+    assert (done.messages, count(db_path), done.replaced.parent, count(done.replaced)) == (
+        3, 3, tmp_path / "backups", 9)
+    assert (oct(done.replaced.stat().st_mode & 0o777), oct(done.replaced.parent.stat().st_mode & 0o777)) == (
+        "0o600", "0o700")
+    assert sorted(path.name for path in db_path.parent.iterdir()) == ["memory.sqlite3", "memory.sqlite3.lock"]
 
 
 @pytest.mark.parametrize("content", [b"", b"not a database at all" * 100])
@@ -168,7 +176,7 @@ async def test_after_a_restore_the_vector_indexes_are_rebuilt_from_the_restored_
     backup = backup_database(db_path, tmp_path / "backup.sqlite3").path
     await memory.add(make_record(2, "the lake cabin is booked for July"))
     await memory.close()
-    restore_database(backup, db_path, index_dir)
+    restore_database(backup, db_path, index_dir, discard_replaced=True)
     with caplog.at_level(logging.INFO):
         reopened = await Memory.open(core_profile, db_path, index_dir)
     try:
@@ -176,7 +184,7 @@ async def test_after_a_restore_the_vector_indexes_are_rebuilt_from_the_restored_
         vectors = (await reopened.stats(1)).index.vectors
     finally:
         await reopened.close()
-    assert ([hit["message_id"] for hit in hits], vectors) == ([1], 1)
+    assert ([hit.message_id for hit in hits], vectors) == ([1], 1)
     assert "Vector index of guild 1 rebuilt: 1 vectors (flat)" in caplog.messages
 
 
@@ -189,16 +197,18 @@ async def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-async def test_backup_and_restore_from_a_terminal(db_path: Path, tmp_path: Path, make_record: RecordFactory) -> None:
+async def test_backup_and_restore_from_a_terminal(tmp_path: Path, make_record: RecordFactory) -> None:
+    db_path = tmp_path / "data" / "memory.sqlite3"
     await stored(db_path, make_record, range(1, 4))
     target = tmp_path / "backup.sqlite3"
     backed_up = await cli("--db", str(db_path), "backup", str(target))
-    restored = await cli("--db", str(db_path), "--index-dir", str(tmp_path / "indexes"), "restore", str(target))
-    aside = next(tmp_path.glob("memory.sqlite3.replaced-*[0-9]"))
+    restored = await cli("--db", str(db_path), "--index-dir", str(tmp_path / "data" / "indexes"), "restore",
+                         str(target))
+    kept = next((tmp_path / "backups").glob("memory-replaced-*.sqlite3"))
     assert (backed_up, restored) == (
         (0, f"backed up {db_path} to {target}: 3 messages, {target.stat().st_size / 1e6:.1f} MB\n", ""),
-        (0, f"restored {target} into {db_path}: 3 messages; the vector indexes are rebuilt from it on the next "
-            f"start\nthe database it replaced is kept as {aside}; delete it once the restore looks right\n", ""))
+        (0, f"restored {target} into {db_path}: 3 messages; the database it replaced is kept as {kept}; the vector "
+            "indexes are rebuilt on the next start\n", ""))
 
 
 async def test_a_refused_restore_is_one_error_line(db_path: Path, tmp_path: Path) -> None:

@@ -1,8 +1,10 @@
-"""Recall and ingest figures over the last day: a small in-memory time series for the Performance page, and the
-same figures as Prometheus metrics.
+"""Recall and ingest figures over the last day: a small in-memory time series (the dashboard's Performance page),
+and the same figures as Prometheus metrics (its /metrics).
 
-The recall and ingest paths call ``MetricsRecorder.record_recall`` / ``record_ingest`` from the event loop; nothing
-here blocks. One-minute buckets, a day of them, each keeping at most ``SAMPLES_PER_BUCKET`` latencies.
+Below the surfaces that record and read it: the Discord surface and the dashboard record each ``Recall`` they make,
+the dashboard samples ingest and reads the series. They call ``MetricsRecorder.record_recall`` / ``record_ingest``
+from the event loop; nothing here blocks. One-minute buckets, a day of them, each keeping at most
+``SAMPLES_PER_BUCKET`` latencies.
 """
 
 from __future__ import annotations
@@ -15,12 +17,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
-from .source import GuildOverview
+from .records import Recall
 
-__all__ = ("MetricsRecorder", "OverviewCollector", "PerfPoint", "PerformanceSeries", "RecallSample", "Window")
+__all__ = ("MetricsRecorder", "PerfPoint", "PerformanceSeries", "RecallSample", "Window", "build_series")
 
 Window = Literal["hour", "day"]
 BUCKET_S = 60.0
@@ -41,6 +41,14 @@ class RecallSample:
     offered: int = 0
     scored: int = 0
     cached: int = 0
+
+    @classmethod
+    def of(cls, recall: Recall) -> RecallSample:
+        """What ``recall`` took, as its own record says."""
+        figures = recall.rerank
+        if figures is None:
+            return cls(recall.first_stage_ms)
+        return cls(recall.first_stage_ms, figures.ms, figures.offered, figures.scored, figures.cached)
 
 
 @dataclass(slots=True)
@@ -186,30 +194,3 @@ def build_series(buckets: Sequence[_Bucket], window: Window, now: float) -> Perf
         points.append(_merged(grouped.get(start, ()), start, step_s))
         start += step_s
     return PerformanceSeries(window, step_s, tuple(points))
-
-# (metric name, help, the overview's field)
-GUILD_GAUGES = (
-    ("memory_guild_messages", "Messages memory holds", "messages"),
-    ("memory_guild_channels", "Channels memory holds messages of", "channels"),
-    ("memory_guild_vectors", "Messages with a vector", "vectors"),
-    ("memory_guild_vectors_waiting", "Stored messages waiting for a vector", "vectors_waiting"),
-    ("memory_guild_index_file_bytes", "Size of the guild's vector index file", "index_file_bytes"),
-)
-
-
-class OverviewCollector(Collector):
-    """Per-guild gauges from the latest overview the dashboard sampled (scrapes never wait on the database)."""
-
-    def __init__(self, overviews: Callable[[], Sequence[GuildOverview]]) -> None:
-        self._overviews = overviews
-
-    def collect(self) -> Iterable[Metric]:
-        overviews = self._overviews()
-        for name, text, attribute in GUILD_GAUGES:
-            family = GaugeMetricFamily(name, text, labels=["guild"])
-            for overview in overviews:
-                family.add_metric([str(overview.guild_id)], getattr(overview, attribute))
-            yield family
-
-    def describe(self) -> Iterable[Metric]:
-        return [GaugeMetricFamily(name, text, labels=["guild"]) for name, text, _ in GUILD_GAUGES]

@@ -1,8 +1,9 @@
-"""The in-memory time series behind the Performance page."""
+"""The recall and ingest figures: the in-memory time series behind the dashboard's Performance page."""
 
 from __future__ import annotations
 
-from cogs.memory.dashboard.metrics import DAY_BUCKETS, SAMPLES_PER_BUCKET, MetricsRecorder, RecallSample
+from cogs.memory.metrics import DAY_BUCKETS, SAMPLES_PER_BUCKET, MetricsRecorder, RecallSample
+from cogs.memory.records import Recall, RerankFigures
 
 T = 1_700_000_100.0  # a five-minute boundary
 
@@ -54,3 +55,11 @@ def test_a_bucket_keeps_a_bounded_number_of_latencies() -> None:
         recorder.record_recall(RecallSample(first_stage_ms=1.0))
     assert len(recorder._buckets[-1].first_stage_ms) == SAMPLES_PER_BUCKET
     assert recorder.series("hour").points[-1].recalls == SAMPLES_PER_BUCKET + 500
+
+
+def test_a_recall_is_recorded_from_its_own_record() -> None:
+    reranked = Recall((), candidates=20, first_stage_ms=12.0, total_ms=40.0,
+                      rerank=RerankFigures(ms=28.0, offered=20, scored=15, cached=5, by="onnx float32"))
+    first_stage_only = Recall((), candidates=3, first_stage_ms=9.0, total_ms=9.0)
+    assert RecallSample.of(reranked) == RecallSample(12.0, 28.0, 20, 15, 5)
+    assert RecallSample.of(first_stage_only) == RecallSample(9.0)
