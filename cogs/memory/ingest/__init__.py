@@ -3,6 +3,6 @@ background vector filler (filler), deletes and edits that race ahead of their ad
 (report), what is kept of a message's text (content), re-embedding after a model switch (reembed), and guilds' and
 channels' names as last seen (names).
 
-May import: ``records``, ``language``, ``vectors`` and the store protocol and rows (``store.protocol``,
-``store.rows``); never a concrete store.
+May import: ``records``, ``language``, ``vectors``, ``runtime.private_files`` (files made 0600) and the store
+protocol and rows (``store.protocol``, ``store.rows``); never a concrete store.
 """

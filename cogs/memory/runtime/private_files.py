@@ -5,6 +5,7 @@ POSIX only: elsewhere (Windows) a file's mode does not say who may read it, and 
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = ("PRIVATE_FILE", "PRIVATE_FOLDER", "create_private_file", "make_private_folder", "open_private",
-           "tighten")
+           "tighten", "tighten_memory_files")
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def make_private_folder(path: Path) -> None:
         if _POSIX:
             os.chmod(folder, PRIVATE_FOLDER)  # mkdir's mode passes through the umask; 0700 is what is meant
     if not path.is_dir():
-        raise NotADirectoryError(f"{path} is not a folder")
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
 
 
 def create_private_file(path: Path) -> None:
@@ -93,3 +94,38 @@ def tighten(files: Iterable[Path], folders: Iterable[Path] = ()) -> int:
         for parent, names, file_names in os.walk(folder):
             changed += sum(_tighten_one(Path(parent, name)) for name in (*names, *file_names))
     return changed
+
+
+# Besides the database's own (its name, then -wal, -shm, .lock, .replaced-<time>...): what memory keeps beside it.
+INDEX_SUFFIXES = (".faiss", ".faiss.tmp")
+
+
+def tighten_memory_files(db_path: Path, index_dir: Path, onnx_dir: Path, names: Iterable[str]) -> int:
+    """Make memory's files private as it opens, and say how many were not (one INFO line); returns that count.
+
+    Memory's files: in the database's folder, those named after the database or starting with one of ``names``
+    (the spool, the erasure ledger, the profile choice); the ONNX exports' folder and all in it; the vector index
+    files. A folder is memory's own, and made 0700, when memory names it: the exports' folder, and the index folder
+    and the database's folder when the one holds the other (data/indexes in data/, as memory lays them out). Another
+    folder given with ``--db`` or ``--index-dir`` keeps its mode.
+    """
+    data = db_path.parent
+    prefixes = (db_path.name, *names)
+    files = [path for path in _listed(data) if path.name.startswith(prefixes)]
+    files += [path for path in _listed(index_dir) if path.name.endswith(INDEX_SUFFIXES)]
+    folders = [onnx_dir]
+    if index_dir.parent.resolve() == data.resolve():
+        files.append(data)  # the folder itself; what else it holds is not memory's to judge
+        folders.append(index_dir)
+    changed = tighten(files, folders)
+    if changed:
+        log.info("Made %d of memory's files and folders private (0600, folders 0700): they were readable by other "
+                 "users of this machine", changed)
+    return changed
+
+
+def _listed(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:  # missing, or not a folder
+        return []

@@ -3,6 +3,6 @@ lives here: the ``Store``, ``VectorIndexes`` and ``StoreBackend`` protocols (pro
 reads (rows), the history records (history), a migration (migration), the neighbour SQL (neighbours), and the choice
 of backend (backend). Only the store packages hold SQL.
 
-May import: ``records``, ``language``, ``vectors`` and ``search.first_stage`` (each store's engine extends it);
-``sqlite/`` and ``postgres/`` never import each other.
+May import: ``records``, ``language``, ``vectors``, ``runtime.private_files`` (files made 0600) and
+``search.first_stage`` (each store's engine extends it); ``sqlite/`` and ``postgres/`` never import each other.
 """

@@ -3,5 +3,6 @@ connections (readers), migrations, integrity checks, the process lock, backups, 
 (pending), filters as SQL, erasing what was forgotten (purge), the history ledger, guilds' and channels' names
 (names), the FTS5 + FAISS first stage (search), and the backend Memory receives (backend).
 
-May import: the shared ``store`` modules, ``records``, ``language``, ``vectors`` and ``search``; never ``postgres``.
+May import: the shared ``store`` modules, ``records``, ``language``, ``vectors``, ``runtime.private_files`` and
+``search``; never ``postgres``.
 """

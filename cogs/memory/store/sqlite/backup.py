@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .lock import DatabaseInUse, DatabaseLock
+from ...runtime.private_files import PRIVATE_FILE, make_private_folder, open_private
 from ...vectors.files import why
 from .migrations import MIGRATIONS
 from .purge import CHECKPOINT_TRUNCATE, CLEAR_PURGE_PENDING, FTS_OPTIMIZE, SELECT_PURGE_PENDING
@@ -73,7 +74,9 @@ def _read_only(path: Path) -> sqlite3.Connection:
 
 
 def _copy(source: sqlite3.Connection, target: Path) -> int:
-    """Copy ``source`` into the new file ``target`` and check the copy; returns how many messages it holds."""
+    """Copy ``source`` into the new file ``target`` (0600: it holds every message) and check the copy; returns how
+    many messages it holds."""
+    open_private(target).close()  # empty: SQLite writes a new database into it, and keeps its mode
     copy = sqlite3.connect(target, isolation_level=None)
     try:
         # One step, so one consistent snapshot: the bot's writes go on meanwhile (WAL), whereas a copy in several
@@ -136,12 +139,12 @@ def _destination_file(destination: Path | str) -> Path:
     try:
         if _names_a_folder(destination):
             folder = Path(destination)
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_folder(folder)
             return _dated_file(folder)
         target = Path(destination)
         if target.exists():
             raise BackupError(f"{target} already exists; give a new file name or a folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folder(target.parent)
         return target
     except OSError as error:
         raise BackupError(f"could not write {destination}: {_reason(error)}") from error
@@ -213,10 +216,15 @@ def _move_aside(db_path: Path) -> Path | None:
     _erase_pending(db_path)
     aside = db_path.with_name(f"{db_path.name}.replaced-{_stamp()}")
     os.replace(db_path, aside)
+    kept = [aside]
     for suffix in _SIDECARS:
         sidecar = db_path.with_name(db_path.name + suffix)
         if sidecar.exists():
             os.replace(sidecar, aside.with_name(aside.name + suffix))
+            kept.append(aside.with_name(aside.name + suffix))
+    if os.name == "posix":  # a database older than private files was 0644: the copy kept aside is not
+        for path in kept:
+            os.chmod(path, PRIVATE_FILE)
     return aside
 
 
@@ -244,7 +252,7 @@ def restore_database(source: Path, db_path: Path, index_dir: Path) -> Restore:
     opens, before anything reads it: ``python -m cogs.memory reapply-erasures`` does that at once.
     """
     _check_backup(source)
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_folder(db_path.parent)
     lock = DatabaseLock(db_path)
     try:
         lock.exclusive()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from ...runtime.private_files import create_private_file, make_private_folder
 from ...vectors.files import disk_nearly_full, why
 from ...language.keywords import fts_document
 from ..protocol import StoreOpenError
@@ -199,13 +200,19 @@ def repair_fts(path: Path) -> None:
 
 
 def make_room_for(path: Path) -> None:
-    """Make the database's folder; StoreOpenError if a file or folder is in the way."""
+    """Make the database's folder (0700 if new) and a new database's file (0600, which SQLite's -wal, -shm and
+    -journal files take after); StoreOpenError if a file or folder is in the way."""
     if path.is_dir():
         raise StoreOpenError(f"{path} is a folder, not a database file; move it away or pass another --db")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folder(path.parent)
     except OSError as error:
         raise StoreOpenError(f"cannot make the folder of {path}: {why(error)}") from None
+    if not path.exists():
+        try:
+            create_private_file(path)
+        except OSError as error:
+            raise StoreOpenError(f"cannot create {path}: {why(error)}") from None
 
 
 def check_before_open(path: Path) -> None:

@@ -66,6 +66,12 @@ def test_the_export_holds_only_the_yes_and_no_rows_of_the_head(onnx_scorer: Onnx
     assert list(head.dims) == [64, 2] and [out.name for out in graph.output][0] == "logits"
 
 
+def test_the_export_is_private(onnx_scorer: OnnxScorer) -> None:
+    folder = onnx_scorer.export_dir
+    assert {path.name: path.stat().st_mode & 0o777 for path in [folder, *folder.iterdir()]} == {
+        folder.name: 0o700, "model.onnx": 0o600, "weights.bin": 0o600, "export.json": 0o600}
+
+
 def test_export_is_reused_on_the_second_load(
     tiny_reranker_dir: Path, tmp_path: Path, count_exports: list[str]
 ) -> None:

@@ -36,6 +36,12 @@ def test_the_export_is_one_whole_folder(exported: Path) -> None:
     assert (folder / GRAPH_FILE).stat().st_size > 10_000_000  # MiniLM's weights are in the graph
 
 
+def test_the_export_is_private(exported: Path) -> None:
+    folder = export_folder(exported, SOURCE)
+    assert {path.name: path.stat().st_mode & 0o777 for path in [folder, *folder.iterdir()]} == {
+        folder.name: 0o700, GRAPH_FILE: 0o600, MANIFEST: 0o600}
+
+
 @pytest.mark.parametrize("text", [*PROBES, "Caroline什么时候去参加LGBTQ支持小组的？", "x" * 2000])
 def test_onnx_runtime_gives_the_models_own_vectors(exported: Path, embedder: EmbeddingService, text: str) -> None:
     runner = QueryOnnx.load(SOURCE, embedder._model, exported)
