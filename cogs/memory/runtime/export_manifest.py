@@ -134,12 +134,15 @@ def _file_problem(path: Path, recorded: FileSums, full: bool) -> tuple[str | Non
     if status.st_size != recorded.size:
         return f"{path.name} is {status.st_size:,} bytes, the export wrote {recorded.size:,}", None
     touched = status.st_mtime_ns != recorded.mtime_ns
-    if full or touched:
-        if full_sha256(path) != recorded.sha256:
-            return f"{path.name} does not match its SHA-256 (it changed since the export)", None
-        return None, status.st_mtime_ns if touched else None
-    if sampled_sha256(path) != recorded.sampled:
-        return f"{path.name} does not match its checksum (it changed since the export)", None
+    try:
+        if full or touched:
+            if full_sha256(path) != recorded.sha256:
+                return f"{path.name} does not match its SHA-256 (it changed since the export)", None
+            return None, status.st_mtime_ns if touched else None
+        if sampled_sha256(path) != recorded.sampled:
+            return f"{path.name} does not match its checksum (it changed since the export)", None
+    except OSError as error:  # removed or replaced meanwhile, or unreadable
+        return f"{path.name} cannot be read ({error.strerror or error})", None
     return None, None
 
 
