@@ -14,14 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 from discord.ext import commands, tasks
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random_exponential
+from tenacity.wait import wait_base
 
 from cogs.memory.runtime.config import DB_PATH, INDEX_DIR, PROFILE_CHOICE_PATH, PROFILES_DIR, Settings, load_settings
+from cogs.memory.runtime.safe_text import redacted_text
 
 if TYPE_CHECKING:
     from cogs.memory.dashboard.memory_source import CatchUpLike
     from cogs.memory.dashboard.server import Dashboard
+    from cogs.memory.ingest.spool import IngestSpool
     from cogs.memory.memory import Memory
     from cogs.memory.metrics import MetricsRecorder
+    from cogs.memory.records import MessageRecord
     from cogs.memory.runtime.profile import MemoryProfile
 
 log = logging.getLogger(__name__)
@@ -35,6 +40,9 @@ GC_THRESHOLDS = (700, 10, 1_000_000)
 # after ten minutes, so cyclic garbage cannot pile up under sustained load.
 GC_IDLE_CHECK_S = 60
 GC_MAX_INTERVAL_S = 600
+# Between tries to open memory while its database cannot be reached: a random pause below a cap that doubles from 1 s
+# to a minute ("full jitter"), so that shards started together do not all knock on the server at the same moment.
+OPEN_RETRY_WAIT = wait_random_exponential(multiplier=1, max=60)
 
 
 def freeze_startup_objects() -> None:
@@ -58,7 +66,9 @@ class MemoryBot(commands.Bot):
     """Holds the process-wide resources the memory cog needs: the ``Memory`` facade and the admin list.
 
     The memory core loads models, so it opens in a background task after the gateway connects; until then
-    ``memory`` is ``None`` and the cog tells users it is still loading.
+    ``memory`` is ``None`` and the cog tells users it is still loading. While its database (PostgreSQL) cannot be
+    reached, opening is tried again (``open_retry_wait`` between tries), ``memory_unreachable`` says why, and what is
+    captured meanwhile is kept in the ingest spool, which memory stores as it opens.
     """
 
     def __init__(
@@ -74,6 +84,7 @@ class MemoryBot(commands.Bot):
         store_dms: bool = False,
         open_memory: bool = True,
         config: Settings | None = None,
+        open_retry_wait: wait_base = OPEN_RETRY_WAIT,
         intents: discord.Intents | None = None,
         **options: Any,
     ) -> None:
@@ -97,6 +108,10 @@ class MemoryBot(commands.Bot):
         self.memory: Memory | None = None
         self.memory_ready = asyncio.Event()
         self.memory_error: str | None = None
+        self.open_retry_wait = open_retry_wait
+        self.memory_unreachable: str | None = None  # why memory cannot open yet: its database cannot be reached
+        self._outage_spool: IngestSpool | None = None  # keeps what is captured meanwhile
+        self._memory_state = asyncio.Condition()  # notified as memory gets ready or fails, and as the spool opens
         self._memory_task: asyncio.Task[None] | None = None
         self._last_full_collection = time.monotonic()
         # The admin dashboard, and the recorder it shares with the memory cog's recalls, while it is served.
@@ -158,21 +173,88 @@ class MemoryBot(commands.Bot):
         return synced
 
     async def _open_memory_when_connected(self) -> None:
+        from cogs.memory.memory import MemoryOpenError
+        from cogs.memory.runtime.profile import ProfileError
+
         await self.wait_until_ready()
         try:
-            await self.attach_memory(await self._load_memory())
+            memory = await self._open_memory_retrying()
+            await self.attach_memory(memory)
             freeze_startup_objects()
             self.collect_garbage.start()
+        except (MemoryOpenError, ProfileError) as error:  # it says what to fix: one line, no traceback
+            await self._memory_failed(redacted_text(str(error)))
+            log.error("Memory cannot start: %s", self.memory_error)
         except Exception as error:  # noqa: BLE001 - reported to users and logged; the bot keeps running
-            self.memory_error = f"{type(error).__name__}: {error}"
-            self.memory_ready.set()  # wake the listeners: with no memory they drop events instead of waiting forever
+            await self._memory_failed(f"{type(error).__name__}: {redacted_text(str(error))}")
             log.exception("Could not open the memory core; memory commands will say so")
+        finally:
+            await self._stop_spooling()
+
+    async def _open_memory_retrying(self) -> Memory:
+        """Open memory, trying again while its database cannot be reached; any other failure is raised at once."""
+        from cogs.memory.memory import DatabaseUnreachableError
+        from cogs.memory.store.protocol import DatabaseUnavailableError  # the server lost while memory opened
+
+        away = retry_if_exception_type((DatabaseUnreachableError, DatabaseUnavailableError))
+        tries = AsyncRetrying(retry=away, wait=self.open_retry_wait, before_sleep=self._database_away, reraise=True)
+        async for attempt in tries:
+            with attempt:
+                await self._stop_spooling()  # memory stores what the spool holds as it opens: nothing is added now
+                memory = await self._load_memory()
+        if self.memory_unreachable is not None:
+            log.info("The database answers again (after %d tries); what was said meanwhile is stored",
+                     tries.statistics.get("attempt_number", 0))
+        return memory
+
+    async def _database_away(self, retry_state: RetryCallState) -> None:
+        """Between tries: the first failure is one WARNING, the others DEBUG; capture goes to the spool meanwhile."""
+        error = retry_state.outcome.exception() if retry_state.outcome is not None else None
+        pause = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
+        first = self.memory_unreachable is None
+        self.memory_unreachable = redacted_text(str(error))
+        log.log(logging.WARNING if first else logging.DEBUG, "Memory cannot open yet: %s. The bot keeps trying "
+                "(next in %.1f s, then at most a minute apart) and keeps what is said meanwhile to store it then",
+                self.memory_unreachable, pause)
+        await self._start_spooling()
+
+    async def _start_spooling(self) -> None:
+        from cogs.memory.ingest.spool import SPOOL_NAME, IngestSpool
+
+        async with self._memory_state:
+            if self._outage_spool is None:
+                self._outage_spool = IngestSpool(self.db_path.parent / SPOOL_NAME)
+            self._memory_state.notify_all()
+
+    async def _stop_spooling(self) -> None:
+        async with self._memory_state:  # a keep under way holds the condition: it ends before the spool closes
+            spool, self._outage_spool = self._outage_spool, None
+        if spool is not None:
+            await spool.close()
+
+    async def kept_while_database_away(self, record: MessageRecord) -> bool:
+        """Wait until memory is ready (False: hand ``record`` to it) or, while its database cannot be reached, keep
+        ``record`` in the ingest spool (True: memory stores it as it opens). False too when memory failed to open
+        (it has no memory to go to) or the spool's disk refused it (it waits for memory instead)."""
+        async with self._memory_state:
+            await self._memory_state.wait_for(lambda: self.memory_ready.is_set() or self._outage_spool is not None)
+            if self.memory_ready.is_set() or self._outage_spool is None:
+                return False
+            return await self._outage_spool.keep([record]) is not None
+
+    async def _memory_failed(self, why: str) -> None:
+        """Memory will not open: wake the listeners, which drop events instead of waiting forever."""
+        self.memory_error, self.memory_unreachable = why, None
+        self.memory_ready.set()
+        async with self._memory_state:
+            self._memory_state.notify_all()
 
     async def _load_memory(self) -> Memory:
         from cogs.memory.memory import Memory
 
         profile = await asyncio.to_thread(self.choose_profile)
-        log.info("Opening memory with profile %r at %s", profile.name, self.db_path)
+        log.log(logging.DEBUG if self.memory_unreachable else logging.INFO, "Opening memory with profile %r at %s",
+                profile.name, self.db_path)
         return await Memory.open(profile, self.db_path, self.index_dir, self.config.database)
 
     def choose_profile(self) -> MemoryProfile:
@@ -188,8 +270,10 @@ class MemoryBot(commands.Bot):
     async def attach_memory(self, memory: Memory) -> None:
         """Hands an opened ``Memory`` to the bot (tests and benchmarks pass their own)."""
         self.memory = memory
-        self.memory_error = None
+        self.memory_error = self.memory_unreachable = None
         self.memory_ready.set()
+        async with self._memory_state:
+            self._memory_state.notify_all()
         log.info("Memory is ready")
 
     async def on_command_error(self, context: commands.Context[Any], error: commands.CommandError) -> None:
@@ -217,6 +301,7 @@ class MemoryBot(commands.Bot):
         # Stop taking events first, then let the core flush its queue, save indexes and close the database.
         if self._memory_task is not None and not self._memory_task.done():
             self._memory_task.cancel()
+            await asyncio.gather(self._memory_task, return_exceptions=True)  # its spool closed, whatever it opened
         if self.dashboard is not None:
             dashboard, self.dashboard = self.dashboard, None
             await dashboard.stop()

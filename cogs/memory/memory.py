@@ -40,7 +40,7 @@ from .vectors.index import IndexSaveError, IndexUsage
 if TYPE_CHECKING:
     from .rerank.service import RerankerService
 
-__all__ = ("ChannelActivity", "Memory", "MemoryOpenError", "MemoryStats")
+__all__ = ("ChannelActivity", "DatabaseUnreachableError", "Memory", "MemoryOpenError", "MemoryStats")
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,13 @@ AUTOSAVE_INTERVAL_S = 300.0
 
 
 class MemoryOpenError(RuntimeError):
-    """Memory could not start; the message says what to fix. Already logged in one line."""
+    """Memory could not start; the message says what to fix. Not logged: the caller says it, once (the bot's log, the
+    CLI's ``error:`` line)."""
+
+
+class DatabaseUnreachableError(MemoryOpenError):
+    """The database server cannot be reached now (stopped, starting, not answering): opening again later may work.
+    Every other ``MemoryOpenError`` needs a person to fix something first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +124,9 @@ class Memory:
         or the next start: nothing is embedded in the background, and closing does not wait for the model.
         ``reranker=False`` (a CLI command) builds no reranker: ``load_reranker`` does, when a command needs one; the
         bot's profile ``preload`` applies to the bot alone.
-        Raises MemoryOpenError (already logged) when the database or the model cannot be used; whatever opened
-        before a failure is closed again.
+        Raises DatabaseUnreachableError when the database server cannot be reached now, MemoryOpenError (saying what
+        to fix; nothing is logged) when the database or the model cannot be used; whatever opened before a failure
+        is closed again.
         """
         device = await asyncio.to_thread(resolve_device, profile)
         # What an older version left readable by other users of the machine is made private (0600/0700), before
@@ -128,8 +135,9 @@ class Memory:
                                 (SPOOL_NAME, LEDGER_NAME, PROFILE_CHOICE_PATH.name))
         try:
             backend = await open_backend(db_path, database_url)
-        except (StoreOpenError, DatabaseUnavailableError) as exc:
-            log.error("Memory cannot start: %s", exc)
+        except DatabaseUnavailableError as exc:
+            raise DatabaseUnreachableError(str(exc)) from None
+        except StoreOpenError as exc:
             raise MemoryOpenError(str(exc)) from None
         store = backend.store
         async with contextlib.AsyncExitStack() as undo:
@@ -138,7 +146,6 @@ class Memory:
             try:  # before anything reads: both records hold every erasure
                 known = await known_at_open(ledger, store, None if database_url else db_path)
             except ErasuresUnreadable as exc:
-                log.error("Memory cannot start: %s", exc)
                 raise MemoryOpenError(str(exc)) from None
             # The ONNX exports (the query embedder's, a local reranker's) live beside the database.
             onnx_dir = db_path.parent / "onnx"
@@ -147,9 +154,8 @@ class Memory:
             try:
                 await embedder.start()
             except EmbeddingModelError as exc:
-                log.error("Memory cannot start: %s. Set embedding_model in profile %r to an installed "
-                          "sentence-transformers model id or a local model directory.", exc, profile.name)
-                raise MemoryOpenError(str(exc)) from None
+                raise MemoryOpenError(f"{exc}. Set embedding_model in profile {profile.name!r} to an installed "
+                                      "sentence-transformers model id or a local model directory.") from None
             indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
@@ -158,7 +164,6 @@ class Memory:
             spool = IngestSpool(db_path.parent / SPOOL_NAME) if database_url else None
             ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                                  queue_size=profile.ingest_queue_size, spool=spool)
-            ingest.start(embed=embed_backlog)
             undo.push_async_callback(ingest.close)
             await _prune_tombstones(ingest)
             service = models.build_reranker(profile, device, onnx_dir) if reranker else None
@@ -171,9 +176,9 @@ class Memory:
             try:  # before anything reads: a restored database holds no erased message
                 await memory.erasures.reapply(known)
             except (OSError, ValueError, sqlite3.Error) as exc:
-                log.error("Memory cannot start: applying the erasure ledger %s again failed (%s: %s); fix that and "
-                          "start again", ledger.path, type(exc).__name__, exc)
-                raise MemoryOpenError(f"applying the erasure ledger again failed: {exc}") from None
+                raise MemoryOpenError(f"applying the erasure ledger {ledger.path} again failed ({type(exc).__name__}: "
+                                      f"{exc}); fix that and start again") from None
+            ingest.start(embed=embed_backlog)  # only now: what the spool kept is written under the admission rule
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
         if memory.db_path is None:  # a server other processes may share: what they forget or rename reaches us
@@ -446,4 +451,5 @@ async def _prune_tombstones(ingest: IngestQueue) -> None:
     try:
         await ingest.prune_tombstones()
     except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
-        log.warning("Could not prune old tombstones now (%s); a later delete does", exc)
+        # Nothing is lost (a later delete prunes them), and what stops the prune stops the writes too: they say so.
+        log.debug("Could not prune old tombstones now (%s); a later delete does", exc)

@@ -50,6 +50,9 @@ class CommandGroup(Protocol):
 
 # The command groups, in the order --help lists them; the root's own groups follow.
 GROUPS: tuple[CommandGroup, ...] = (ingest, recall, overview, forget, database)
+# Loggers whose warnings a command says itself, in its error line (a write that failed, a lost PostgreSQL): below
+# -v, a terminal shows one line per event. The bot's log keeps them.
+SAID_BY_THE_COMMAND = ("cogs.memory.ingest.writer", "cogs.memory.store.postgres.faults")
 
 
 def version() -> str:
@@ -153,5 +156,8 @@ def main(argv: Sequence[str] | None = None, groups: Sequence[CommandGroup] = ())
     export_library_variables(ENV_FILE)
     level = chosen_level(settings.log_level, args.verbose or 0, args.quiet or 0, default=logging.WARNING)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if level >= logging.WARNING:
+        for name in SAID_BY_THE_COMMAND:
+            logging.getLogger(name).setLevel(logging.ERROR)
     route_library_logs()
     return asyncio.run(run(args, sys.stdout, sys.stderr, settings=settings))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +25,9 @@ log = logging.getLogger(__name__)
 SNOWFLAKE_END = 2**63
 # Exit codes, as --help and the README state them.
 OK, FAILED, USAGE = 0, 1, 2
+# A whole number as typed: ASCII digits, maybe a minus sign. int() alone also takes other scripts' digits ("٣" is 3),
+# full-width ones, "+5", "1_000" and spaces around.
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +49,11 @@ def query_text(value: str) -> str:
 
 def whole_number(value: str) -> int:
     try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number; you gave {value!r}") from None
+        if _WHOLE_NUMBER.fullmatch(value):
+            return int(value)
+    except ValueError:  # more digits than int() reads (4,300)
+        pass
+    raise argparse.ArgumentTypeError(f"must be a whole number in digits 0-9; you gave {value[:40]!r}")
 
 
 def result_limit(value: str) -> int:

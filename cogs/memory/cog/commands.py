@@ -51,7 +51,7 @@ ReadableChannel = discord.TextChannel | discord.Thread | discord.VoiceChannel
 
 
 class MemoryNotReady(app_commands.AppCommandError):
-    """The memory core is still loading its models, or failed to open."""
+    """The memory core is still loading its models, waits for its database, or failed to open."""
 
 
 def result_pages(query: str, results: Sequence[Hit]) -> list[discord.Embed]:
@@ -78,7 +78,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
     def memory(self) -> Memory:
         if self.bot.memory is None:
-            raise MemoryNotReady(replies.MEMORY_FAILED if self.bot.memory_error else replies.MEMORY_LOADING)
+            raise MemoryNotReady(replies.MEMORY_FAILED if self.bot.memory_error else replies.MEMORY_UNREACHABLE
+                                 if self.bot.memory_unreachable else replies.MEMORY_LOADING)
         return self.bot.memory
 
     async def cog_app_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands, tasks
 
+from . import replies
 from .audience import AudienceCache
 from .capture import is_chat_message, memory_space_id, note_place, record_from_message
 from .latency import Latencies
@@ -27,6 +28,7 @@ from .recall import (
 )
 from ..guild_policy import GuildSettings
 from ..records import Hit, SearchFilters
+from ..runtime.safe_text import redacted_text
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -57,7 +59,7 @@ class MemoryListeners(commands.Cog):
         config = LLMConfig.from_settings(self.bot.config)
         if config is not None:
             self.llm = ChatClient(config)
-            log.info("Recall answers through the LLM at %s (model %s)", config.base_url, config.model)
+            log.info("Recall answers through the LLM at %s (model %s)", redacted_text(config.base_url), config.model)
             # Once, in the background: the start does not wait on the endpoint.
             self._llm_check = asyncio.create_task(log_llm_check(config), name="llm-check")
         self.retention.start()
@@ -91,6 +93,11 @@ class MemoryListeners(commands.Cog):
     async def on_message(self, message: discord.Message) -> None:
         if not is_chat_message(message, store_dms=self.bot.store_dms):
             return  # system notices, and DMs unless the host enabled them, are not stored
+        record = record_from_message(message)
+        if await self.bot.kept_while_database_away(record):  # stored as memory opens, under the admission rule
+            if message.guild is not None and await self._wants_recall(message, GuildSettings()):
+                await message.reply(replies.MEMORY_UNREACHABLE, mention_author=False)
+            return
         memory = await self.memory()
         if memory is None:
             return
@@ -98,7 +105,6 @@ class MemoryListeners(commands.Cog):
         settings = await memory.settings(guild_id)
         # The rule is the core's (admission.py: ingest refuses these as it writes); checked here, from the caches,
         # only so that what it would refuse is not queued.
-        record = record_from_message(message)
         if (message.channel.id not in settings.capture_disabled_channel_ids
                 and (settings.store_bot_messages or not record.automated)
                 and not await memory.is_opted_out(guild_id, message.author.id)):

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 EMBED_FIELD_CHARS = 1024
 MEMORY_LOADING = "Memory is still loading its models (this takes a minute after the bot starts). Try again shortly."
 MEMORY_FAILED = "Memory could not be opened; the bot's owner has been told in the logs."
+MEMORY_UNREACHABLE = ("Memory is not available yet: the database is unreachable. I keep trying, and I keep what is "
+                      "said meanwhile; ask again in a few minutes.")
 GUILD_ONLY = "Memory commands only work in a server."
 UNEXPECTED = "Something went wrong on my side; it has been logged. Please try again later."
 BAD_DATE = "`{value}` is not a date I understand. Use YYYY-MM-DD, for example 2024-05-31."

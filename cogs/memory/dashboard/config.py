@@ -1,5 +1,5 @@
 """The dashboard's settings, taken from the process's ``Settings`` (the environment and .env, validated there).
-Off unless a port is set."""
+Off unless a port is set; on this machine alone unless ``MEMORY_DASHBOARD_PUBLIC`` says otherwise."""
 
 from __future__ import annotations
 
@@ -8,13 +8,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ..runtime.config import is_loopback_host
+
 if TYPE_CHECKING:
     from ..runtime.config import Settings
 
-__all__ = ("DashboardConfig", "HOST_ENV", "METRICS_TOKEN_ENV", "PORT_ENV", "URL_ENV")
+__all__ = ("DashboardConfig", "HOST_ENV", "METRICS_TOKEN_ENV", "PORT_ENV", "PUBLIC_ENV", "URL_ENV")
 
 PORT_ENV = "MEMORY_DASHBOARD_PORT"
 HOST_ENV = "MEMORY_DASHBOARD_HOST"
+# 1: MEMORY_DASHBOARD_HOST may be an address other machines reach (refused otherwise).
+PUBLIC_ENV = "MEMORY_DASHBOARD_PUBLIC"
 # The address a browser uses when it is not http://HOST:PORT (behind a TLS reverse proxy): https:// here marks the
 # session cookie Secure.
 URL_ENV = "MEMORY_DASHBOARD_URL"
@@ -32,8 +36,18 @@ class DashboardConfig:
     host: str = "127.0.0.1"
     public_url: str | None = None
     metrics_token: str | None = None
+    public: bool = False  # host may be reached from other machines: PUBLIC_ENV says so
     login_ttl_s: float = LOGIN_TTL_S
     session_ttl_s: float = SESSION_TTL_S
+
+    def __post_init__(self) -> None:
+        if not self.public and not is_loopback_host(self.host):
+            raise ValueError(f"the dashboard's host {self.host!r} lets other machines reach it: set {PUBLIC_ENV}=1 to "
+                             "mean it, or use 127.0.0.1")
+
+    @property
+    def reachable_from_elsewhere(self) -> bool:
+        return not is_loopback_host(self.host)
 
     @classmethod
     def from_settings(cls, data_dir: Path, settings: Settings) -> DashboardConfig | None:
@@ -42,7 +56,7 @@ class DashboardConfig:
             return None
         token = settings.memory_dashboard_metrics_token
         return cls(port=settings.memory_dashboard_port, data_dir=data_dir, host=settings.memory_dashboard_host,
-                   public_url=settings.memory_dashboard_url,
+                   public_url=settings.memory_dashboard_url, public=settings.memory_dashboard_public,
                    metrics_token=None if token is None else token.get_secret_value())
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -17,6 +18,9 @@ BROWSE_LIMIT_DEFAULT = 50
 BROWSE_LIMIT_MAX = 100
 RETENTION_DAYS_MAX = 3650
 FORGET_KINDS: tuple[ForgetKind, ...] = ("message", "member", "channel", "guild")
+# ASCII digits only: int() and str.isdigit() also take other scripts' digits ("٣" is 3) and superscripts ("²" passes
+# isdigit and then fails int()). Twenty digits bound int()'s work; every number here is below 2**63 (19 digits).
+_DIGITS = re.compile(r"[0-9]{1,20}")
 
 
 class BadParam(ValueError):
@@ -28,13 +32,19 @@ def _text(params: Mapping[str, Any], name: str) -> str:
     return "" if value is None else str(value).strip()
 
 
+def _number(raw: str) -> int | None:
+    """``raw`` as a whole number if it is written in ASCII digits (0-9) alone, else None."""
+    return int(raw) if _DIGITS.fullmatch(raw) else None
+
+
 def optional_id(params: Mapping[str, Any], name: str) -> int | None:
     raw = _text(params, name)
     if not raw:
         return None
-    if not raw.isdigit() or not 0 < int(raw) < SNOWFLAKE_END:
-        raise BadParam(f"{name} must be a Discord id (a positive whole number), not {raw[:40]!r}")
-    return int(raw)
+    number = _number(raw)
+    if number is None or not 0 < number < SNOWFLAKE_END:
+        raise BadParam(f"{name} must be a Discord id (a positive whole number in digits 0-9), not {raw[:40]!r}")
+    return number
 
 
 def required_id(params: Mapping[str, Any], name: str) -> int:
@@ -59,9 +69,10 @@ def _bounded(params: Mapping[str, Any], name: str, default: int, high: int) -> i
     raw = _text(params, name)
     if not raw:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= high:
-        raise BadParam(f"{name} must be a whole number from 1 to {high}, not {raw[:40]!r}")
-    return int(raw)
+    number = _number(raw)
+    if number is None or not 1 <= number <= high:
+        raise BadParam(f"{name} must be a whole number from 1 to {high} in digits 0-9, not {raw[:40]!r}")
+    return number
 
 
 def browse_limit(params: Mapping[str, Any]) -> int:
@@ -104,9 +115,11 @@ def forget_kind(params: Mapping[str, Any]) -> ForgetKind:
 
 def settings_change(params: Mapping[str, Any]) -> SettingsChange:
     retention = _text(params, "retention_days")
-    if retention and (not retention.isdigit() or int(retention) > RETENTION_DAYS_MAX):
-        raise BadParam(f"retention_days must be a whole number from 0 (keep everything) to {RETENTION_DAYS_MAX}")
+    days = _number(retention) if retention else None
+    if retention and (days is None or days > RETENTION_DAYS_MAX):
+        raise BadParam(f"retention_days must be a whole number from 0 (keep everything) to {RETENTION_DAYS_MAX} in "
+                       "digits 0-9")
     return SettingsChange(auto_recall=_flag(params, "auto_recall"),
-                          retention_days=int(retention) if retention else None,
+                          retention_days=days,
                           forget_on_leave=_flag(params, "forget_on_leave"),
                           store_bot_messages=_flag(params, "store_bot_messages"))

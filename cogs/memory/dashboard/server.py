@@ -17,6 +17,7 @@ from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..metrics import MetricsRecorder
+from ..runtime.safe_text import redacted
 from . import api, views
 from .auth import LoginTokens, Sessions, csrf_matches
 from .config import DashboardConfig
@@ -82,8 +83,17 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
+def _scrape_with_token(request: web.Request, config: DashboardConfig) -> bool:
+    """A /metrics request that carries the configured bearer token."""
+    return (request.path == "/metrics" and config.metrics_token is not None
+            and hmac.compare_digest(request.headers.get("Authorization", "").encode(),
+                                    f"Bearer {config.metrics_token}".encode()))
+
+
 async def _guarded(request: web.Request, handler: Handler, state: DashboardState) -> web.StreamResponse:
-    if not _host_allowed(request, state.config):
+    # The Host check keeps a DNS-rebinding page (a browser's) off the pages; a browser never sends the scraper's
+    # token, and a scraper asks for the bound address by whatever name: with the token, any Host is served.
+    if not _host_allowed(request, state.config) and not _scrape_with_token(request, state.config):
         log.warning("Dashboard refused a request for host %r from %s", request.host[:100], request.remote)
         return web.Response(status=421, text="Misdirected request: this host name is not the dashboard's.")
     if request.path in ("/login", "/metrics"):  # sign-in and the scraper carry their own credentials
@@ -154,10 +164,8 @@ def _is_loopback(remote: str | None) -> bool:
 
 async def metrics(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    expected = state.config.metrics_token
-    if expected is not None:
-        given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {expected}".encode()):
+    if state.config.metrics_token is not None:
+        if not _scrape_with_token(request, state.config):
             return web.Response(status=401, text="Send Authorization: Bearer <MEMORY_DASHBOARD_METRICS_TOKEN>.\n")
     elif not _is_loopback(request.remote):
         return web.Response(status=403, text="Set MEMORY_DASHBOARD_METRICS_TOKEN to scrape from elsewhere.\n")
@@ -217,8 +225,15 @@ class Dashboard:
         self._runner = runner
         self.port = runner.addresses[0][1]
         token = await asyncio.to_thread(self.state.tokens.issue)
+        if self.config.reachable_from_elsewhere:
+            log.warning("The memory dashboard on %s:%d is reachable from other machines (MEMORY_DASHBOARD_PUBLIC=1): "
+                        "put TLS in front of it (a reverse proxy serving https://, named in MEMORY_DASHBOARD_URL)",
+                        self.config.host, self.port)
+        # The link's token is the one secret the log may hold; a user:password@ in MEMORY_DASHBOARD_URL is not.
+        base = self.config.base_url(self.port)
+        link = self.config.login_link(token, self.port).replace(base, redacted(base) or base, 1)
         log.info("Memory dashboard on %s:%d; sign in within %.0f minutes (once): %s", self.config.host, self.port,
-                 self.config.login_ttl_s / 60, self.config.login_link(token, self.port))
+                 self.config.login_ttl_s / 60, link)
         self._sampler = asyncio.create_task(self._sample(), name="memory-dashboard-sampler")
         return self.config.base_url(self.port)
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..vectors.embedding import Embedder
 from .report import RetryPolicy, describe
 from ..store.rows import VectorInput, WriteBatch
-from ..store.protocol import PendingVectors, VectorIndexes
+from ..store.protocol import DatabaseUnavailableError, PendingVectors, VectorIndexes
 from ..vectors.stored import stored_vectors
 
 __all__ = ("PROBE_TEXT", "SLICE", "VectorFiller")
@@ -78,6 +78,7 @@ class VectorFiller:
         self._recheck = False  # after a failed write: check every input again
         self._write_failed = False
         self._failures = 0
+        self._store_logs = False  # the failure is a lost server: the store logs that outage (postgres/faults.py)
         self._resume_at = 0.0  # after a failure, no pass starts before this (event-loop time)
         self.failing = False
         self.failure: str | None = None  # why vectors are late, while they are
@@ -141,7 +142,7 @@ class VectorFiller:
             await self._failed(f"the embedding model fails ({error})")
             return False
         except Exception as error:  # noqa: BLE001 - reading the database failed; the pass is tried again later
-            await self._failed(f"reading the messages to embed failed ({describe(error)})")
+            await self._failed(f"reading the messages to embed failed ({describe(error)})", error)
             return False
         return True
 
@@ -190,13 +191,15 @@ class VectorFiller:
         except Exception as error:  # noqa: BLE001 - whatever it is, the model does not work now
             raise _ModelDown(describe(error)) from error
 
-    async def _failed(self, reason: str) -> None:
+    async def _failed(self, reason: str, error: BaseException | None = None) -> None:
         self._failures += 1
         delay = self._retry.delay(self._failures)
         self._resume_at = asyncio.get_running_loop().time() + delay
         if not self.failing:
-            log.warning("Vectors are late: %s. Stored messages stay keyword-searchable and wait for their "
-                        "vectors (tried again in %.1f s, and after a restart)", reason, delay)
+            self._store_logs = isinstance(error, DatabaseUnavailableError)
+            log.log(logging.DEBUG if self._store_logs else logging.WARNING, "Vectors are late: %s. Stored messages "
+                    "stay keyword-searchable and wait for their vectors (tried again in %.1f s, and after a restart)",
+                    reason, delay)
         else:
             log.debug("Vectors still late: %s; tried again in %.1f s", reason, delay)
         async with self._progress:
@@ -206,7 +209,8 @@ class VectorFiller:
     def _recovered(self) -> None:
         if self.failing:
             # Whatever was failing (the model, or the database it reads from), a slice was read and embedded.
-            log.info("Vectors are computed again; the messages waiting for theirs are embedded")
+            log.log(logging.DEBUG if self._store_logs else logging.INFO,
+                    "Vectors are computed again; the messages waiting for theirs are embedded")
         self.failing, self.failure, self._failures = False, None, 0
 
     # -- writing --------------------------------------------------------------------------------------------
@@ -225,7 +229,7 @@ class VectorFiller:
             except Exception as error:  # noqa: BLE001 - the messages keep waiting in the store; tried again
                 self._write_failed = self._recheck = True
                 log.debug("Storing %d vectors failed", len(item.results), exc_info=True)
-                await self._failed(f"storing vectors failed ({describe(error)})")
+                await self._failed(f"storing vectors failed ({describe(error)})", error)
             finally:
                 self._in_flight.difference_update(result.item.rowid for result in item.results)
 

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from ..store.protocol import PlaceNameStore
+from ..store.protocol import DatabaseUnavailableError, PlaceNameStore
 from ..store.rows import PlaceName
 
 __all__ = ("PlaceNames",)
@@ -40,7 +40,7 @@ class PlaceNames:
         self._waiting: dict[Key, PlaceName] = {}
         self._task: asyncio.Task[None] | None = None
         self._refreshing: asyncio.Task[None] | None = None
-        self._refresh_failed = False  # the last refresh failed: the next failure is not logged again
+        self._refresh_failed: Exception | None = None  # why the last refresh failed: not logged again until it works
         # A write, a forget and a read never interleave: a name taken for a write before its forget is not written
         # after it, and rows read before a forget (or during a write) do not replace the names after it.
         self._lock = asyncio.Lock()
@@ -61,14 +61,16 @@ class PlaceNames:
         try:
             await self.load()
         except Exception as exc:  # noqa: BLE001 - the names last read stay shown until the database answers
-            if not self._refresh_failed:
-                log.warning("Could not read guild and channel names again (%s: %s); the names read before are shown "
-                            "until the database answers", type(exc).__name__, exc)
-            self._refresh_failed = True
+            if self._refresh_failed is None:  # a lost server is logged by the store, once for every part of memory
+                log.log(logging.DEBUG if isinstance(exc, DatabaseUnavailableError) else logging.WARNING,
+                        "Could not read guild and channel names again (%s: %s); the names read before are shown "
+                        "until the database answers", type(exc).__name__, exc)
+                self._refresh_failed = exc
             return
-        if self._refresh_failed:
-            log.info("Guild and channel names read again")
-        self._refresh_failed = False
+        if self._refresh_failed is not None:
+            log.log(logging.DEBUG if isinstance(self._refresh_failed, DatabaseUnavailableError) else logging.INFO,
+                    "Guild and channel names read again")
+        self._refresh_failed = None
 
     @property
     def refreshing(self) -> bool:
@@ -183,9 +185,9 @@ class PlaceNames:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the names wait for the next new name, flush or close
-            log.warning("Could not store %d guild or channel name(s) now (%s: %s); they are written with the next "
-                        "new name, or as memory closes",
-                        len(self._waiting), type(exc).__name__, exc)
+            log.log(logging.DEBUG if isinstance(exc, DatabaseUnavailableError) else logging.WARNING,
+                    "Could not store %d guild or channel name(s) now (%s: %s); they are written with the next new "
+                    "name, or as memory closes", len(self._waiting), type(exc).__name__, exc)
 
 
 def _drop(places: dict[Key, PlaceName], forgotten: Callable[[PlaceName], bool]) -> None:

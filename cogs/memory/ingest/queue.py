@@ -61,6 +61,7 @@ class IngestQueue:
         self._filler = VectorFiller(store, self.write_lock, embedder, indexes, retry)
         self._tasks: list[asyncio.Task[None]] = []
         self._embedding = False
+        self._reported: set[int] = set()  # ids a flush's IngestError named: their caller says so, not close
 
     def start(self, *, embed: bool = True) -> None:
         """Start storing (and, with ``embed``, embedding) in the background. Without ``embed`` (a read-only
@@ -127,6 +128,7 @@ class IngestQueue:
         """
         report = await self.settle(vectors=vectors)
         if not report.complete:
+            self._reported.update(report.not_stored)
             raise IngestError(report)
         return report
 
@@ -159,10 +161,12 @@ class IngestQueue:
             if report.vectors_pending:
                 log.info("Closing with %d stored messages waiting for their vectors; they are embedded after the "
                          "next start", report.vectors_pending)
-            if report.not_stored:
-                named = ", ".join(map(str, report.not_stored[:_NAMED_AT_CLOSE]))
-                log.error("Closing with %d messages not stored (%s): %s%s", len(report.not_stored), report.error,
-                          named, ", ..." if len(report.not_stored) > _NAMED_AT_CLOSE else "")
+            # One line per event: those a flush already reported (to a CLI command, an import) are its to say.
+            not_stored = [message_id for message_id in report.not_stored if message_id not in self._reported]
+            if not_stored:
+                named = ", ".join(map(str, not_stored[:_NAMED_AT_CLOSE]))
+                log.error("Closing with %d messages not stored (%s): %s%s", len(not_stored), report.error,
+                          named, ", ..." if len(not_stored) > _NAMED_AT_CLOSE else "")
         finally:
             # Under the lock: no vector write is cut between the database and the index it keeps in step.
             async with self.write_lock:

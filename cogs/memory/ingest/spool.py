@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
@@ -14,8 +15,11 @@ from typing import Any
 
 from ..records import MessageRecord
 from ..runtime.private_files import create_private_file, make_private_folder
+from .report import describe
 
 __all__ = ("SPOOL_NAME", "IngestSpool", "from_json", "to_json")
+
+log = logging.getLogger(__name__)
 
 # Beside the SQLite database path (under the data folder), whichever store memory runs on.
 SPOOL_NAME = "postgresql-spool.sqlite3"
@@ -50,12 +54,14 @@ def from_json(text: str) -> MessageRecord:
 
 
 class IngestSpool:
-    """One SQLite file, one connection, used from worker threads one call at a time (the message writer's)."""
+    """One SQLite file, one connection, used from worker threads one call at a time: the message writer's, or the
+    bot's while memory cannot open for want of its database."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: sqlite3.Connection | None = None
         self._lock = asyncio.Lock()
+        self._failing = False  # the last ``keep`` failed: logged once, until one works again
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -73,6 +79,13 @@ class IngestSpool:
         conn = self._connection()
         with conn:
             return [conn.execute(INSERT, (record.message_id, to_json(record))).lastrowid or 0 for record in records]
+
+    def _keep(self, records: Sequence[MessageRecord], done: Sequence[int]) -> list[int]:
+        conn = self._connection()
+        with conn:
+            ids = [conn.execute(INSERT, (record.message_id, to_json(record))).lastrowid or 0 for record in records]
+            conn.executemany(DELETE, [(spool_id,) for spool_id in done])
+        return ids
 
     def _remove(self, ids: Sequence[int]) -> None:
         conn = self._connection()
@@ -93,6 +106,23 @@ class IngestSpool:
         """Keep ``records`` (committed to disk before this returns); their spool ids, in order."""
         async with self._lock:
             return await asyncio.to_thread(self._add, records)
+
+    async def keep(self, records: Sequence[MessageRecord], done: Sequence[int] = ()) -> list[int] | None:
+        """Keep ``records`` and forget ``done`` (spool ids of messages stored since) in one transaction, on disk
+        before this returns: the new spool ids, in order. None when the disk refused (logged once, until a ``keep``
+        works again): the caller holds them in memory meanwhile and asks again."""
+        try:
+            async with self._lock:
+                ids = await asyncio.to_thread(self._keep, records, done)
+        except (sqlite3.Error, OSError) as error:
+            log.log(logging.DEBUG if self._failing else logging.ERROR, "Keeping %d messages in %s failed (%s); they "
+                    "stay in memory until stored", len(records), self.path, describe(error))
+            self._failing = True
+            return None
+        if self._failing:
+            log.info("Keeping messages in %s works again", self.path)
+        self._failing = False
+        return ids
 
     async def remove(self, ids: Sequence[int]) -> None:
         """Forget what the database now holds (or dropped on purpose)."""

@@ -18,7 +18,7 @@ from .content import clean_text, stored_content
 from .report import RetryPolicy, describe
 from ..records import MessageRecord
 from ..store.rows import NewRow, WriteBatch, to_timestamp
-from ..store.protocol import MessageWrites
+from ..store.protocol import DatabaseUnavailableError, MessageWrites
 from .spool import IngestSpool
 
 __all__ = ("BACKLOG_BATCH_SIZE", "MessageWriter", "Tally", "about_data")
@@ -135,6 +135,7 @@ class MessageWriter:
         self._tries = 0
         self._failures = 0  # failed tries in a row
         self.error: str | None = None  # why the last try failed, while messages are held
+        self._store_logs = False  # the failure is a lost server: the store logs that outage (postgres/faults.py)
         self._progress = asyncio.Condition()
         self._tally = Tally()
         self._stored_any = False  # whether the current write stored a message: proof the database works
@@ -223,15 +224,11 @@ class MessageWriter:
             return
         new = [item for item in self._held if item.seq not in self._spooled]
         done, self._unspool = self._unspool, []
-        try:
-            if new:
-                for item, spool_id in zip(new, await self._spool.add([item.record for item in new]), strict=True):
-                    self._spooled[item.seq] = spool_id
-            await self._spool.remove(done)
-        except (sqlite3.Error, OSError) as error:  # kept in memory meanwhile, and tried again
+        ids = await self._spool.keep([item.record for item in new], done) if new or done else []
+        if ids is None:  # kept in memory meanwhile, and tried again
             self._unspool = done + self._unspool
-            log.error("Keeping %d messages in %s failed (%s); they stay in memory until stored", len(new),
-                      self._spool.path, describe(error))
+            return
+        self._spooled.update((item.seq, spool_id) for item, spool_id in zip(new, ids, strict=True))
 
     # -- taking work ----------------------------------------------------------------------------------------
 
@@ -314,15 +311,16 @@ class MessageWriter:
             self._tried = max(self._tried, items[-1].seq)
             if self._held:
                 self._failures += 1
-                self.error = describe(error) if error is not None else self.error
-                # One line per outage, not one per try: the next says when it ends.
-                log.log(logging.ERROR if self._failures == 1 else logging.DEBUG,
+                if error is not None:
+                    self.error, self._store_logs = describe(error), isinstance(error, DatabaseUnavailableError)
+                # One line per outage, not one per try, and none where the store logs it: the next says when it ends.
+                log.log(logging.WARNING if self._failures == 1 and not self._store_logs else logging.DEBUG,
                         "Storing %d messages failed (%s); they are kept and tried again in %.1f s",
                         len(self._held), self.error, self._retry.delay(self._failures))
             else:
                 if self._failures:
-                    log.info("Storing messages works again (after %d failed tries)",
-                             self._failures)
+                    log.log(logging.DEBUG if self._store_logs else logging.INFO,
+                            "Storing messages works again (after %d failed tries)", self._failures)
                 self._failures, self.error = 0, None
             self._progress.notify_all()
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextvars
+import ipaddress
 import os
 import re
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -12,15 +13,15 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_args
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources.utils import parse_env_vars
 
 from .safe_text import shown_value
 
 __all__ = ("DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "ENV_FILE", "INDEX_DIR", "LOG_LEVELS", "PROFILES_DIR",
-           "PROFILE_CHOICE_PATH", "ROOT", "Settings", "SettingsError", "export_library_variables", "load_settings",
-           "postgres_url_problem", "takes_credentials")
+           "PROFILE_CHOICE_PATH", "ROOT", "Settings", "SettingsError", "export_library_variables", "is_loopback_host",
+           "load_settings", "postgres_url_problem", "takes_credentials")
 
 # The bot's folder, wherever the process runs from.
 ROOT = Path(__file__).resolve().parents[3]
@@ -122,6 +123,8 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
     memory_dashboard_port: int | None = None
+    # A MEMORY_DASHBOARD_HOST other machines reach (0.0.0.0, a LAN address) is refused unless this says so.
+    memory_dashboard_public: bool = False
     memory_dashboard_host: str = "127.0.0.1"
     # The address a browser uses when it is not http://HOST:PORT (behind a TLS reverse proxy).
     memory_dashboard_url: str | None = None
@@ -178,7 +181,7 @@ class Settings(BaseSettings):
             raise ValueError("must be Discord user ids separated by commas")
         return frozenset(int(part) for part in parts)
 
-    @field_validator("memory_store_dms", mode="before")
+    @field_validator("memory_store_dms", "memory_dashboard_public", mode="before")
     @classmethod
     def _yes_or_no(cls, value: Any) -> Any:
         if not isinstance(value, str):
@@ -201,6 +204,16 @@ class Settings(BaseSettings):
     @classmethod
     def _stripped(cls, value: Any) -> Any:
         return value.strip() if isinstance(value, str) else value
+
+    @field_validator("memory_dashboard_host")
+    @classmethod
+    def _public_on_purpose(cls, value: str, info: ValidationInfo) -> str:
+        # Fields are checked in the order they are declared: the port and MEMORY_DASHBOARD_PUBLIC come first.
+        if info.data.get("memory_dashboard_port") and not info.data.get("memory_dashboard_public") and not (
+                is_loopback_host(value)):
+            raise ValueError("lets other machines reach the dashboard: set MEMORY_DASHBOARD_PUBLIC=1 to mean it (and "
+                             "put TLS in front), or use 127.0.0.1")
+        return value
 
     @field_validator("memory_dashboard_port", mode="before")
     @classmethod
@@ -269,6 +282,17 @@ def export_library_variables(env_file: Path | None = ENV_FILE, environ: MutableM
                 if value is not None and name.upper() not in ours and name not in environ}
     environ.update(exported)
     return sorted(exported)
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether an address to bind (a name or an IP) is this machine's alone: localhost, 127.0.0.0/8, ::1."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:  # a host name, or "" (every address): other machines may reach it
+        return False
 
 
 def takes_credentials(name: str) -> bool:

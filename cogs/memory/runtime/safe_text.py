@@ -23,6 +23,8 @@ _SECRET_NAMES = frozenset({"password", "passfile", "sslpassword", "sslkey", "ssl
 # clause is not the value's).
 _SECRET_PAIR = re.compile(r"(?i)\b(password|passwd|pwd|sslpassword|token|secret|api[_-]?key|access[_-]?key)"
                           r"(\s*=\s*)('(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&'\"]+?(?=[,;)\]]*(?:[\s&'\"]|$)))")
+# A user:password@ left in text without its URL's "//": a URL read as a path ("https:/bot:pw@host/x.toml").
+_USERINFO_IN_TEXT = re.compile(r"([\w.~%+-]+):[^\s/@'\"<>]+@")
 # C0 and C1 controls and DEL (escape sequences, CR, LF), the bidirectional marks, embeddings, overrides and isolates
 # (text shown in another order than it is read), the line and paragraph separators, and lone surrogates (which a
 # UTF-8 terminal cannot even be sent).
@@ -88,9 +90,10 @@ def _redacted_pair(name: str, raw: str, *, in_query: bool = False) -> str:
 
 
 def redacted_text(text: str) -> str:
-    """``text`` (an exception's words, a line about to be printed) with every URL in it redacted and the value of
-    every ``password=``, ``token=``, ``api_key=``... hidden."""
+    """``text`` (an exception's words, a line about to be printed) with every URL in it redacted (a ``user:password@``
+    that lost its URL's ``//`` too) and the value of every ``password=``, ``token=``, ``api_key=``... hidden."""
     text = _URL_IN_TEXT.sub(lambda url: redacted(url.group()) or HIDDEN, text)
+    text = _USERINFO_IN_TEXT.sub(lambda userinfo: f"{userinfo.group(1)}:{HIDDEN}@", text)
     return _SECRET_PAIR.sub(lambda pair: f"{pair.group(1)}{pair.group(2)}{HIDDEN}", text)
 
 

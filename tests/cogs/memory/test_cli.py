@@ -149,7 +149,27 @@ def test_a_limit_outside_1_to_50_is_refused(capsys, limit):
 
 def test_a_limit_that_is_not_a_number_is_refused(capsys):
     assert refusal(capsys, "search", "picnic", "--limit", "ten") == (
-        2, "python -m cogs.memory search: error: argument --limit: must be a whole number; you gave 'ten'")
+        2, "python -m cogs.memory search: error: argument --limit: must be a whole number in digits 0-9; you gave 'ten'")
+
+
+# int() reads all of these: other scripts' digits ("٣" is 3), superscripts pass isdigit(), full-width digits, a sign.
+@pytest.mark.parametrize("value", ["²", "٣", "１", "+5", "1_0", " 5", ""])
+@pytest.mark.parametrize("option", ["--limit", "--guild"])
+def test_a_number_in_anything_but_ascii_digits_is_refused(capsys, option, value):
+    assert refusal(capsys, "search", "picnic", option, value) == (
+        2, f"python -m cogs.memory search: error: argument {option}: must be a whole number in digits 0-9; "
+           f"you gave {value!r}")
+
+
+@pytest.mark.parametrize("value", [str(2**63), str(2**64), "1" + "0" * 5000])
+def test_an_id_past_64_bits_is_refused(capsys, value):
+    code, line = refusal(capsys, "search", "picnic", "--guild", value)
+    assert code == 2 and line.startswith("python -m cogs.memory search: error: argument --guild: must be ")
+
+
+def test_ascii_digits_are_read_as_they_are():
+    args = parse_args(["search", "picnic", "--limit", "7", "--guild", str(2**63 - 1)])
+    assert (args.limit, args.guild) == (7, 2**63 - 1)
 
 
 def test_a_blank_query_is_refused(capsys):
@@ -312,3 +332,22 @@ async def test_reapply_erasures_applies_what_the_ledger_holds_and_the_database_l
     line = "erasures: {} applied again ({} messages forgotten); memory holds nothing the erasure ledger erased\n"
     assert (first[:2], again[:2]) == ((0, line.format(1, 1)), (0, line.format(0, 0)))
     assert "picnic" not in out
+
+
+async def test_an_import_while_another_process_holds_the_write_lock_is_one_line_on_the_terminal(
+        cli, export_file, tmp_path, tiny_profiles_dir):
+    """The writer's warning, the tombstone prune and the close said it too: the command's error line is enough."""
+    from tests.fixtures.core import write_locked
+
+    await cli("import", str(export_file))
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps(export([message(32, "the cake is lemon", 2)])), encoding="utf-8")
+    with write_locked(tmp_path / "m.sqlite3"):
+        done = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "cogs.memory", "--db", str(tmp_path / "m.sqlite3"), "--index-dir",
+                             str(tmp_path / "idx"), "--profile", str(tiny_profiles_dir / "tiny-a.toml"), "import",
+                             str(later)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    said = [line for line in done.stderr.splitlines() if line.startswith(("error:", "WARNING", "ERROR", "Traceback"))]
+    assert (done.returncode, said) == (1, [
+        f"error: 1 messages of {later} were not stored (another process holds the database's write lock); what is "
+        "stored is kept, so run the same import again once that is fixed"])

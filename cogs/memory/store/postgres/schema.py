@@ -9,6 +9,7 @@ import asyncpg
 
 from ..migration import DELETE_VECTORS_OF_EARLIER_FORMS, SELECT_APPLIED, Migration
 from ..neighbours import CREATE_REPLY_INDEX
+from ..protocol import StoreOpenError
 
 __all__ = ("DIMENSION", "MIGRATIONS", "Migration", "ROWID_BLOCK", "apply_migrations")
 
@@ -214,12 +215,18 @@ async def apply_migrations(conn: asyncpg.Connection) -> list[str]:
     """Apply every migration the database has not recorded, in order; returns the names this call applied.
 
     The advisory lock makes processes starting together take turns: the first applies, the others find the
-    migrations recorded and apply nothing.
+    migrations recorded and apply nothing. A database that records a migration this bot does not know (a newer bot
+    set it up) raises ``StoreOpenError``: this bot would not know what its tables mean.
     """
     await conn.execute(LOCK, MIGRATION_LOCK_KEY)
     try:
         await conn.execute(CREATE_SCHEMA_MIGRATIONS)
         applied = {row[0] for row in await conn.fetch(SELECT_APPLIED)}
+        unknown = applied - {migration.name for migration in MIGRATIONS}
+        if unknown:
+            raise StoreOpenError(f"the PostgreSQL database was set up by a newer version of the bot (migration "
+                                 f"{', '.join(sorted(unknown))}); update the bot, or point DATABASE_URL to another "
+                                 "database")
         newly_applied: list[str] = []
         for migration in MIGRATIONS:
             if migration.name in applied:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch, channel_pages
 from . import fts, pending
-from .faults import GuardedPool, reaching
+from .faults import GuardedPool, opening
 from .channels import ChannelGuildsMixin
 from .names import PlaceNamesMixin
 from .pending import PostgresPendingMixin
@@ -145,11 +145,12 @@ class PostgresStore(PostgresPendingMixin, PlaceNamesMixin, ChannelGuildsMixin):
 
     @classmethod
     async def open(cls, url: str, query_logger: QueryLogger | None = None, max_size: int = 8) -> PostgresStore:
-        """Raises ``DatabaseUnavailableError`` when the server cannot be reached or refuses the login."""
-        async with reaching(url):
+        """Raises ``DatabaseUnavailableError`` when the server cannot be reached now (opening again later may work),
+        ``StoreOpenError`` for what only a person can fix: a refused login, a missing database, a newer schema."""
+        async with opening(url):
             conn = await asyncpg.connect(url)
         try:
-            async with reaching(url):
+            async with opening(url):
                 await apply_migrations(conn)
         finally:
             await conn.close()
@@ -161,7 +162,7 @@ class PostgresStore(PostgresPendingMixin, PlaceNamesMixin, ChannelGuildsMixin):
 
         # No connection floor: with one, a lost server makes the pool log a traceback at every reconnection try;
         # connections are opened as they are needed (and kept while in use) instead.
-        async with reaching(url):
+        async with opening(url):
             pool = await asyncpg.create_pool(url, min_size=0, max_size=max_size, init=init)
         store = cls(pool, url)
         try:

@@ -4,6 +4,7 @@ binding, paging limits and security headers."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import socket
 
@@ -275,3 +276,102 @@ async def test_behind_a_tls_proxy_the_cookie_is_secure_and_its_host_accepted(fak
             assert response.cookies["memory_dashboard_session"]["secure"]
     finally:
         await server.stop()
+
+
+# -- scrapes and binds ---------------------------------------------------------------------------------------------
+
+SCRAPER_TOKEN = "s3cret-scraper-token"
+
+
+@pytest.fixture
+def scraped(dashboard: Dashboard) -> Dashboard:
+    """The dashboard with a scraper's token configured."""
+    dashboard.state.config = DashboardConfig(port=0, data_dir=dashboard.config.data_dir, metrics_token=SCRAPER_TOKEN)
+    return dashboard
+
+
+@pytest.mark.parametrize("host", ["192.0.2.7:8765", "memory-bot.internal", "[2001:db8::7]:8765"])
+async def test_a_scrape_with_the_token_is_served_whatever_the_host_name(scraped: Dashboard, anonymous: SignedIn,
+                                                                        host: str) -> None:
+    """A scraper asks for the bound address by whatever name it knows; a rebinding browser never has the token."""
+    async with anonymous.http.get(anonymous.url("/metrics"), headers={
+            "Host": host, "Authorization": f"Bearer {SCRAPER_TOKEN}"}) as response:
+        assert response.status == 200
+        assert "memory_guild_messages" in await response.text()
+
+
+async def test_without_the_token_a_foreign_host_name_is_still_refused(scraped: Dashboard, client: SignedIn) -> None:
+    for headers in ({"Host": "evil.example"}, {"Host": "evil.example", "Authorization": "Bearer wrong"}):
+        async with client.http.get(client.url("/metrics"), headers=headers) as response:
+            assert response.status == 421
+    # The token opens /metrics alone: a page under a foreign name stays refused, session cookie and all.
+    async with client.http.get(client.url("/api/overview"), headers={
+            "Host": "evil.example", "Authorization": f"Bearer {SCRAPER_TOKEN}"}) as response:
+        assert response.status == 421
+    async with client.http.get(client.url("/metrics"), headers={"Authorization": "Bearer wrong"}) as response:
+        assert response.status == 401
+
+
+def test_a_public_bind_needs_the_setting_that_says_so(tmp_path) -> None:
+    from cogs.memory.runtime.config import SettingsError
+
+    for host in ("0.0.0.0", "192.0.2.7", "::", "dashboard.lan"):
+        with pytest.raises(SettingsError) as refused:
+            load_settings({"MEMORY_DASHBOARD_PORT": "8765", "MEMORY_DASHBOARD_HOST": host}, None)
+        assert refused.value.lines == [
+            "MEMORY_DASHBOARD_HOST lets other machines reach the dashboard: set MEMORY_DASHBOARD_PUBLIC=1 to mean it "
+            f"(and put TLS in front), or use 127.0.0.1, not {host!r}"]
+        with pytest.raises(ValueError, match="MEMORY_DASHBOARD_PUBLIC=1"):
+            DashboardConfig(port=8765, data_dir=tmp_path, host=host)
+    public = load_settings({"MEMORY_DASHBOARD_PORT": "8765", "MEMORY_DASHBOARD_HOST": "0.0.0.0",
+                            "MEMORY_DASHBOARD_PUBLIC": "1"}, None)
+    config = DashboardConfig.from_settings(tmp_path, public)
+    assert config is not None and (config.host, config.public, config.reachable_from_elsewhere) == ("0.0.0.0", True, True)
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"):
+        local = load_settings({"MEMORY_DASHBOARD_PORT": "8765", "MEMORY_DASHBOARD_HOST": host}, None)
+        assert not DashboardConfig.from_settings(tmp_path, local).reachable_from_elsewhere
+
+
+def test_the_bot_refuses_a_public_bind_without_the_setting_in_one_error_line(monkeypatch, tmp_path, capsys) -> None:
+    import launcher
+
+    monkeypatch.setenv("DISCORD_TOKEN", "token")
+    monkeypatch.setenv("MEMORY_DASHBOARD_PORT", "8765")
+    monkeypatch.setenv("MEMORY_DASHBOARD_HOST", "0.0.0.0")
+    monkeypatch.setattr(launcher, "ENV_FILE", tmp_path / ".env")
+    assert launcher.main([]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "error: MEMORY_DASHBOARD_HOST lets other machines reach the dashboard: set MEMORY_DASHBOARD_PUBLIC=1 to mean it "
+        "(and put TLS in front), or use 127.0.0.1, not '0.0.0.0'"]
+
+
+async def test_a_public_bind_warns_once_to_put_tls_in_front(fake_source: FakeSource, tmp_path,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    server = Dashboard(fake_source, DashboardConfig(port=0, data_dir=tmp_path, host="0.0.0.0", public=True))
+    with caplog.at_level(logging.INFO, logger="cogs.memory.dashboard.server"):
+        await server.start()
+        await server.stop()
+    [warning] = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert warning.startswith("The memory dashboard on 0.0.0.0:") and warning.endswith(
+        " is reachable from other machines (MEMORY_DASHBOARD_PUBLIC=1): put TLS in front of it (a reverse proxy "
+        "serving https://, named in MEMORY_DASHBOARD_URL)")
+
+
+async def test_a_loopback_bind_warns_of_nothing(fake_source: FakeSource, tmp_path,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    server = Dashboard(fake_source, DashboardConfig(port=0, data_dir=tmp_path))
+    with caplog.at_level(logging.INFO, logger="cogs.memory.dashboard.server"):
+        await server.start()
+        await server.stop()
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
+
+
+async def test_the_sign_in_link_in_the_log_shows_no_password_of_the_dashboard_url(
+        fake_source: FakeSource, tmp_path, caplog: pytest.LogCaptureFixture) -> None:
+    config = DashboardConfig(port=0, data_dir=tmp_path, public_url="https://admin:hunter2@memory.example.org")
+    server = Dashboard(fake_source, config)
+    with caplog.at_level(logging.INFO, logger="cogs.memory.dashboard.server"):
+        await server.start()
+        await server.stop()
+    [line] = [record.getMessage() for record in caplog.records if "sign in within" in record.getMessage()]
+    assert "hunter2" not in line and "https://admin:***@memory.example.org/login?token=" in line

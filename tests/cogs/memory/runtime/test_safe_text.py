@@ -44,6 +44,12 @@ def test_the_urls_and_passwords_in_free_text_are_redacted() -> None:
                                     "url='http://bot:***@127.0.0.1:3128' (password=***, api_key: none, token = ***)")
 
 
+def test_a_password_in_a_url_read_as_a_path_is_redacted_too() -> None:
+    words = "https:/admin:hunter2@profiles.example.org/big.toml: no such profile; at 12:30 bot@host said so"
+    assert redacted_text(words) == ("https:/admin:***@profiles.example.org/big.toml: no such profile; at 12:30 "
+                                    "bot@host said so")
+
+
 @pytest.mark.parametrize(("name", "shown"), [
     ("\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"),
     ("general\r\nerror: forged", "general\\r\\nerror: forged"),

@@ -107,6 +107,7 @@ async def test_a_search_with_the_server_stopped_is_one_line(cli, server_url: str
     [line] = err.splitlines()
     assert line.startswith("error: PostgreSQL at postgres@") and line.endswith(
         "start the server or fix DATABASE_URL (or --to), then run this again")
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []  # no 2nd line
     no_tracebacks(caplog)
 
 
@@ -140,8 +141,10 @@ async def test_migrate_to_a_stopped_server_is_one_line(tmp_path: Path, server_ur
 # -- the bot: capture goes on while the database is away ---------------------------------------------------------
 
 FAST_RETRY = RetryPolicy(first_delay_s=0.05, max_delay_s=0.5)
-OUTAGE_BEGINS = "Storing N messages failed"
-OUTAGE_ENDS = "Storing messages works again"
+# The store logs an outage (postgres/faults.py), once for every part of memory that meets it.
+OUTAGE_BEGINS = ("WARNING", "PostgreSQL at postgres@/tmp/memory-test-pgdata-X/memory_test_N cannot be reached (WHY): "
+                 "memory keeps what it is given and tries again until the server answers")
+OUTAGE_ENDS = ("INFO", "PostgreSQL at postgres@/tmp/memory-test-pgdata-X/memory_test_N answers again")
 
 
 async def until(condition: Callable[[], Awaitable[bool]], what: str, timeout_s: float = 60.0) -> None:
@@ -179,10 +182,14 @@ async def spooled(path: Path) -> int:
     return len(await IngestSpool(path).read())
 
 
-def outage_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    """The writer's log lines, numbers and reasons left out (how messages are batched varies)."""
-    return [re.sub(r"\d+", "N", record.getMessage().split(" (")[0]) for record in caplog.records
-            if record.name == "cogs.memory.ingest.writer" and record.levelno >= logging.INFO]
+def outage_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    """Memory's log lines about the outage: every WARNING or worse, and the INFO lines that say the server is back
+    (the test's server folder, database number and the reason, shutting down or gone, left out)."""
+    lines = [(record.levelname, record.getMessage()) for record in caplog.records if record.name.startswith("cogs.")
+             and (record.levelno >= logging.WARNING or record.levelno == logging.INFO and "again" in record.getMessage())]
+    return [(level, re.sub(r"reached \(.*\): ", "reached (WHY): ",
+                           re.sub(r"memory_test_\d+", "memory_test_N", re.sub(r"pgdata-\w+", "pgdata-X", text))))
+            for level, text in lines]
 
 
 async def test_capture_goes_on_while_postgresql_is_away_and_catches_up(
@@ -221,6 +228,40 @@ async def test_what_the_spool_kept_is_stored_after_a_restart_during_the_outage(
 
 async def _equals(value: Awaitable[Any], expected: Any) -> bool:
     return await value == expected
+
+
+async def test_an_outage_is_one_warning_as_it_begins_and_one_info_as_it_ends_whatever_meets_it(
+        server_url: str, stoppable_postgres: StoppableServer, core_profile: Any, tmp_path: Path,
+        make_record: RecordFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """The writer, the spool, the vector filler and the names all meet the lost server: the log says so once."""
+    data = tmp_path / "data"
+    caplog.set_level(logging.DEBUG, logger="cogs")
+    memory = await Memory.open(core_profile, data / "m.sqlite3", tmp_path / "idx", server_url)
+    try:
+        await memory.names.stop_refreshing()  # memory on a server refreshes the names each 30 s: here, at once
+        memory.names.start_refreshing(interval_s=0.05)
+        await memory.add(make_record(1, "before the outage"))
+        await memory.flush(vectors=True)
+        await asyncio.to_thread(stoppable_postgres.stop)
+        memory.names.note_channel(1, 20, "general")
+        for message_id in range(2, 5):
+            await memory.add(make_record(message_id, f"said while the database was away, number {message_id}"))
+        await until(lambda: _equals(spooled(data / SPOOL_NAME), 3), "the three messages kept in the spool")
+        await until(lambda: _logged(caplog, "Could not read guild and channel names again"), "a refresh failed")
+        await memory.ingest.settle()  # tried again at once, and failing again: still no new line
+        await asyncio.to_thread(stoppable_postgres.start)
+        await memory.ingest.settle()  # the held messages are tried now, not after the pause grown meanwhile
+        await until(lambda: _equals(stored_ids(server_url), {1, 2, 3, 4}), "every message stored")
+        await memory.flush(vectors=True)
+        await until(lambda: _logged(caplog, "Guild and channel names read again"), "a refresh worked")
+    finally:
+        await memory.close()
+    assert outage_lines(caplog) == [OUTAGE_BEGINS, OUTAGE_ENDS]
+    no_tracebacks(caplog)
+
+
+async def _logged(caplog: pytest.LogCaptureFixture, text: str) -> bool:
+    return any(text in record.getMessage() for record in caplog.records)
 
 
 async def test_dropped_connections_are_opened_again_and_nothing_is_lost(
