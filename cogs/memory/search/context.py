@@ -56,8 +56,12 @@ def window_of(rows: Iterable[Sequence[Any]], reply_window: int = DEFAULT_TUNING.
 
 def rows_wanted(candidates: list[int], window: Window) -> list[int]:
     """The row ids to read for a search: its candidates and every message in their sources' window, in order."""
-    around = ((previous, *after, *replies) for previous, after, replies in window.values())
-    return sorted(set(candidates).union(*around) - {None})
+    wanted = set(candidates)
+    for previous, after, replies in window.values():
+        wanted.update(after, replies)
+        if previous is not None:
+            wanted.add(previous)
+    return sorted(wanted)
 
 
 def neighbours_in(window: Window, rows: dict[int, CandidateRow], reply_window: int = DEFAULT_TUNING.reply_window,
@@ -88,7 +92,8 @@ def lenders(neighbours: Neighbours, rows: Mapping[int, CandidateRow]) -> dict[in
     or, for one the filters left out, from a neighbour's (a source's window stays in its channel)."""
     channels: dict[int, int] = {}
     for rowid, (previous, following, answers, _) in neighbours.items():
-        near = next((rows[other] for other in (rowid, following, previous, *answers) if other in rows), None)
+        near = next((rows[other] for other in (rowid, following, previous, *answers)
+                     if other is not None and other in rows), None)
         if near is not None:
             channels[rowid] = near.channel_id
             if following is not None:

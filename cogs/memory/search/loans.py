@@ -65,7 +65,9 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     authors take turns more than chance; a Discord reply says what it answers, so a question's loan to its replies
     is not.
     """
-    spread, received, replies = dict(scores), {}, {}
+    spread = dict(scores)
+    received: dict[int, float] = {}
+    replies: dict[int, tuple[int, ...]] = {}
     lent: dict[int, list[float]] = {}
     on_discord = replied or {}
 
@@ -80,8 +82,7 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
 
     for rowid, (previous, following, answers, following_answers) in neighbours.items():
         score = max(scores[rowid], 0.0)
-        back = 0.0 if previous is None else weights[0] * score * strength(rowid, previous)
-        if back > 0.0:
+        if previous is not None and (back := weights[0] * score * strength(rowid, previous)) > 0.0:
             lend(previous, back, 0)
         if rowid in asking:  # a question's loan is added below, with what it got itself
             replies[rowid] = answers
@@ -92,7 +93,7 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
             received[following] = received.get(following, 0.0) + loan
             if loan > 0.0:
                 lend(following, loan, 0)
-        if following in asking and following not in neighbours:
+        if following is not None and following in asking and following not in neighbours:
             replies[following] = following_answers
     for question, answers in replies.items():
         loan = answer_weight * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
