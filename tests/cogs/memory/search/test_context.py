@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cogs.memory.records import MessageRecord
-from cogs.memory.search.context import ChannelWindow, neighbours_in
+from cogs.memory.search.context import ChannelWindow, neighbours_in, rows_wanted
 from tests.fixtures.core import T0
 
 GUILD, GENERAL = 1, 10
@@ -31,3 +31,9 @@ def test_the_replies_to_a_message_may_answer_it_however_far_below() -> None:
     # A reply the filters hide is passed over.
     del rows[9]
     assert neighbours_in({1: ChannelWindow(None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 12), (3,))
+
+
+def test_the_rows_wanted_are_the_candidates_and_every_message_in_their_windows_once_in_order() -> None:
+    # 1 opens its channel (no previous message); 5's previous is a candidate too.
+    window = {1: ChannelWindow(None, (2, 3), (9,)), 5: ChannelWindow(4, (6,), (2,))}
+    assert rows_wanted([5, 1, 7], window) == [1, 2, 3, 4, 5, 6, 7, 9]
