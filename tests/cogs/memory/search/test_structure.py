@@ -10,7 +10,9 @@ import pytest
 
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store.protocol import Store
-from cogs.memory.search.first_stage import Neighbour, RecentMessage, spread_with_loans
+from cogs.memory.search.context import Neighbour
+from cogs.memory.search.first_stage import RecentMessage
+from cogs.memory.search.loans import spread_with_loans
 from cogs.memory.search.structure import Posted, dialogue, measure, strength
 from tests.fixtures.core import RecordFactory
 from tests.fixtures.stores import insert
