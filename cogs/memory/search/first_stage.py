@@ -19,7 +19,7 @@ from ..language import keywords as text
 from ..language import questions
 from ..language.coverage import model_scripts
 from ..records import Hit, ScoreParts, SearchFilters, checked_limit
-from ..store.rows import CandidateRow
+from ..store.rows import CandidateRow, from_timestamp
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
 from .context import Window, lenders, neighbours_in
@@ -71,7 +71,7 @@ def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int, p
     """A candidate row as a search result."""
     return Hit(message_id=row.message_id, guild_id=row.guild_id, channel_id=row.channel_id,
                author_id=row.author_id, author_name=row.author_name, content=row.content,
-               created_at=row.created_at, score=score, sources=tuple(sources), rank=rank, parts=parts)
+               created_at=from_timestamp(row.created_at), score=score, sources=tuple(sources), rank=rank, parts=parts)
 
 
 class FirstStage:
@@ -118,7 +118,7 @@ class FirstStage:
         # Equal scores (a name that alone matches its author's messages, say) put the latest first, as the keyword
         # side orders them.
         ranked = sorted((rowid for rowid in scores if rowid in rows),
-                        key=lambda rowid: (-scores[rowid], -rows[rowid].created_at.timestamp(), -rowid))
+                        key=lambda rowid: (-scores[rowid], -rows[rowid].created_at, -rowid))
         filling: set[int] = set()
         if len(ranked) < limit and fused.tail:
             # Below everything ranked, each a step lower than the one before (a candidate's score orders it).
