@@ -25,6 +25,8 @@ from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
 from .ingest.reembed import mark_unembedded
+from .runtime.config import PROFILE_CHOICE_PATH
+from .runtime.private_files import tighten_memory_files
 from .runtime.profile import MemoryProfile, reranks, resolve_device
 from .records import Hit, MessageRecord, Recall, RerankFigures, SearchFilters, checked_limit
 from .search.second_stage import reranked
@@ -127,6 +129,10 @@ class Memory:
         is closed again.
         """
         device = await asyncio.to_thread(resolve_device, profile)
+        # What an older version left readable by other users of the machine is made private (0600/0700), before
+        # SQLite makes the database's -wal and -shm files after its mode.
+        await asyncio.to_thread(tighten_memory_files, db_path, index_dir, db_path.parent / "onnx",
+                                (SPOOL_NAME, LEDGER_NAME, PROFILE_CHOICE_PATH.name))
         try:
             backend = await open_backend(db_path, database_url)
         except DatabaseUnavailableError as exc:

@@ -11,7 +11,8 @@ from bench import ablation, recall
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.runtime.profile import MemoryProfile
-from cogs.memory.search.first_stage import ChannelWindow, FirstStage, neighbours_in
+from cogs.memory.search.context import ChannelWindow, neighbours_in
+from cogs.memory.search.first_stage import FirstStage
 from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -13,7 +14,10 @@ from typing import TYPE_CHECKING
 from ..privacy.known import erasures_for_restore
 from ..privacy.ledger import LEDGER_NAME
 from ..store.sqlite.backup import BackupError, backup_database, restore_database
-from ..store.sqlite.integrity import RESTORE_ADVICE, check_fts, explain_open_failure, quick_check, rebuild_fts
+from ..runtime.export_child import exporting_into
+from ..runtime.export_manifest import export_problem
+from ..store.sqlite.integrity import (RESTORE_ADVICE, KeywordRows, check_fts, compare_fts_rows, explain_open_failure,
+                                      quick_check, rebuild_fts)
 from ..store.sqlite.lock import DatabaseLock
 from ..store.sqlite.restore_journal import recover_restore
 from ..vectors.files import why
@@ -23,6 +27,9 @@ if TYPE_CHECKING:
     from ..memory import Memory
 
 PENDING_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pending_vectors'"
+# The ONNX exports live beside the database (Memory.open): ``data/onnx/``.
+ONNX_FOLDER = "onnx"
+REPAIR_HINT = "run `python -m cogs.memory check --repair` with memory stopped"
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -46,9 +53,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     replaced.add_argument("--discard-replaced", action="store_true", help="delete the replaced database")
     restore.set_defaults(handler=sqlite_file(run_restore), memory=None)
     check = commands.add_parser("check", parents=[parent],
-                                help="check the whole database for damage; rebuild a damaged keyword index",
+                                help="check the whole database and the ONNX exports for damage; rebuild a damaged "
+                                     "keyword index",
                                 description="Check the whole database (its keyword index only while memory is "
-                                            "stopped); exit 1 on damage.")
+                                            "stopped) and hash the ONNX exports beside it whole; exit 1 on damage "
+                                            "left unrepaired.")
+    check.add_argument("--repair", action="store_true",
+                       help="rebuild a keyword index that lacks messages (or holds gone ones) from the messages, and "
+                            "remove damaged ONNX exports (the next start writes them again); memory must be stopped")
     check.set_defaults(handler=sqlite_file(run_check), memory=None)
     reapply = commands.add_parser("reapply-erasures", parents=[parent],
                                   help="apply again what the erasure ledger holds and the database lacks (run it "
@@ -106,7 +118,8 @@ def run_restore(args: argparse.Namespace, term: Terminal) -> int:
 
 
 def run_check(args: argparse.Namespace, term: Terminal) -> int:
-    """The whole database, with no time limit (a start checks only what 5 s allow)."""
+    """The whole database, with no time limit (a start checks only what 5 s allow), and the ONNX exports beside it,
+    hashed whole (a start hashes sampled blocks)."""
     out, err = term.out, term.err
     if not args.db.is_file():
         print(f"error: there is no memory database at {args.db}", file=err)
@@ -119,17 +132,19 @@ def run_check(args: argparse.Namespace, term: Terminal) -> int:
             print(f"error: the memory database {args.db} is damaged ({pages.problems[0]}; {len(pages.problems)} "
                   f"problem(s) found). " + RESTORE_ADVICE.format(path=args.db), file=err)
             return FAILED
+        exports_whole = check_exports(args.db.parent / ONNX_FOLDER, args.repair and alone, term)
         if not alone:  # the keyword check holds the write lock throughout: it would stall the bot's writes
+            rows = compare_fts_rows(args.db)  # a read: it holds up nothing
+            if not rows.ok:
+                print(f"error: the keyword index of {args.db} {rows.describe()}: those messages cannot be found by "
+                      f"their words; {REPAIR_HINT}", file=err)
+                return FAILED
+            if not exports_whole:
+                return FAILED
             print(f"{args.db}: no damage found; its keyword index is checked only while memory is stopped", file=out)
             return OK
-        keywords = check_fts(args.db, budget_s=None)
-        if not keywords.ok:
-            count = rebuild_fts(args.db)
-            print(f"the keyword index was damaged ({keywords.problems[0]}); rebuilt it from {count} messages",
-                  file=out)
-        elif not keywords.complete:
-            print(f"error: the keyword index of {args.db} could not be checked (the database stayed busy); try again",
-                  file=err)
+        keywords_whole = _check_keywords(args, term)
+        if keywords_whole is None:
             return FAILED
         print_backlog(vectors_waiting(args.db), err)
     except sqlite3.Error as error:
@@ -137,8 +152,59 @@ def run_check(args: argparse.Namespace, term: Terminal) -> int:
         return FAILED
     finally:
         lock.release()
+    if not (keywords_whole and exports_whole):
+        return FAILED
     print(f"{args.db}: no damage found", file=out)
     return OK
+
+
+def _check_keywords(args: argparse.Namespace, term: Terminal) -> bool | None:
+    """FTS5's own check (a damaged index is rebuilt at once, as a start does), then its rows against the messages
+    (rebuilt with ``--repair``). Whether no damage is left; None when the check could not run."""
+    keywords = check_fts(args.db, budget_s=None)
+    if not keywords.ok:
+        count = rebuild_fts(args.db)
+        print(f"the keyword index was damaged ({keywords.problems[0]}); rebuilt it from {count} messages",
+              file=term.out)
+        return True
+    if not keywords.complete:
+        print(f"error: the keyword index of {args.db} could not be checked (the database stayed busy); try again",
+              file=term.err)
+        return None
+    rows: KeywordRows = compare_fts_rows(args.db)
+    if rows.ok:
+        return True
+    if not args.repair:
+        print(f"error: the keyword index of {args.db} {rows.describe()}: those messages cannot be found by their "
+              f"words; {REPAIR_HINT}", file=term.err)
+        return False
+    count = rebuild_fts(args.db)
+    print(f"the keyword index {rows.describe()}; rebuilt it from {count} messages", file=term.out)
+    return True
+
+
+def check_exports(root: Path, repair: bool, term: Terminal) -> bool:
+    """Hash every file of every ONNX export under ``root`` whole against its manifest; with ``repair``, remove each
+    damaged one (the next start exports it again). Whether none is left damaged."""
+    if not root.is_dir():
+        return True
+    whole = True
+    for folder in sorted(root.iterdir()):
+        if folder.name.startswith(".") or not folder.is_dir():  # a staging folder: an export under way, or killed
+            continue
+        problem = export_problem(folder, full=True)
+        if problem is None:
+            continue
+        if not repair:
+            print(f"error: the ONNX export {folder} {problem}; {REPAIR_HINT} to remove it (the next start exports "
+                  f"it again)", file=term.err)
+            whole = False
+            continue
+        with exporting_into(root):  # never under an export writing it
+            if export_problem(folder, full=True) is not None:
+                shutil.rmtree(folder)
+        print(f"the ONNX export {folder} {problem}; removed it: the next start exports it again", file=term.out)
+    return whole
 
 
 def vectors_waiting(db: Path) -> int:

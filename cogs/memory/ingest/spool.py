@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import MessageRecord
+from ..runtime.private_files import create_private_file, make_private_folder
 from .report import describe
 
 __all__ = ("SPOOL_NAME", "IngestSpool", "from_json", "to_json")
@@ -64,7 +65,9 @@ class IngestSpool:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(self.path.parent)
+            if not self.path.exists():
+                create_private_file(self.path)  # 0600, and SQLite's -wal and -shm after it: it holds messages
             conn = sqlite3.connect(self.path, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")  # a spooled message is acknowledged: it survives a power cut

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..language import keywords as text
+from .channels import ChannelOwners
 from .content import clean_text, stored_content
 from .report import RetryPolicy, describe
 from ..records import MessageRecord
@@ -141,6 +142,7 @@ class MessageWriter:
         self._spool = spool
         self._spooled: dict[int, int] = {}  # seq → spool id of each message kept in the spool
         self._unspool: list[int] = []  # spool ids of messages stored (or dropped) since, to forget there
+        self._channels = ChannelOwners(store)  # a channel id stored under another guild is refused
 
     @property
     def enqueued(self) -> int:
@@ -409,12 +411,17 @@ class MessageWriter:
                 outcome.skipped.append(row.seq)
             else:
                 new.append(row)
+        collided = await self._channels.collisions([row.record for row in new]) if new else {}
+        for row in (row for row in new if row.record.message_id in collided):
+            outcome.rejected.append((_Queued(row.seq, row.record), collided[row.record.message_id]))
+        new = [row for row in new if row.record.message_id not in collided]
         if new:
             outcome.rowids = list(self._store.allocate_rowids(len(new)))
             batch = WriteBatch(inserts=[NewRow(rowid, row.record, row.content, row.fts_body)
                                         for rowid, row in zip(outcome.rowids, new, strict=True)],
                                pending=outcome.rowids, successors_of=outcome.rowids)
             await self._store.write(batch)
+            self._channels.stored([row.record for row in new])
         outcome.stored = [row.seq for row in new]
         return outcome
 

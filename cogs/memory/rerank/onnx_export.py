@@ -1,12 +1,12 @@
 """Where a reranker's ONNX export lives and how it gets there: once per model id + revision + variant, written to a
 staging folder, synced and renamed into place, so a half-written export is never loaded and a killed one's leftovers
-are removed by the next (../export_child.py). The writing runs in a child
+are removed by the next (../export_child.py). A manifest of checksums written last (../runtime/export_manifest.py) is
+checked at every load: a damaged export is removed and written again. The writing runs in a child
 process (../export_child.py); `python -m cogs.memory.rerank.onnx_export` is that child."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import shutil
@@ -19,7 +19,8 @@ from pathlib import Path
 
 from ..runtime.workers import MODEL_LOADING
 from ..runtime.export_child import RecordPrinter, exporting_into, publish, remove_leftovers, run_export, staging_folder
-from .onnx_graph import GRAPH_FILE, HEAD_NODE, export_qwen3
+from ..runtime.export_manifest import export_problem, write_manifest
+from .onnx_graph import GRAPH_FILE, HEAD_NODE, OPSET, export_qwen3
 from ..runtime.hardware import HardwareDetector
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,6 @@ log = logging.getLogger(__name__)
 CHILD = "cogs.memory.rerank.onnx_export"
 # Bumped whenever the graph changes shape or meaning: older exports are then written again.
 EXPORT_FORMAT = 1
-MANIFEST = "export.json"
 # CPU flags with int8 dot products that accumulate in 32 bits (no 16-bit saturation).
 VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
@@ -49,9 +49,19 @@ class ExportSpec:
         safe = re.sub(r"[^A-Za-z0-9._-]+", "--", self.model_name).strip("-.")[-80:]
         return f"{safe}-{self.revision[:12]}-{self.variant}"
 
-    def manifest(self, files: dict[str, int]) -> dict[str, object]:
+    @property
+    def settings(self) -> dict[str, object]:
+        """How the export is made, as its manifest records it: other settings mean another export."""
+        if self.variant == "fp32":
+            return {"opset": OPSET, "dtype": "float32"}
+        return {"opset": OPSET, "quantization": "dynamic int8, per output channel",
+                "weight_bits": 7 if self.variant == "int8-w7" else 8, "quantized_ops": ["MatMul"],
+                "kept_float32": [HEAD_NODE]}
+
+    def fields(self) -> dict[str, object]:
+        """What the manifest records besides its files: the source model, its revision, and the settings."""
         return {"format": EXPORT_FORMAT, "model": self.model_name, "revision": self.revision,
-                "variant": self.variant, "yes_id": self.yes_id, "no_id": self.no_id, "files": files}
+                "variant": self.variant, "yes_id": self.yes_id, "no_id": self.no_id, "settings": self.settings}
 
 
 def model_revision(model_name: str) -> str:
@@ -73,33 +83,25 @@ def model_revision(model_name: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def _is_complete(folder: Path, spec: ExportSpec) -> bool:
-    """A manifest that matches `spec`, written last, and every file it lists at its recorded size."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        files = manifest["files"]
-        return (manifest == spec.manifest(files)
-                and all((folder / name).stat().st_size == size for name, size in files.items()))
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
 def _ensure(root: Path, spec: ExportSpec, build: Callable[[Path], None]) -> Path:
+    """The folder of the export ``spec``, checked against its manifest; written (again) by ``build`` when it is
+    missing, stale, truncated or damaged. Damage is said once, at WARNING, naming the file and what is wrong."""
     final = root / spec.folder
-    if _is_complete(final, spec):
+    if export_problem(final, spec.fields()) is None:
         return final
     with exporting_into(root):  # one export per folder at a time; what a killed one left is removed here
         remove_leftovers(root, spec.folder)
-        if _is_complete(final, spec):  # another process finished it while this one waited
+        problem = export_problem(final, spec.fields())
+        if problem is None:  # another process finished it while this one waited
             return final
         if final.exists():
-            log.warning("ONNX export %s is incomplete or stale; writing it again", final)
+            log.warning("ONNX export %s %s; removing it and exporting it again (the reranker keeps first-stage "
+                        "order meanwhile)", final, problem)
             shutil.rmtree(final)
         work = staging_folder(root, spec.folder)
         try:
             build(work)
-            files = {path.name: path.stat().st_size for path in work.iterdir()}
-            (work / MANIFEST).write_text(json.dumps(spec.manifest(files), indent=2) + "\n", encoding="utf-8")
+            write_manifest(work, spec.fields())  # every file hashed whole, as written
             publish(work, final)
         finally:
             if work.exists():

@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .private_files import PRIVATE_FILE, PRIVATE_FOLDER, make_private_folder
+
 log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -90,7 +92,7 @@ def exporting_into(root: Path) -> Iterator[None]:
     """Held while an export is written under ``root`` (created if missing): a second process exporting there waits,
     then finds the export done. An advisory lock on the folder itself, so a killed holder lets go (no lock file
     outlives it); where there is no ``fcntl`` (Windows) there is no lock."""
-    root.mkdir(parents=True, exist_ok=True)
+    make_private_folder(root)
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
@@ -115,17 +117,22 @@ def remove_leftovers(root: Path, name: str) -> int:
 
 
 def staging_folder(root: Path, name: str) -> Path:
-    """A new, empty staging folder for the export ``name`` under ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
+    """A new, empty staging folder (0700) for the export ``name`` under ``root``."""
+    make_private_folder(root)
     return Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=STAGING_SUFFIX, dir=root))
 
 
 def publish(staging: Path, final: Path) -> None:
     """Sync every file of ``staging`` and the folder itself to disk, then rename it to ``final`` (which must not
-    exist) and sync the parent: ``final`` appears whole or not at all."""
+    exist) and sync the parent: ``final`` appears whole or not at all. Its files are made 0600 and the folder 0700
+    (an exporter writes them with the process's umask)."""
     for path in staging.iterdir():
         if path.is_file():
+            if os.name == "posix":
+                os.chmod(path, PRIVATE_FILE)
             _fsync(path, os.O_RDONLY)
+    if os.name == "posix":
+        os.chmod(staging, PRIVATE_FOLDER)
     _fsync_folder(staging)
     os.rename(staging, final)
     _fsync_folder(final.parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from .private_files import make_private_folder, open_private
 from .profile import MemoryProfile, load_profile, select_profile
 
 __all__ = ("saved_or_selected_profile", "save_profile_choice")
@@ -26,7 +27,8 @@ def saved_or_selected_profile(choice_path: Path, profiles_dir: Path, override: s
 
 def save_profile_choice(choice_path: Path, name: str) -> None:
     """Atomically records the chosen profile name so the next start uses it (blocking)."""
-    choice_path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_folder(choice_path.parent)
     temporary = choice_path.with_suffix(".tmp")
-    temporary.write_text(name + "\n", encoding="utf-8")
+    with open_private(temporary) as file:
+        file.write((name + "\n").encode())
     temporary.replace(choice_path)

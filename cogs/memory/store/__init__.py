@@ -4,6 +4,8 @@ lives here: the protocols (protocol: a role Protocol per user of a store, ``Stor
 migration (migration), the neighbour SQL (neighbours), and the choice of backend (backend). Only the store packages
 hold SQL.
 
-May import: ``records``, ``language``, ``vectors``, ``runtime`` (a profile and its ranking tuning) and
-``search.first_stage`` (each store's engine extends it); ``sqlite/`` and ``postgres/`` never import each other.
+May import: ``records``, ``language``, ``vectors``, ``runtime`` (a profile and its ranking tuning, ``private_files``:
+files made 0600) and, from ``search``, ``first_stage`` (each store's engine extends it), ``fusion`` (a side's hits),
+``context`` (the window of neighbour rows) and ``terms`` (the keyword side's terms and IDF); ``sqlite/`` and
+``postgres/`` never import each other.
 """

@@ -1,7 +1,7 @@
 """The SQL both stores read a message's channel neighbours with: one statement, written once for both dialects.
 
 Row-value comparisons and correlated subqueries mean the same on SQLite and PostgreSQL; each store adds the FROM
-that names the source rows (store/sqlite/search.py, store/postgres/search.py). ``search.first_stage.window_of``
+that names the source rows (store/sqlite/search.py, store/postgres/search.py). ``search.context.window_of``
 reads the rows.
 """
 

@@ -27,9 +27,10 @@ def from_timestamp(seconds: float) -> datetime:
 
 
 class CandidateRow(NamedTuple):
-    """A search candidate's message as both stores read it, its fields named as MessageRecord names them. A tuple
-    rather than a MessageRecord: a search reads some 300 rows (its candidates and their neighbours) to keep 10, and
-    a frozen record for each cost about 1 ms a search (docs/scale.md)."""
+    """A search candidate's message as both stores read it, its fields named as MessageRecord names them, its time
+    as stored (seconds since the epoch). A tuple rather than a MessageRecord: a search reads some 300 rows (its
+    candidates and their neighbours) to keep 10, and a frozen record with an aware datetime for each cost about
+    1 ms a search (docs/scale.md); the 10 kept convert their time."""
 
     message_id: int
     guild_id: int
@@ -38,16 +39,13 @@ class CandidateRow(NamedTuple):
     author_id: int
     author_name: str
     content: str
-    created_at: datetime
+    created_at: float
     reply_to_id: int | None
 
 
 def candidate_row(row: Sequence[Any]) -> CandidateRow:
     """A search candidate as both stores read it (row id first, then SELECT_CANDIDATES' columns in order)."""
-    (_, message_id, guild_id, channel_id, parent_channel_id, author_id, author_name, content, created_at,
-     reply_to_id) = row
-    return CandidateRow(message_id, guild_id, channel_id, parent_channel_id, author_id, author_name, content,
-                        from_timestamp(created_at), reply_to_id)
+    return CandidateRow._make(row[1:])
 
 
 @dataclass(frozen=True, slots=True)

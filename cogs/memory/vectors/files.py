@@ -18,6 +18,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ..runtime.private_files import make_private_folder, open_private
+
 __all__ = ("IndexFileError", "IndexMeta", "IndexSaveError", "disk_nearly_full", "read_index_file", "why",
            "write_atomically", "write_index_file")
 
@@ -94,11 +96,12 @@ def check_readable(path: Path) -> None:
 
 def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
     """``write`` into ``path.tmp``, sync it, then rename it over ``path``: a crash leaves the old file or the new
-    one, never half of one, and a failure (a full disk, a folder in the way) leaves no temporary file behind."""
+    one, never half of one, and a failure (a full disk, a folder in the way) leaves no temporary file behind. The
+    file is 0600 (a new folder 0700): it holds what members wrote."""
     temporary = path.with_name(path.name + ".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as file:
+        make_private_folder(path.parent)
+        with open_private(temporary) as file:
             write(file)
             file.flush()
             os.fsync(file.fileno())

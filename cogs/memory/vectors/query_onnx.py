@@ -4,8 +4,9 @@ one query at a time on a CPU.
 A query is a few dozen tokens. On one core of the 2-core AVX2 dev machine ONNX Runtime ran MiniLM on 300 LoCoMo
 questions in 12.4 ms at the median against 20.2 ms for the frozen TorchScript trace (query_trace.py), with the same
 vectors to 2e-7 (2026-11-23, both in one run). The export is seconds of Python holding the GIL, so a child process
-writes it (export_child.py), once per model, into a folder of ``root`` named after the model; the graph is checked
-against the eager model at every load, and where anything fails queries stay on the trace.
+writes it (export_child.py), once per model, into a folder of ``root`` named after the model, with a manifest of
+checksums (export_manifest.py): a damaged or truncated export is said once, removed and written again. The graph is
+checked against the eager model at every load, and where anything fails queries stay on the trace.
 
 ``python -m cogs.memory.vectors.query_onnx SOURCE TARGET`` is that child.
 """
@@ -23,6 +24,7 @@ from typing import Any, cast
 import torch
 
 from ..runtime.export_child import RecordPrinter, exporting_into, publish, remove_leftovers, run_export, staging_folder
+from ..runtime.export_manifest import export_problem, write_manifest
 from .query_trace import MAX_ABS_DIFF, PROBES, eager_embedding
 
 __all__ = ("GRAPH_FILE", "QueryOnnx", "export_folder")
@@ -34,6 +36,9 @@ CHILD = "cogs.memory.vectors.query_onnx"
 EXPORT_FORMAT = 1
 GRAPH_FILE = "transformer.onnx"
 INPUTS = ("input_ids", "attention_mask")
+OPSET = 17
+# A local model folder's files whose sizes and modification times make its revision (replaced weights: a new export).
+_REVISION_SUFFIXES = (".json", ".safetensors", ".bin", ".pt")
 # One process, one session per model (a profile switch back and forth reuses it).
 _SESSIONS: dict[str, QueryOnnx | None] = {}
 _SESSIONS_LOCK = threading.Lock()
@@ -66,8 +71,7 @@ class QueryOnnx:
         """A checked session over the export of ``source`` (written first if missing), or None: the trace then."""
         folder = export_folder(root, source)
         try:
-            if not (folder / GRAPH_FILE).is_file():
-                _export(source, folder)
+            _export(source, folder)
             runner = cls(model, _session(folder / GRAPH_FILE))
             worst = max(float((runner.embed(text) - eager_embedding(model, text)).abs().max()) for text in PROBES)
         except Exception:  # noqa: BLE001 - no ONNX Runtime, a model it cannot export: queries run on torch
@@ -92,12 +96,40 @@ class QueryOnnx:
         return cast(torch.Tensor, features["sentence_embedding"])
 
 
+def source_revision(source: str) -> str:
+    """What the weights at ``source`` are: for a local folder, a hash of its config and weight files' names, sizes
+    and modification times; for a hub id, the id itself (its download sits at a path of its own)."""
+    folder = Path(source)
+    if not folder.is_dir():
+        return source
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.suffix in _REVISION_SUFFIXES and path.is_file():
+            status = path.stat()
+            digest.update(f"{path.relative_to(folder)}:{status.st_size}:{status.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def export_fields(source: str) -> dict[str, object]:
+    """What an export's manifest records besides its files: the source, its revision, and how it was exported."""
+    return {"format": EXPORT_FORMAT, "source": source, "revision": source_revision(source),
+            "settings": {"opset": OPSET, "inputs": list(INPUTS), "output": "last_hidden_state"}}
+
+
 def _export(source: str, folder: Path) -> None:
-    """Write the export of ``source`` into ``folder`` in a child process, unless another process just did."""
+    """Make sure ``folder`` holds a whole, current export of ``source``: written in a child process when it is
+    missing, and written again (said once, at WARNING) when it is stale, truncated or damaged."""
+    expected = export_fields(source)
+    if export_problem(folder, expected) is None:
+        return
     with exporting_into(folder.parent):
         remove_leftovers(folder.parent, folder.name)
-        if (folder / GRAPH_FILE).is_file():  # written by another process while this one waited
+        problem = export_problem(folder, expected)
+        if problem is None:  # written by another process while this one waited
             return
+        if folder.exists():
+            log.warning("Query embedder export %s %s; removing it and exporting it again", folder, problem)
+            shutil.rmtree(folder)
         log.info("Exporting the query embedder %s to ONNX in %s (once)", source, folder)
         run_export(CHILD, [source, str(folder)], log)
 
@@ -142,7 +174,8 @@ def write_export(source: str, target: Path) -> None:
                               tuple(example[name] for name in INPUTS), str(staging / GRAPH_FILE),
                               input_names=list(INPUTS), output_names=["last_hidden_state"],
                               dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
-                              opset_version=17, dynamo=False)
+                              opset_version=OPSET, dynamo=False)
+        write_manifest(staging, export_fields(source))  # every file hashed whole, as written
         publish(staging, target)
         log.info("Query embedder exported to %s", target)
     finally:

@@ -25,7 +25,8 @@ def policy(store: SqliteStore, ingest: IngestQueue) -> GuildPolicy:
 async def add(ingest: IngestQueue, make_record: RecordFactory, *minutes: float, guild_id: int = 1) -> None:
     for minute in minutes:
         message_id = int(minute * 10) + 1000 * guild_id
-        await ingest.add(make_record(message_id, f"message at minute {minute}", guild_id=guild_id, minute=minute))
+        await ingest.add(make_record(message_id, f"message at minute {minute}", guild_id=guild_id,
+                                     channel_id=10 * guild_id, minute=minute))  # a channel belongs to one guild
     await ingest.flush(vectors=True)
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from ...search.first_stage import bm25_idf
+from ...search.terms import bm25_idf
 from ...search.timed_cache import TimedCache
 from . import fts
 from .store import PostgresStore

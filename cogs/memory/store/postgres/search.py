@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...records import SearchFilters
-from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, characters_alone, rows_wanted, window_of,
-                                   within_budget)
+from ...search.context import Window, rows_wanted, window_of
+from ...search.first_stage import FirstStage, RecentMessage
+from ...search.fusion import Hits
+from ...search.terms import characters_alone, within_budget
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids
 from ..rows import CandidateRow, candidate_row
@@ -107,7 +109,7 @@ class PostgresSearchEngine(FirstStage):
         return [(row[0], float(row[1])) for row in rows]
 
     async def _counted(self, words: list[str], guild_id: int) -> dict[str, int]:
-        """The query's words and the characters it searches alone (first_stage.characters_alone), each with its count
+        """The query's words and the characters it searches alone (terms.characters_alone), each with its count
         of matching messages in the guild."""
         counts = await self._count_matches(words, guild_id)
         counts.update(await self._count_matches(characters_alone(counts), guild_id))

@@ -4,5 +4,6 @@ restore, its journal, the erasures a restore holds for the next open), the messa
 (pending), filters as SQL, erasing what was forgotten (purge), the history ledger, guilds' and channels' names
 (names), the FTS5 + FAISS first stage (search), and the backend Memory receives (backend).
 
-May import: the shared ``store`` modules, ``records``, ``language``, ``vectors`` and ``search``; never ``postgres``.
+May import: the shared ``store`` modules, ``records``, ``language``, ``vectors``, ``runtime.private_files`` and
+``search``; never ``postgres``.
 """

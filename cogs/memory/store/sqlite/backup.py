@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .lock import DatabaseLock
+from ...runtime.private_files import make_private_folder
 from .restore import Restore, restore_database
 from .restore_journal import recover_restore
 from .snapshot import BackupError, copy_atomically, reason, stamp
@@ -52,12 +53,12 @@ def _destination_file(destination: Path | str) -> Path:
     try:
         if _names_a_folder(destination):
             folder = Path(destination)
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_folder(folder)
             return _dated_file(folder)
         target = Path(destination)
         if target.exists():
             raise BackupError(f"{target} already exists; give a new file name or a folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folder(target.parent)
         return target
     except OSError as error:
         raise BackupError(f"could not write {destination}: {reason(error)}") from error

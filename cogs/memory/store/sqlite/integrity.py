@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from ...runtime.private_files import create_private_file, make_private_folder
 from ...vectors.files import disk_nearly_full, why
 from ...language.keywords import fts_document
 from ..protocol import StoreOpenError
 
-__all__ = ("FTS_CHECK_BUDGET_S", "QUICK_CHECK_BUDGET_S", "CheckResult", "StoreOpenError", "check_before_open",
-           "check_fts", "explain_open_failure", "make_room_for", "quick_check", "rebuild_fts",
-           "repair_fts")
+__all__ = ("FTS_CHECK_BUDGET_S", "QUICK_CHECK_BUDGET_S", "CheckResult", "KeywordRows", "StoreOpenError",
+           "check_before_open", "check_fts", "compare_fts_rows", "explain_open_failure", "make_room_for", "quick_check",
+           "rebuild_fts", "repair_fts")
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,16 @@ SELECT_FTS_SQL = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 
 DROP_FTS = "DROP TABLE messages_fts"
 SELECT_FTS_SOURCE = "SELECT id, content, author_name FROM messages WHERE id > ? ORDER BY id LIMIT ?"
 INSERT_FTS = "INSERT INTO messages_fts (rowid, body, author) VALUES (?, ?, ?)"
+# Every message has one keyword row under its own row id (write.py writes both in one transaction). FTS5's
+# integrity-check compares the index with the rows the FTS table holds, not with the messages: a row deleted from the
+# FTS table (or never written) passes it, and its message cannot be found by its words.
+COUNT_MESSAGES = "SELECT COUNT(*) FROM messages"
+COUNT_WITHOUT_KEYWORDS = """
+SELECT COUNT(*) FROM messages AS m WHERE NOT EXISTS (SELECT 1 FROM messages_fts AS f WHERE f.rowid = m.id)
+"""
+COUNT_KEYWORDS_WITHOUT_MESSAGE = """
+SELECT COUNT(*) FROM messages_fts AS f WHERE NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.id = f.rowid)
+"""
 
 RESTORE_ADVICE = ("Stop the bot and restore a backup: python -m cogs.memory restore BACKUP.sqlite3 (README, "
                   "\"Backups\"). With no backup, `sqlite3 {path} .recover | sqlite3 recovered.sqlite3` saves what "
@@ -51,6 +62,23 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordRows:
+    """The keyword index's rows against the messages: ``missing`` messages have no keyword row (their words find
+    nothing), ``extra`` keyword rows belong to no message."""
+
+    messages: int
+    missing: int
+    extra: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.extra
+
+    def describe(self) -> str:
+        return f"lacks {self.missing} of the {self.messages} messages and has {self.extra} row(s) of no message"
 
 
 class _Deadline:
@@ -112,6 +140,22 @@ def check_fts(path: Path, budget_s: float | None = FTS_CHECK_BUDGET_S) -> CheckR
     return CheckResult((), complete=True)
 
 
+def compare_fts_rows(path: Path) -> KeywordRows:
+    """Count the messages without a keyword row and the keyword rows without a message, in one read transaction
+    (a consistent snapshot while memory writes: it holds no write lock)."""
+    connection = _connect(path)
+    try:
+        connection.execute("BEGIN")
+        try:
+            return KeywordRows(connection.execute(COUNT_MESSAGES).fetchone()[0],
+                               connection.execute(COUNT_WITHOUT_KEYWORDS).fetchone()[0],
+                               connection.execute(COUNT_KEYWORDS_WITHOUT_MESSAGE).fetchone()[0])
+        finally:
+            connection.rollback()
+    finally:
+        connection.close()
+
+
 def rebuild_fts(path: Path) -> int:
     """Rebuild the keyword index from the messages table in one transaction; returns how many messages it indexed.
 
@@ -156,13 +200,19 @@ def repair_fts(path: Path) -> None:
 
 
 def make_room_for(path: Path) -> None:
-    """Make the database's folder; StoreOpenError if a file or folder is in the way."""
+    """Make the database's folder (0700 if new) and a new database's file (0600, which SQLite's -wal, -shm and
+    -journal files take after); StoreOpenError if a file or folder is in the way."""
     if path.is_dir():
         raise StoreOpenError(f"{path} is a folder, not a database file; move it away or pass another --db")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folder(path.parent)
     except OSError as error:
         raise StoreOpenError(f"cannot make the folder of {path}: {why(error)}") from None
+    if not path.exists():
+        try:
+            create_private_file(path)
+        except OSError as error:
+            raise StoreOpenError(f"cannot create {path}: {why(error)}") from None
 
 
 def check_before_open(path: Path) -> None:

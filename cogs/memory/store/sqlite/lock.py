@@ -39,7 +39,7 @@ class DatabaseLock:
         if fcntl is None:
             return False
         try:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as error:
             log.debug("No lock file %s (%s): a restore cannot tell that this process uses the database",
                       self.path, error)
@@ -57,7 +57,7 @@ class DatabaseLock:
         """Hold the database alone, or raise DatabaseInUse at once."""
         if fcntl is None:
             return
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

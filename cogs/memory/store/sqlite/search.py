@@ -1,7 +1,7 @@
 """SqliteSearchEngine: the first stage over the SQLite store — FAISS vectors and FTS5 BM25 under the same filters.
 
-The fusion, the spread to neighbours and the ranking are search/first_stage.py's; this module holds the FTS5 SQL
-and the look-ups, each step's queries run in one hop on the store's reader threads.
+The fusion, the spread to neighbours and the ranking are search/'s (fusion.py, loans.py, first_stage.py); this module
+holds the FTS5 SQL and the look-ups, each step's queries run in one hop on the store's reader threads.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import numpy as np
 
 from ...language import keywords as text
 from ...records import SearchFilters
-from ...search.first_stage import (FirstStage, Hits, RecentMessage, Window, bm25_idf, characters_alone, narrows,
-                                   rows_wanted, window_of, within_budget)
+from ...search.context import Window, rows_wanted, window_of
+from ...search.first_stage import FirstStage, RecentMessage, narrows
+from ...search.fusion import Hits
+from ...search.terms import bm25_idf, characters_alone, within_budget
 from ...runtime.ranking import RankingTuning
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ...runtime.private_files import open_private
 from ...vectors.files import why
 from .migrations import MIGRATIONS
 
@@ -67,6 +68,7 @@ def sync_folder(path: Path) -> None:
 
 def _copy(source: sqlite3.Connection, target: Path) -> int:
     """Copy ``source`` into the new file ``target`` and check the copy; returns how many messages it holds."""
+    open_private(target).close()  # empty, 0600 (it holds every message): SQLite writes into it and keeps its mode
     copy = sqlite3.connect(target, isolation_level=None)
     try:
         # One step, so one consistent snapshot: the bot's writes go on meanwhile (WAL), whereas a copy in several

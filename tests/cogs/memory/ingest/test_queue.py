@@ -384,7 +384,7 @@ async def test_delete_guild_leaves_other_guilds_alone(
     ingest: IngestQueue, store: SqliteStore, indexes: IndexRegistry, make_record: RecordFactory
 ) -> None:
     await ingest.add(make_record(1, "guild one"))
-    await ingest.add(make_record(2, "guild two", guild_id=2))
+    await ingest.add(make_record(2, "guild two", guild_id=2, channel_id=20))
     await ingest.flush(vectors=True)
     await indexes.save_dirty()
     assert await ingest.delete_guild(1) == 1
@@ -398,7 +398,7 @@ async def test_delete_author_in_one_guild(
 ) -> None:
     await ingest.add(make_record(1, "mine here"))
     await ingest.add(make_record(2, "someone else", author_id=200))
-    await ingest.add(make_record(3, "mine elsewhere", guild_id=2))
+    await ingest.add(make_record(3, "mine elsewhere", guild_id=2, channel_id=20))
     await ingest.flush(vectors=True)
     assert await ingest.delete_author(1, 100) == 1
     assert len(await consistent_ids(store, indexes, guild_id=1)) == 1
@@ -410,7 +410,7 @@ async def test_delete_author_everywhere_forgets_them_in_every_guild(
 ) -> None:
     await ingest.add(make_record(1, "forget me please", author_id=300, author_name="dave"))
     await ingest.add(make_record(2, "reply to dave", author_name="erin"))
-    await ingest.add(make_record(3, "also mine", guild_id=2, author_id=300, author_name="dave"))
+    await ingest.add(make_record(3, "also mine", guild_id=2, author_id=300, author_name="dave", channel_id=20))
     await ingest.flush(vectors=True)
     assert await ingest.delete_author(None, 300) == 2
     assert await contents(store) == ["reply to dave"]

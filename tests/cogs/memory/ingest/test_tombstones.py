@@ -165,7 +165,7 @@ async def test_a_late_add_into_a_left_guild_is_dropped(
 ) -> None:
     await ingest.delete_guild(1)
     await ingest.add(make_record(1, "said before the bot left"))
-    await ingest.add(make_record(2, "in another guild", guild_id=2))
+    await ingest.add(make_record(2, "in another guild", guild_id=2, channel_id=20))
     await ingest.flush(vectors=True)
     assert await contents(store) == ["in another guild"]
 
@@ -193,7 +193,7 @@ async def test_a_late_add_by_an_author_forgotten_everywhere_is_dropped(
     ingest: IngestQueue, store: SqliteStore, make_record: RecordFactory
 ) -> None:
     await ingest.delete_author(None, 100)
-    await ingest.add(make_record(1, "said in another guild", guild_id=2))
+    await ingest.add(make_record(1, "said in another guild", guild_id=2, channel_id=20))
     await ingest.flush(vectors=True)
     assert await contents(store) == []
 

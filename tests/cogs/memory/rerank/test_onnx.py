@@ -3,6 +3,7 @@ and the fallback to torch."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -65,6 +66,12 @@ def test_the_export_holds_only_the_yes_and_no_rows_of_the_head(onnx_scorer: Onnx
     assert list(head.dims) == [64, 2] and [out.name for out in graph.output][0] == "logits"
 
 
+def test_the_export_is_private(onnx_scorer: OnnxScorer) -> None:
+    folder = onnx_scorer.export_dir
+    assert {path.name: path.stat().st_mode & 0o777 for path in [folder, *folder.iterdir()]} == {
+        folder.name: 0o700, "model.onnx": 0o600, "weights.bin": 0o600, "export.json": 0o600}
+
+
 def test_export_is_reused_on_the_second_load(
     tiny_reranker_dir: Path, tmp_path: Path, count_exports: list[str]
 ) -> None:
@@ -122,6 +129,70 @@ def test_an_export_with_a_truncated_file_is_not_complete(tiny_reranker_dir: Path
         fh.truncate(4096)
     ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152)
     assert len(count_exports) == 2
+
+
+def overwrite_middle(path: Path, size: int = 4096) -> None:
+    """Overwrite ``size`` bytes in the middle of ``path`` with other bytes (a bad sector, a stray write)."""
+    with path.open("r+b") as fh:
+        fh.seek(path.stat().st_size // 2)
+        old = fh.read(size)
+        fh.seek(-len(old), 1)
+        fh.write(bytes(b ^ 0xFF for b in old))
+
+
+@pytest.fixture(scope="module")
+def fresh_scores(onnx_scorer: OnnxScorer) -> list[float | None]:
+    """What a freshly exported model scores for DOCS."""
+    return onnx_scorer.score(QUERY, DOCS, INSTRUCTION, batch_size=3)
+
+
+@pytest.mark.parametrize("damage", ["overwritten", "truncated"])
+def test_a_damaged_export_is_found_said_once_and_exported_again(
+    damage: str, tiny_reranker_dir: Path, tmp_path: Path, count_exports: list[str], fresh_scores: list[float | None],
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    weights = ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152) / "weights.bin"
+    size = weights.stat().st_size
+    if damage == "overwritten":
+        overwrite_middle(weights)
+    else:
+        with weights.open("r+b") as fh:
+            fh.truncate(size - 4096)
+    with caplog.at_level(logging.WARNING):
+        scorer = OnnxScorer(str(tiny_reranker_dir), 512, tmp_path)
+    problem = {"overwritten": "weights.bin does not match its",
+               "truncated": f"weights.bin is {size - 4096:,} bytes, the export wrote {size:,}"}[damage]
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.startswith(f"ONNX export {scorer.export_dir} {problem}")
+    assert warning.endswith("; removing it and exporting it again (the reranker keeps first-stage order meanwhile)")
+    assert count_exports == [str(tiny_reranker_dir)] * 2
+    assert scorer.score(QUERY, DOCS, INSTRUCTION, batch_size=3) == fresh_scores
+
+
+def test_an_export_loads_without_hashing_its_weights_whole(
+    tiny_reranker_dir: Path, onnx_export_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cogs.memory.runtime import export_manifest
+
+    folder = ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152)
+    hashed: list[str] = []
+    real = export_manifest.full_sha256
+    monkeypatch.setattr(export_manifest, "full_sha256", lambda path: (hashed.append(path.name), real(path))[1])
+    assert ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152) == folder
+    assert hashed == []  # sizes, modification times and sampled blocks only: a start reads a few MiB
+
+
+def test_an_export_written_by_an_older_version_without_checksums_is_exported_again(
+    tiny_reranker_dir: Path, tmp_path: Path, count_exports: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152)
+    manifest = json.loads((folder / "export.json").read_text())
+    manifest["files"] = {name: entry["size"] for name, entry in manifest["files"].items()}  # sizes only, as before
+    del manifest["settings"]
+    (folder / "export.json").write_text(json.dumps(manifest))
+    with caplog.at_level(logging.WARNING):
+        ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152)
+    assert len(count_exports) == 2 and "was made with other settings" in caplog.text
 
 
 def test_what_a_killed_export_left_is_removed_and_a_complete_export_reused(

@@ -1,6 +1,7 @@
 """First-stage search over both stores, fed by the same real IngestQueue and MiniLM: SQLite (FAISS + FTS5) and
 PostgreSQL (pgvector + full-text search). Ranking, filters, isolation, odd queries, deletes and edits; tests that
-ask for ``sqlite_engine`` or ``store`` are about the SQLite side's own machinery."""
+ask for ``sqlite_engine`` or ``store`` are about the SQLite side's own machinery. The pieces it runs are tested
+beside their modules: test_fusion.py, test_context.py, test_loans.py, test_terms.py."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ import pytest
 
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.records import Hit, MessageRecord, SearchFilters
-from cogs.memory.search.first_stage import (ChannelWindow, characters_alone, fuse, fuse_sides,
-                                            neighbours_in, spread_to_neighbours)
+from cogs.memory.records import Hit, SearchFilters
 from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
@@ -254,103 +253,6 @@ async def test_a_hit_lends_context_to_the_reply_after_it(engine: Any) -> None:
     assert reply.sources == ("context",)
 
 
-def test_fuse_standardises_each_side_before_weighing() -> None:
-    # Raw BM25 scores in the tens must not swamp cosines below 1.
-    fused, _ = fuse([(1, 0.9), (2, 0.1)], [(2, 30.0), (1, 10.0)], vector_weight=0.5)
-    assert fused[1] == pytest.approx(fused[2])
-
-
-def test_a_keyword_side_that_returned_every_match_counts_its_weakest_match_above_no_match() -> None:
-    # Asked for 4, it found 2: the other 2 of its candidates match nothing and score 0. Standardised among
-    # themselves the weaker match would sit at the floor, level with a message that matches nothing.
-    fused, floor = fuse([(1, 0.5), (2, 0.5)], [(3, 3.0), (1, 1.0)], vector_weight=0.5, keyword_asked=4)
-    assert fused[1] > fused[2]
-    # The floor is the z-score of 0 among 3.0, 1.0, 0 and 0 (mean 1, spread sqrt(1.5)), weighed by the keyword side.
-    assert floor == pytest.approx(0.5 * 0.0 + 0.5 * (-1.0 / 1.5 ** 0.5))
-    # Cut at what it was asked for, more matches may lie below: its weakest hit is the floor, as before.
-    cut, _ = fuse([(1, 0.5), (2, 0.5)], [(3, 3.0), (1, 1.0)], vector_weight=0.5, keyword_asked=2)
-    assert cut[1] == pytest.approx(cut[2])
-
-
-def test_fuse_with_one_side_empty_keeps_the_other_sides_order() -> None:
-    fused, _ = fuse([], [(5, 3.0), (6, 2.0), (7, 1.0)])
-    assert sorted(fused, key=fused.__getitem__, reverse=True) == [5, 6, 7]
-
-
-def test_spread_to_neighbours_lends_only_positive_scores() -> None:
-    spread = spread_to_neighbours({1: 2.0, 2: -1.0}, {1: (None, 3, (3,), ()), 2: (None, 4, (4,), ())}, floor=-1.5,
-                                  weights=(0.5, 0.5))
-    assert spread[3] == pytest.approx(-1.5 + 1.0) and 4 not in spread
-
-
-def test_a_hit_lends_more_to_the_reply_after_it_than_to_the_message_before() -> None:
-    spread = spread_to_neighbours({2: 1.0}, {2: (1, 3, (3,), ())}, floor=0.0)
-    assert (spread[1], spread[3]) == (pytest.approx(0.2), pytest.approx(0.5))
-
-
-def test_a_question_lends_its_whole_score_to_the_reply_after_it() -> None:
-    spread = spread_to_neighbours({2: 1.0, 5: 1.0}, {2: (1, 3, (3,), ()), 5: (4, 6, (6,), ())}, floor=0.0, asking={2})
-    assert (spread[1], spread[3]) == (pytest.approx(0.2), pytest.approx(1.0))
-    assert (spread[4], spread[6]) == (pytest.approx(0.2), pytest.approx(0.5))
-
-
-def test_a_question_after_a_hit_passes_what_it_got_on_to_its_reply() -> None:
-    # "take it to Hank" (1) -> "is he expensive" (2) -> "he did mine for 80" (3): the question matches nothing.
-    spread = spread_to_neighbours({1: 1.0}, {1: (None, 2, (2,), (3,))}, floor=0.0, asking={2})
-    assert (spread[2], spread[3]) == (pytest.approx(0.5), pytest.approx(0.5))
-    # After a remark the same message passes nothing on.
-    assert 3 not in spread_to_neighbours({1: 1.0}, {1: (None, 2, (2,), (3,))}, floor=0.0)
-
-
-def test_a_question_answered_by_a_question_passes_the_first_ones_loan_on() -> None:
-    # "where is it" (1) -> "the gig?" (2) -> "the Fox & Fiddle" (3).
-    spread = spread_to_neighbours({1: 1.0}, {1: (None, 2, (2,), (3,))}, floor=0.0, asking={1, 2})
-    assert (spread[2], spread[3]) == (pytest.approx(1.0), pytest.approx(1.0))
-
-
-def test_a_source_that_asks_adds_the_loan_it_got_to_its_own_score() -> None:
-    neighbours = {1: (None, 2, (2,), (3,)), 2: (1, 3, (3,), (4,))}
-    spread = spread_to_neighbours({1: 1.0, 2: 0.5}, neighbours, floor=0.0, asking={2})
-    assert spread[3] == pytest.approx(0.5 + 0.5)  # its own 0.5 and the 0.5 it got from 1
-
-
-def test_a_question_lends_to_the_next_message_and_to_the_one_asked_past_it() -> None:
-    # "which one" (1) is answered by 3, the one asked; 2 is someone else's line in between.
-    spread = spread_to_neighbours({1: 1.0}, {1: (None, 2, (2, 3), ())}, floor=0.0, asking={1})
-    assert (spread[2], spread[3]) == (pytest.approx(1.0), pytest.approx(1.0))
-
-
-def test_neighbours_name_what_may_answer_by_whom_a_question_asks() -> None:
-    # Rows 1..5 in a channel: jo, sam, kat, jo, sam (a row is message_id, guild, channel, author_id, ...).
-    rows = {rowid: MessageRecord(rowid, GUILD, GENERAL, None, author, "", "", T0) for rowid, author in
-            [(1, "jo"), (2, "sam"), (3, "kat"), (4, "jo"), (5, "sam")]}
-    window = {1: ChannelWindow(None, (2, 3, 4, 5), ()), 2: ChannelWindow(1, (3, 4, 5), ())}
-    neighbours = neighbours_in(window, rows)
-    # 1 opens the channel: only its next message. Its next (2, sam) follows jo: kat's 3, then jo's 4.
-    assert neighbours[1] == (None, 2, (2,), (3, 4))
-    assert neighbours[2] == (1, 3, (3, 4), (4, 5))
-    # A message the filters hide (not among rows) is passed over.
-    del rows[4]
-    assert neighbours_in({2: ChannelWindow(1, (3, 4, 5), ())}, rows)[2] == (1, 3, (3,), (5,))
-
-
-def test_the_replies_to_a_message_may_answer_it_however_far_below() -> None:
-    # 1 asks; 2 is next; 9 and 12 reply to 1 through Discord's reply, far below, and so does 2 (once in the answers).
-    rows = {rowid: MessageRecord(rowid, GUILD, GENERAL, None, author, "", "", T0) for rowid, author in
-            [(1, "jo"), (2, "sam"), (3, "kat"), (9, "ravi"), (12, "sam")]}
-    assert neighbours_in({1: ChannelWindow(None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 9, 12), (3,))
-    # A reply the filters hide is passed over.
-    del rows[9]
-    assert neighbours_in({1: ChannelWindow(None, (2, 3), (2, 9, 12))}, rows)[1] == (None, 2, (2, 12), (3,))
-
-
-def test_a_han_bigram_no_message_holds_is_searched_by_its_characters() -> None:
-    # 艺课 straddles 陶艺 and 课; 陶艺 is found, so only 课 is searched alone.
-    assert characters_alone({"陶艺": 3, "艺课": 0, "钱": 2}) == ["课"]
-    assert characters_alone({"报名": 0, "比赛": 0}) == ["报", "名", "比", "赛"]
-    assert characters_alone({"pizza": 0, "的陶": 0}) == ["陶"]  # Latin words and function characters stay whole
-
-
 async def test_a_chinese_word_said_differently_is_found_by_its_characters(
         search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
     # "报名" (sign up) is written nowhere; "报了" (signed up) is.
@@ -430,23 +332,6 @@ async def test_a_discord_reply_to_a_question_is_found_however_far_below_it(
     results = await search_engine.search("good plumber near the harbour", SearchFilters(guild_id=guild), 10,
                                          mode="keyword")
     assert [hit.sources for hit in results if hit.message_id == 7] == [("context",)], results
-
-
-def test_a_vector_side_the_model_cannot_read_only_fills_after_the_keyword_side() -> None:
-    # An English-only model reads none of this question: its nearest messages rank after every keyword hit.
-    fused = fuse_sides("陶艺课的学费是多少？", "latin", [(7, 0.9), (1, 0.8), (8, 0.2)], [(1, 5.0), (2, 1.0)])
-    assert (sorted(fused.scores), fused.tail, fused.sources) == ([1, 2], [7, 8], {1: ["keyword"], 2: ["keyword"]})
-
-
-def test_a_vector_side_the_model_reads_is_fused_with_no_tail() -> None:
-    fused = fuse_sides("what does the class cost?", "latin", [(7, 0.9), (1, 0.8)], [(1, 5.0), (2, 1.0)])
-    assert (sorted(fused.scores), fused.tail) == ([1, 2, 7], [])
-
-
-def test_a_lone_hit_outranks_the_neighbours_it_lends_to() -> None:
-    scores, floor = fuse([], [(1, 4.2)])
-    spread = spread_to_neighbours(scores, {1: (None, 2, (2,), ())}, floor)
-    assert spread[1] > spread[2]
 
 
 async def test_a_narrow_filter_falls_back_to_a_restricted_vector_search(

@@ -8,8 +8,10 @@ from collections.abc import Collection
 
 import pytest
 
-from cogs.memory.search.first_stage import (Neighbour, Neighbours, fuse_sides, score_parts, spread_to_neighbours,
-                                            spread_with_loans)
+from cogs.memory.search.context import Neighbour, Neighbours
+from cogs.memory.search.first_stage import score_parts
+from cogs.memory.search.fusion import fuse_sides
+from cogs.memory.search.loans import spread_to_neighbours, spread_with_loans
 from cogs.memory.runtime.ranking import RankingTuning
 
 # Sources 1, 2 and 4 are strong on both sides; 5, the message explained, only on the keyword side.

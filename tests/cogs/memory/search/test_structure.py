@@ -9,9 +9,13 @@ from typing import Any
 import pytest
 
 from cogs.memory.ingest.queue import IngestQueue
-from cogs.memory.search.first_stage import Neighbour, RecentMessage, spread_with_loans
+from cogs.memory.store.protocol import Store
+from cogs.memory.search.context import Neighbour
+from cogs.memory.search.first_stage import RecentMessage
+from cogs.memory.search.loans import spread_with_loans
 from cogs.memory.search.structure import Posted, dialogue, measure, strength
 from tests.fixtures.core import RecordFactory
+from tests.fixtures.stores import insert
 
 ANN, BEN, CAL, DEV, EVE = 1, 2, 3, 4, 5
 
@@ -100,40 +104,42 @@ def test_a_hit_lends_to_its_neighbours_by_the_channel_s_dialogue() -> None:
     assert spread_with_loans({5: 2.0}, neighbours, 0.0, (0.2, 0.5), (), 1.0, {}, {5: 0.0}).scores == {5: 2.0}
 
 
-async def remember_turns(ingest: IngestQueue, make_record: RecordFactory, first: int, count: int) -> None:
+async def remember_turns(ingest: IngestQueue, store: Store, make_record: RecordFactory, first: int,
+                         count: int) -> None:
     """Messages ``first``... in channel 10 of guild 1, Ann and Ben taking turns, every third one a Discord reply to
-    the message before it; one message in channel 11 and one in guild 2 that a channel-10 read must leave out."""
+    the message before it; one message in channel 11 and one in guild 2 that a channel-10 read must leave out (the
+    latter written straight to the store: ingest refuses a channel id another guild holds, an older version did not)."""
     for message_id in range(first, first + count):
         record = make_record(message_id, f"line {message_id}?", author_id=ANN if message_id % 2 else BEN)
         await ingest.add(replace(record, reply_to_id=message_id - 1) if message_id % 3 == 0 else record)
     await ingest.add(make_record(first + 1000, "elsewhere", channel_id=11))
-    await ingest.add(make_record(first + 2000, "another guild", guild_id=2))
     await ingest.flush()
+    await insert(store, make_record(first + 2000, "another guild", guild_id=2))
 
 
 async def test_a_store_reads_a_channel_s_last_messages_oldest_first(
-        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
-    await remember_turns(memory_ingest, make_record, 1, 7)
+        search_engine: Any, memory_ingest: IngestQueue, memory_store: Store, make_record: RecordFactory) -> None:
+    await remember_turns(memory_ingest, memory_store, make_record, 1, 7)
     recent = await search_engine._recent_in_channel(1, 10, 4)
     assert recent == [RecentMessage(4, BEN, None, "line 4?"), RecentMessage(5, ANN, None, "line 5?"),
                       RecentMessage(6, BEN, 5, "line 6?"), RecentMessage(7, ANN, None, "line 7?")]
 
 
 async def test_a_channel_s_structure_is_kept_until_its_refresh_time(
-        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
-    await remember_turns(memory_ingest, make_record, 1, 6)
+        search_engine: Any, memory_ingest: IngestQueue, memory_store: Store, make_record: RecordFactory) -> None:
+    await remember_turns(memory_ingest, memory_store, make_record, 1, 6)
     first = await search_engine.channel_structure(1, 10)
     assert (first.messages, first.dialogue, first.replies) == (6, 1.0, pytest.approx(0.3333))
-    await remember_turns(memory_ingest, make_record, 7, 6)
+    await remember_turns(memory_ingest, memory_store, make_record, 7, 6)
     assert await search_engine.channel_structure(1, 10) == first
     search_engine.tuning = replace(search_engine.tuning, structure_refresh_s=0.0)
     assert (await search_engine.channel_structure(1, 10)).messages == 12
 
 
 async def test_searches_that_miss_a_channel_s_structure_together_read_it_once(
-        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory,
+        search_engine: Any, memory_ingest: IngestQueue, memory_store: Store, make_record: RecordFactory,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    await remember_turns(memory_ingest, make_record, 1, 6)
+    await remember_turns(memory_ingest, memory_store, make_record, 1, 6)
     read, reads, started, release = search_engine._recent_in_channel, [], asyncio.Event(), asyncio.Event()
 
     async def held_read(guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:

@@ -4,6 +4,8 @@ The real packaged all-MiniLM-L6-v2."""
 
 from __future__ import annotations
 
+import logging
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from cogs.memory.vectors.embedding import EmbeddingService, resolve_model_path
 from cogs.memory.vectors.query_onnx import GRAPH_FILE, QueryOnnx, export_folder
 from cogs.memory.vectors.query_trace import PROBES, QueryTrace, eager_embedding
 from cogs.memory.runtime.export_child import STAGING_SUFFIX
+from cogs.memory.runtime.export_manifest import MANIFEST, write_manifest
 
 SOURCE = resolve_model_path("all-MiniLM-L6-v2")
 
@@ -31,6 +34,12 @@ def test_the_export_is_one_whole_folder(exported: Path) -> None:
     folder = export_folder(exported, SOURCE)
     assert [path.name for path in exported.iterdir()] == [folder.name]  # no staging folder left behind
     assert (folder / GRAPH_FILE).stat().st_size > 10_000_000  # MiniLM's weights are in the graph
+
+
+def test_the_export_is_private(exported: Path) -> None:
+    folder = export_folder(exported, SOURCE)
+    assert {path.name: path.stat().st_mode & 0o777 for path in [folder, *folder.iterdir()]} == {
+        folder.name: 0o700, GRAPH_FILE: 0o600, MANIFEST: 0o600}
 
 
 @pytest.mark.parametrize("text", [*PROBES, "Caroline什么时候去参加LGBTQ支持小组的？", "x" * 2000])
@@ -52,11 +61,12 @@ async def test_a_cpu_service_with_an_onnx_folder_embeds_queries_on_onnx_runtime(
         await service.close()
 
 
-def test_a_broken_export_leaves_queries_on_the_trace(tmp_path: Path, embedder: EmbeddingService,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_export_runtime_cannot_load_leaves_queries_on_the_trace(tmp_path: Path, embedder: EmbeddingService,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     folder = export_folder(tmp_path, SOURCE)
     folder.mkdir()
-    (folder / GRAPH_FILE).write_bytes(b"not a graph")  # a disk that filled mid-copy, a stray file
+    (folder / GRAPH_FILE).write_bytes(b"not a graph")  # whole as its manifest says, and still no graph
+    write_manifest(folder, query_onnx.export_fields(SOURCE))
     monkeypatch.setattr(query_onnx, "_SESSIONS", {})
     service = EmbeddingService("all-MiniLM-L6-v2", onnx_dir=tmp_path)
     service.load()
@@ -103,3 +113,32 @@ def test_what_a_killed_export_left_is_removed_and_the_export_written_again(
     (leftover / GRAPH_FILE).write_bytes(b"\x08\x07 half a graph")
     assert QueryOnnx.load(SOURCE, embedder._model, tmp_path) is not None
     assert (count_exports, [path.name for path in tmp_path.iterdir()]) == ([SOURCE], [folder.name])
+
+
+@pytest.mark.parametrize("damage", ["overwritten", "truncated", "no manifest"])
+def test_a_damaged_export_is_found_said_once_and_exported_again(
+    damage: str, exported: Path, tmp_path: Path, embedder: EmbeddingService, count_exports: list[str],
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = export_folder(tmp_path, SOURCE)
+    shutil.copytree(export_folder(exported, SOURCE), folder)
+    graph = folder / GRAPH_FILE
+    size = graph.stat().st_size
+    if damage == "overwritten":
+        with graph.open("r+b") as fh:
+            fh.seek(size // 2)
+            fh.write(bytes(4096))
+    elif damage == "truncated":
+        with graph.open("r+b") as fh:
+            fh.truncate(size // 2)
+    else:
+        (folder / MANIFEST).unlink()  # written by an older version, or cut short
+    with caplog.at_level(logging.WARNING):
+        runner = QueryOnnx.load(SOURCE, embedder._model, tmp_path)
+    assert runner is not None and count_exports == [SOURCE]
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    what = {"overwritten": f"{GRAPH_FILE} does not match its", "truncated": f"{GRAPH_FILE} is {size // 2:,} bytes",
+            "no manifest": "has no manifest"}[damage]
+    assert warning.startswith(f"Query embedder export {folder} {what}")
+    np.testing.assert_allclose(runner.embed(PROBES[0]).numpy(), eager_embedding(embedder._model, PROBES[0]).numpy(),
+                               atol=1e-4)

@@ -246,7 +246,8 @@ async def test_the_readme_command_copies_the_vectors_memory_uses(tmp_path: Path,
     memory = await Memory.open(core_profile, db_path, tmp_path / "index")
     try:
         for message_id, words in enumerate(("the lake cabin is booked", "bring blankets", "the printer is broken"), 1):
-            await memory.add(make_record(message_id, words, guild_id=1 + message_id % 2))
+            guild_id = 1 + message_id % 2
+            await memory.add(make_record(message_id, words, guild_id=guild_id, channel_id=10 * guild_id))
         await memory.flush(vectors=True)
     finally:
         await memory.close()

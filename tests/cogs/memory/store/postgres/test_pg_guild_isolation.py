@@ -20,10 +20,10 @@ from cogs.memory.records import SearchFilters
 from tests.fixtures.core import RecordFactory, running_ingest
 
 TOUCHES_MESSAGES = re.compile(r"\b(FROM|JOIN|INTO|UPDATE)\s+messages\b", re.IGNORECASE)
-# Keyed by one message's unique id (or the whole-table statements of listing guilds and VACUUM): no other
-# guild's row can match them.
+# Keyed by one message's unique id (or the whole-table statements of listing guilds and VACUUM, and the lookup of
+# which guilds hold a channel id, which reads guild ids alone): no other guild's row can match them.
 BY_UNIQUE_ID = re.compile(r"WHERE (message_id = (\$1|ANY)|id = (\$1|ANY))|^INSERT INTO messages|^VACUUM"
-                          r"|^SELECT DISTINCT guild_id FROM messages")
+                          r"|^SELECT DISTINCT guild_id FROM messages|^WITH RECURSIVE guilds\(id\)")
 
 
 def statements(logged: list[Any]) -> list[str]:
@@ -52,7 +52,7 @@ async def logged(database_url: str, embedder: EmbeddingService) -> AsyncIterator
 async def test_every_search_statement_over_messages_names_the_guild(
         logged: Logged, embedder: EmbeddingService, core_profile: MemoryProfile, make_record: RecordFactory) -> None:
     await logged.ingest.add(make_record(1, "pizza tonight", guild_id=1))
-    await logged.ingest.add(make_record(2, "pizza tomorrow", guild_id=2))
+    await logged.ingest.add(make_record(2, "pizza tomorrow", guild_id=2, channel_id=20))
     await logged.ingest.flush(vectors=True)
     engine = PostgresSearchEngine(logged.store, embedder, core_profile)
     logged.queries.clear()

@@ -27,7 +27,7 @@ from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory
 from tests.fixtures.postgres import fresh_database
-from tests.fixtures.stores import backend_for
+from tests.fixtures.stores import backend_for, insert
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Backend:
     ingest: IngestQueue
     # A second ledger over a store opened anew on the same database: what a restarted process reads.
     reopened: Callable[[], Awaitable[HistoryLedger]]
+    store: Any = None  # the store itself, for rows written as an older version wrote them
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -63,7 +64,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path, embedder: Embe
         indexes = DatabaseIndexes(store, embedder.model_name, embedder.dimension)
     ingest = IngestQueue(store, embedder, indexes, batch_size=8, queue_size=64)
     ingest.start()
-    yield Backend(backend_for(store).history(ingest.write_lock), ingest, reopened)
+    yield Backend(backend_for(store).history(ingest.write_lock), ingest, reopened, store)
     await ingest.close()
     await indexes.close()
     for each in reversed(opened):
@@ -81,13 +82,14 @@ def ingest(backend: Backend) -> IngestQueue:
 
 
 @pytest.fixture
-async def channel_messages(ingest: IngestQueue, make_record: RecordFactory) -> None:
-    """Messages 1-4 in channel 10 at minutes 1-4, message 5 in channel 11 at minute 5, message 6 in guild 2."""
+async def channel_messages(backend: Backend, ingest: IngestQueue, make_record: RecordFactory) -> None:
+    """Messages 1-4 in channel 10 at minutes 1-4, message 5 in channel 11 at minute 5, message 6 in guild 2's channel
+    10 (written straight to the store, as an older version stored it: ingest now refuses a channel two guilds claim)."""
     for message_id in range(1, 5):
         await ingest.add(make_record(message_id, f"message {message_id}"))
     await ingest.add(make_record(5, "message 5", channel_id=11))
-    await ingest.add(make_record(6, "message 6", guild_id=2))
     await ingest.flush(vectors=True)
+    await insert(backend.store, make_record(6, "message 6", guild_id=2))
 
 
 # -- stored spans ---------------------------------------------------------------------------------------------------

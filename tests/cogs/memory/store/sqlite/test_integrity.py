@@ -157,3 +157,57 @@ async def test_check_from_a_terminal_names_the_damage_and_what_to_do(db_path: Pa
     db_path.write_bytes(b"not a database" * 500)
     assert await check(db_path) == (1, "", f"error: the memory database {db_path} is damaged (file is not a "
                                            f"database). {RESTORE_ADVICE.format(path=db_path)}\n")
+
+
+async def test_check_from_a_terminal_reports_messages_missing_from_the_keyword_index(
+    db_path: Path, make_record: RecordFactory
+) -> None:
+    await stored_store(db_path, make_record, 300)
+    damage(db_path, "DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages_fts LIMIT 20)")
+    damage(db_path, "INSERT INTO messages_fts (rowid, body, author) VALUES (99999, 'picnic of nobody', 'x')")
+    assert await check(db_path) == (1, "", (
+        f"error: the keyword index of {db_path} lacks 20 of the 300 messages and has 1 row(s) of no message: those "
+        "messages cannot be found by their words; run `python -m cogs.memory check --repair` with memory "
+        "stopped\n"))
+    assert keyword_hits(db_path) == 281  # reported, not changed
+
+
+def keyword_hits(db_path: Path) -> int:
+    connection = sqlite3.connect(db_path)
+    try:
+        return connection.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'picnic'").fetchone()[0]
+    finally:
+        connection.close()
+
+
+async def test_check_repair_rebuilds_the_keyword_index_so_every_message_is_found_by_its_words(
+    db_path: Path, make_record: RecordFactory
+) -> None:
+    await stored_store(db_path, make_record, 300)
+    damage(db_path, "DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages_fts LIMIT 20)")
+    out, err = io.StringIO(), io.StringIO()
+    code = await run(parse_args(["--db", str(db_path), "check", "--repair"]), out, err)
+    assert (code, out.getvalue(), err.getvalue()) == (0, (
+        "the keyword index lacks 20 of the 300 messages and has 0 row(s) of no message; rebuilt it from 300 "
+        f"messages\n{db_path}: no damage found\n"), "")
+    store = await SqliteStore.open(db_path)
+    try:
+        found = await fetchall(store, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'picnic' ORDER BY rowid")
+    finally:
+        await store.close()
+    assert [rowid for (rowid,) in found] == list(range(1, 301))
+
+
+async def test_check_from_a_terminal_compares_the_keyword_rows_while_memory_runs(
+    db_path: Path, make_record: RecordFactory
+) -> None:
+    await stored_store(db_path, make_record, 30)
+    damage(db_path, "DELETE FROM messages_fts WHERE rowid = 7")
+    running = await SqliteStore.open(db_path)
+    try:
+        result = await check(db_path)
+    finally:
+        await running.close()
+    assert result == (1, "", f"error: the keyword index of {db_path} lacks 1 of the 30 messages and has 0 row(s) of "
+                             "no message: those messages cannot be found by their words; run `python -m cogs.memory "
+                             "check --repair` with memory stopped\n")

@@ -1,0 +1,101 @@
+"""Context: the window of rows around each source in its channel (its previous message, the messages after it,
+its Discord replies), who neighbours whom in it and what may answer a question, and each lender's channel.
+
+A store reads the window (store/neighbours.py); loans.py lends along it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ..language import questions
+from ..runtime.ranking import RankingTuning
+from ..store.rows import CandidateRow
+
+__all__ = ("ChannelWindow", "Neighbour", "Neighbours", "Window", "lenders", "neighbours_in", "rows_wanted",
+           "window_of")
+
+DEFAULT_TUNING = RankingTuning()
+
+
+class ChannelWindow(NamedTuple):
+    """A source's surroundings in its channel, as a store reads them: its previous message, the messages after it
+    (nearest first, ``reply_window + 1`` at most) and its Discord replies (earliest first, ``reply_window`` at most),
+    each as a row id."""
+
+    previous: int | None
+    after: tuple[int, ...]
+    replies: tuple[int, ...]
+
+
+class Neighbour(NamedTuple):
+    """A source's previous and next message, what may answer it, and what may answer its next message, were they
+    questions (questions.answers; for the source, its replies too)."""
+
+    previous: int | None
+    following: int | None
+    answers: tuple[int, ...]
+    following_answers: tuple[int, ...]
+
+
+Window = dict[int, ChannelWindow]
+Neighbours = dict[int, Neighbour]
+
+
+def window_of(rows: Iterable[Sequence[Any]], reply_window: int = DEFAULT_TUNING.reply_window) -> Window:
+    """A store's neighbour rows (store/neighbours.py) as a Window: the messages after a source stop where its
+    channel does, its replies where they do."""
+    replies_at = 2 + reply_window + 1  # a row: the source, its previous, reply_window + 1 after it, its replies
+
+    def present(ids: Sequence[Any]) -> tuple[int, ...]:
+        return tuple(rowid for rowid in ids if rowid is not None)
+
+    return {row[0]: ChannelWindow(row[1], present(row[2:replies_at]), present(row[replies_at:])) for row in rows}
+
+
+def rows_wanted(candidates: list[int], window: Window) -> list[int]:
+    """The row ids to read for a search: its candidates and every message in their sources' window, in order."""
+    wanted = set(candidates)
+    for previous, after, replies in window.values():
+        wanted.update(after, replies)
+        if previous is not None:
+            wanted.add(previous)
+    return sorted(wanted)
+
+
+def neighbours_in(window: Window, rows: dict[int, CandidateRow], reply_window: int = DEFAULT_TUNING.reply_window,
+                  replies_lent: int = DEFAULT_TUNING.replies_lent) -> Neighbours:
+    """Each source's previous and next message from ``window``, and what may answer it and its next message, were
+    they questions: among the next ``reply_window`` messages that pass (``rows``), by questions.answers, and for the
+    source, its first ``replies_lent`` replies (Discord's reply) that pass too."""
+
+    def author(rowid: int | None) -> Any:
+        return rows[rowid].author_id if rowid in rows else None
+
+    def answers(question: int, asked: int | None, after: tuple[int, ...]) -> tuple[int, ...]:
+        passing = [(rowid, author(rowid)) for rowid in after[:reply_window] if rowid in rows]
+        return questions.answers(author(question), author(asked), passing)
+
+    neighbours: Neighbours = {}
+    for rowid, (previous, after, replies) in window.items():
+        following = after[0] if after else None
+        guessed = answers(rowid, previous, after)
+        replied = tuple(reply for reply in replies[:replies_lent] if reply in rows and reply not in guessed)
+        neighbours[rowid] = Neighbour(previous, following, guessed + replied,
+                                      () if following is None else answers(following, rowid, after[1:]))
+    return neighbours
+
+
+def lenders(neighbours: Neighbours, rows: Mapping[int, CandidateRow]) -> dict[int, int]:
+    """The channel id of each message that may lend (a source, and a source's next message), read from its own row
+    or, for one the filters left out, from a neighbour's (a source's window stays in its channel)."""
+    channels: dict[int, int] = {}
+    for rowid, (previous, following, answers, _) in neighbours.items():
+        near = next((rows[other] for other in (rowid, following, previous, *answers)
+                     if other is not None and other in rows), None)
+        if near is not None:
+            channels[rowid] = near.channel_id
+            if following is not None:
+                channels[following] = near.channel_id
+    return channels

@@ -1,0 +1,104 @@
+"""Loans: what a scored message lends the messages around it in its channel — its previous and next message, a
+question's answers and Discord replies — by the order of messages and its channel's dialogue.
+
+The weights come from ``RankingTuning`` (runtime/ranking.py, measured in docs/ranking.md); who neighbours whom is
+context.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import NamedTuple
+
+from ..runtime.ranking import RankingTuning
+from .context import Neighbours
+
+__all__ = ("Loans", "Spread", "spread_to_neighbours", "spread_with_loans")
+
+DEFAULT_TUNING = RankingTuning()
+
+
+class Loans(NamedTuple):
+    """What a message received from the messages around it, by kind (ScoreParts' loans)."""
+
+    neighbour: float = 0.0
+    question: float = 0.0
+    reply: float = 0.0
+
+
+class Spread(NamedTuple):
+    """The scores after ``spread_with_loans``, and what each message that received something received."""
+
+    scores: dict[int, float]
+    loans: dict[int, Loans]
+
+
+def spread_to_neighbours(scores: dict[int, float], neighbours: Neighbours, floor: float,
+                         weights: tuple[float, float] = (DEFAULT_TUNING.context_weight,
+                                                         DEFAULT_TUNING.next_context_weight),
+                         asking: Collection[int] = (),
+                         answer_weight: float = DEFAULT_TUNING.answer_context_weight) -> dict[int, float]:
+    """Each source's positive score, times ``weights`` (previous, next), added to its previous and next message in
+    the channel; a source in ``asking`` (a question) lends ``answer_weight`` of it to its reply instead.
+
+    A question that is the next message of a source lends on too: what its own score and that source's loan come
+    to, times ``answer_weight``, goes to its reply (a source that asks adds the loan it got the same way, and so
+    does a next message that answers a question with a question). A neighbour that was not a candidate starts
+    from ``floor``, the score of a message no side returned.
+    """
+    return spread_with_loans(scores, neighbours, floor, weights, asking, answer_weight).scores
+
+
+def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: float,
+                      weights: tuple[float, float] = (DEFAULT_TUNING.context_weight,
+                                                      DEFAULT_TUNING.next_context_weight),
+                      asking: Collection[int] = (),
+                      answer_weight: float = DEFAULT_TUNING.answer_context_weight,
+                      replied: Mapping[int, Collection[int]] | None = None,
+                      dialogue: Mapping[int, float] | None = None) -> Spread:
+    """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
+    on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
+
+    ``dialogue`` is the share of its weight each lender keeps by its channel's dialogue (search/structure.py,
+    ``strength``; 1.0 for one it does not name): what a message lends by the order of messages (to its neighbours,
+    a question to the answer it guesses) is scaled by it, since adjacent messages are one exchange only where
+    authors take turns more than chance; a Discord reply says what it answers, so a question's loan to its replies
+    is not.
+    """
+    spread = dict(scores)
+    received: dict[int, float] = {}
+    replies: dict[int, tuple[int, ...]] = {}
+    lent: dict[int, list[float]] = {}
+    on_discord = replied or {}
+
+    def lend(target: int, amount: float, kind: int) -> None:
+        spread[target] = spread.get(target, floor) + amount
+        lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
+
+    def strength(lender: int, target: int) -> float:
+        if dialogue is None or target in on_discord.get(lender, ()):
+            return 1.0
+        return dialogue.get(lender, 1.0)
+
+    for rowid, (previous, following, answers, following_answers) in neighbours.items():
+        score = max(scores[rowid], 0.0)
+        if previous is not None and (back := weights[0] * score * strength(rowid, previous)) > 0.0:
+            lend(previous, back, 0)
+        if rowid in asking:  # a question's loan is added below, with what it got itself
+            replies[rowid] = answers
+            for reply in answers:
+                received[reply] = received.get(reply, 0.0) + answer_weight * score * strength(rowid, reply)
+        elif following is not None:
+            loan = weights[1] * score * strength(rowid, following)
+            received[following] = received.get(following, 0.0) + loan
+            if loan > 0.0:
+                lend(following, loan, 0)
+        if following is not None and following in asking and following not in neighbours:
+            replies[following] = following_answers
+    for question, answers in replies.items():
+        loan = answer_weight * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
+        if loan > 0.0:
+            for reply in answers:
+                if (kept := loan * strength(question, reply)) > 0.0:
+                    lend(reply, kept, 2 if reply in on_discord.get(question, ()) else 1)
+    return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})
