@@ -29,7 +29,7 @@ def test_each_variable_is_read_into_its_type() -> None:
         "DISCORD_TOKEN": "tok", "DATABASE_URL": "postgresql://bot@db/memory", "DEV_GUILD_ID": " 123 ",
         "BOT_ADMIN_IDS": "1, 2 3", "MEMORY_STORE_DMS": "yes", "MEMORY_PROFILE": "cpu-small",
         "LLM_BASE_URL": "http://localhost:11434/v1/", "LLM_MODEL": "llama3", "LLM_API_KEY": "sk",
-        "MEMORY_DASHBOARD_PORT": "8765", "MEMORY_DASHBOARD_HOST": "0.0.0.0",
+        "MEMORY_DASHBOARD_PORT": "8765", "MEMORY_DASHBOARD_HOST": "0.0.0.0", "MEMORY_DASHBOARD_PUBLIC": "1",
         "MEMORY_DASHBOARD_URL": "https://memory.example.org/", "MEMORY_DASHBOARD_METRICS_TOKEN": "m",
         "LOG_LEVEL": "debug",
     }, None)
@@ -38,8 +38,9 @@ def test_each_variable_is_read_into_its_type() -> None:
             settings.memory_profile) == ("postgresql://bot@db/memory", 123, frozenset({1, 2, 3}), True, "cpu-small")
     assert (settings.llm_base_url, settings.llm_model, settings.llm_api_key.get_secret_value()) == (
         "http://localhost:11434/v1", "llama3", "sk")
-    assert (settings.memory_dashboard_port, settings.memory_dashboard_host, settings.memory_dashboard_url,
-            settings.log_level) == (8765, "0.0.0.0", "https://memory.example.org", "DEBUG")
+    assert (settings.memory_dashboard_port, settings.memory_dashboard_host, settings.memory_dashboard_public,
+            settings.memory_dashboard_url, settings.log_level) == (8765, "0.0.0.0", True, "https://memory.example.org",
+                                                                   "DEBUG")
 
 
 def test_secrets_never_show_in_the_settings_text() -> None:
