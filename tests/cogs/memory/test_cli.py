@@ -112,6 +112,7 @@ async def test_search_with_several_guilds_asks_for_one(cli, export_file, tmp_pat
     other = tmp_path / "other.json"
     data = export([message(40, "hello", 0)])
     data["guild"] = {"id": "2", "name": "Chess Night"}
+    data["channel"]["id"] = "21"  # a channel of its own: guild 1 holds channel 20
     other.write_text(json.dumps(data), encoding="utf-8")
     await cli("import", str(export_file), str(other))
     code, _, err = await cli("search", "picnic")

@@ -37,7 +37,7 @@ async def test_a_message_whose_channel_another_guild_holds_is_refused_alone(
     await memory_ingest.add(make_record(1, "said in guild one's channel 10"))
     await memory_ingest.flush()
     await memory_ingest.add(make_record(2, "channel 10 again, said to be guild two's", guild_id=2, channel_id=10))
-    await memory_ingest.add(make_record(3, "guild two's own channel", guild_id=2))
+    await memory_ingest.add(make_record(3, "guild two's own channel", guild_id=2, channel_id=20))
     await memory_ingest.add(make_record(4, "guild one's channel 10 goes on"))
     with caplog.at_level(logging.ERROR, logger=WRITER), pytest.raises(IngestError) as raised:
         await memory_ingest.flush()

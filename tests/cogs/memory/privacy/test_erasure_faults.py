@@ -55,7 +55,7 @@ async def where_held(memory: Memory, rowid: int) -> list[str]:
     """Where memory still holds the secret: search (its words, its meaning), the tables, the FAISS index."""
     places = []
     for how, words in (("keyword search", NONCE), ("vector search", "what opens the lock on the shed by the port")):
-        if SECRET_ID in [hit["message_id"] for hit in await memory.search(words, SearchFilters(guild_id=1), 10)]:
+        if SECRET_ID in [hit.message_id for hit in await memory.search(words, SearchFilters(guild_id=1), 10)]:
             places.append(how)
     if (await query(memory.store, "SELECT COUNT(*) FROM messages WHERE message_id = ?", SECRET_ID))[0][0]:
         places.append("messages")
