@@ -50,13 +50,11 @@ AUTOSAVE_INTERVAL_S = 300.0
 
 
 class MemoryOpenError(RuntimeError):
-    """Memory could not start; the message says what to fix. Not logged: the caller says it, once (the bot's log, the
-    CLI's ``error:`` line)."""
+    """Memory could not start; the message says what to fix. Not logged: the caller says it, once."""
 
 
 class DatabaseUnreachableError(MemoryOpenError):
-    """The database server cannot be reached now (stopped, starting, not answering): opening again later may work.
-    Every other ``MemoryOpenError`` needs a person to fix something first."""
+    """The database server cannot be reached now: opening again later may work (other errors need a person)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +123,7 @@ class Memory:
         ``reranker=False`` (a CLI command) builds no reranker: ``load_reranker`` does, when a command needs one; the
         bot's profile ``preload`` applies to the bot alone.
         Raises DatabaseUnreachableError when the database server cannot be reached now, MemoryOpenError (saying what
-        to fix; nothing is logged) when the database or the model cannot be used; whatever opened before a failure
-        is closed again.
+        to fix) when the database or the model cannot be used; whatever opened before a failure is closed again.
         """
         device = await asyncio.to_thread(resolve_device, profile)
         # What an older version left readable by other users of the machine is made private (0600/0700), before
@@ -165,7 +162,7 @@ class Memory:
             ingest = IngestQueue(store, embedder, indexes, batch_size=profile.ingest_batch_size,
                                  queue_size=profile.ingest_queue_size, spool=spool)
             undo.push_async_callback(ingest.close)
-            await _prune_tombstones(ingest)
+            await ingest.prune_tombstones_if_free()
             service = models.build_reranker(profile, device, onnx_dir) if reranker else None
             if service is not None:
                 undo.push_async_callback(service.aclose)
@@ -444,12 +441,3 @@ class Memory:
         self.profile, self.embedder, self.indexes = switched.profile, switched.embedder, switched.indexes
         self.reranker = switched.reranker
         self.search_engine = self.backend.search_engine(switched.embedder, switched.indexes, switched.profile)
-
-
-async def _prune_tombstones(ingest: IngestQueue) -> None:
-    """Prune old tombstones as memory opens, if the database lets it: a start must not need to write."""
-    try:
-        await ingest.prune_tombstones()
-    except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
-        # Nothing is lost (a later delete prunes them), and what stops the prune stops the writes too: they say so.
-        log.debug("Could not prune old tombstones now (%s); a later delete does", exc)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -236,6 +237,14 @@ class IngestQueue:
         """Forget tombstones older than ``TOMBSTONE_DAYS``; returns how many went."""
         async with self.write_lock:
             return await self._prune_tombstones()
+
+    async def prune_tombstones_if_free(self) -> None:
+        """``prune_tombstones`` as memory opens, if the database lets it now (a start must not need to write): nothing
+        is lost otherwise, a later delete prunes them, and what stopped it stops the writes too, which say so."""
+        try:
+            await self.prune_tombstones()
+        except sqlite3.OperationalError as exc:  # another process holds the write lock, or the disk is full
+            log.debug("Could not prune old tombstones now (%s); a later delete does", exc)
 
     async def _prune_tombstones(self) -> int:
         self._next_prune = time.time() + _PRUNE_EVERY_S

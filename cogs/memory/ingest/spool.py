@@ -130,6 +130,18 @@ class IngestSpool:
             async with self._lock:
                 await asyncio.to_thread(self._remove, ids)
 
+    async def replay(self) -> list[tuple[int, MessageRecord]]:
+        """``read`` as the writer starts, logged: how many an earlier run kept, or (none returned) why the file cannot
+        be read; it is then left where it is, for an admin to look at."""
+        try:
+            kept = await self.read()
+        except (sqlite3.Error, OSError, ValueError) as error:
+            log.error("Reading the messages kept in %s failed (%s); they are not stored", self.path, describe(error))
+            return []
+        if kept:
+            log.info("%d messages kept in %s while the database was away are stored now", len(kept), self.path)
+        return kept
+
     async def read(self) -> list[tuple[int, MessageRecord]]:
         """Everything kept, oldest first."""
         async with self._lock:

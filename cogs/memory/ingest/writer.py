@@ -201,22 +201,11 @@ class MessageWriter:
 
     async def _replay(self) -> None:
         """What an earlier run kept in the spool (the database was away when it stopped) is tried first."""
-        if self._spool is None:
-            return
-        try:
-            kept = await self._spool.read()
-        except (sqlite3.Error, OSError, ValueError) as error:  # left where it is, for an admin to look at
-            log.error("Reading the messages kept in %s failed (%s); they are not stored", self._spool.path,
-                      describe(error))
-            return
-        for spool_id, record in kept:
+        for spool_id, record in await self._spool.replay() if self._spool is not None else []:
             self._enqueued += 1
             self._outstanding[self._enqueued] = record
             self._spooled[self._enqueued] = spool_id
             self._held.append(_Queued(self._enqueued, record, held=True))
-        if kept:
-            log.info("%d messages kept in %s while the database was away are stored now", len(kept),
-                     self._spool.path)
 
     async def _keep_held(self) -> None:
         """Keep held messages in the spool (durable once this returns), and forget there what is stored."""
