@@ -196,7 +196,7 @@ async def test_who_wrote_a_message_and_where_is_read_from_what_memory_stored(
     await fill(memory, make_record)
     author = make_record(1, "x").author_id
     assert (await memory.stored_channel(1, 3), await memory.stored_channel(1, 4), await memory.stored_channel(2, 4)) \
-        == (11, None, 10)
+        == (11, None, 20)
     assert (await memory.written_by(1, author, 1), await memory.written_by(1, author + 1, 1)) == (True, False)
 
 
