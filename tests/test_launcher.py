@@ -334,12 +334,12 @@ class RefusingProxy:
 
 
 @pytest.mark.skipif((Path(launcher.__file__).parent / ".env").exists(), reason="a real .env would be read")
-def test_python_bot_py_through_a_proxy_that_refuses_its_password_says_so_without_the_password():
+def test_python_launcher_py_through_a_proxy_that_refuses_its_password_says_so_without_the_password():
     """aiohttp's own words for a 407 hold the proxy's whole URL, password and all."""
     proxy = RefusingProxy()
     try:
         env = {**os.environ, "DISCORD_TOKEN": "bogus", "DISCORD_PROXY": f"http://user:{SECRET}@127.0.0.1:{proxy.port}"}
-        done = subprocess.run([sys.executable, "bot.py", "-q"], cwd=Path(launcher.__file__).parent, env=env,
+        done = subprocess.run([sys.executable, "launcher.py", "-q"], cwd=Path(launcher.__file__).parent, env=env,
                               capture_output=True, text=True, timeout=120)
     finally:
         proxy.close()
