@@ -1,11 +1,11 @@
 """Privacy rules that hold on every path: who and what may be stored (``admission``); every erasure (forget, delete on
 Discord, opt-out or opt-in, capture switch) recorded and kept in force through restores (``erasures``), in the
-erasure ledger's file (``ledger``, the format alone) and the database's own record, which ``known`` merges (at open, and
-for a restore); and when a forget's text is erased from the store's files (``purge_schedule``).
+erasure ledger's file (``ledger``, the format alone) and the database's own record, which ``known`` merges (at open,
+and for a restore); and when a forget's text is erased from the store's files (``purge_schedule``).
 
-May import: the records, ``settings`` and the store's protocols and records (``store.protocol``, ``store.history``,
-``store.rows``); the other parts ``erasures`` needs (the ingest queue, history, names, the guild policy) it sees through
-Protocols of its own. Nothing of Discord, never ``memory.py`` (the facade builds these), no SQL of its own (the stores
-hold it) but ``known``'s read-only queries of a SQLite file a restore is about to replace or has just
-restored.
+May import: the records, ``guild_policy`` and the store's protocols and records (``store.protocol``,
+``store.history``, ``store.rows``); the other parts ``erasures`` needs (the ingest queue, history, names, the guild
+policy) it sees through Protocols of its own. Nothing of Discord, never ``memory.py`` (the facade builds these), no
+SQL of its own (the stores hold it) but ``known``'s read-only queries of a SQLite file a restore is about to
+replace; ``known`` alone also reads what a restore left to apply through ``store.sqlite.restore_erasures``.
 """

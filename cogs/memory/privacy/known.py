@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..store.sqlite.restore_erasures import erasures_to_apply
 from .ledger import (Erasure, ErasureLedger, LedgerReading, damaged_path, read_ledger, rewrite_ledger,
                      why_not_written)
 
@@ -184,9 +185,10 @@ def erasures_for_restore(ledger_path: Path, db_path: Path) -> dict[str, str]:
 
 def keep_restored_erasures(ledger_path: Path, db_path: Path) -> int:
     """As memory opens on a SQLite file: the erasures a restore left in it to apply go into the ledger if it lacks
-    them (a ledger lost since the restore), so that applying the ledger again applies them too; returns how many."""
+    them (a ledger lost since the restore), so that applying the ledger again applies them too; those the database
+    has applied since leave its table (store/sqlite/restore_erasures.py). Returns how many the ledger lacked."""
     try:
-        held = _recorded_in(db_path, (TO_APPLY,))
+        held = erasures_to_apply(db_path)
     except sqlite3.Error as error:
         log.warning("Could not read what a restore left to apply in %s (%s)", db_path, error)
         return 0

@@ -158,9 +158,9 @@ async def test_searches_that_miss_a_channel_s_structure_together_read_it_once(
 
 
 async def test_kept_structures_are_read_without_the_search_waiting_on_the_event_loop(
-        search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
-    await remember_turns(memory_ingest, make_record, 1, 6)
-    await remember_turns(memory_ingest, make_record, 101, 6)  # channel 11 gets a second message too
+        search_engine: Any, memory_ingest: IngestQueue, memory_store: Store, make_record: RecordFactory) -> None:
+    await remember_turns(memory_ingest, memory_store, make_record, 1, 6)
+    await remember_turns(memory_ingest, memory_store, make_record, 101, 6)  # channel 11 gets a second message too
     first = await search_engine._dialogue_of({1: 10, 2: 11}, 1)
     # Every structure kept: the look-up completes in its first step, no task per channel to wait for.
     lookup = search_engine._dialogue_of({1: 10, 2: 11}, 1)
