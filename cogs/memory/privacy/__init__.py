@@ -5,7 +5,7 @@ and for a restore); and when a forget's text is erased from the store's files (`
 
 May import: the records, ``guild_policy`` and the store's protocols and records (``store.protocol``,
 ``store.history``, ``store.rows``); the other parts ``erasures`` needs (the ingest queue, history, names, the guild
-policy) it sees through Protocols of its own. Nothing of Discord, never ``memory.py`` (the facade builds these), no
-SQL of its own (the stores hold it) but ``known``'s read-only queries of a SQLite file a restore is about to
-replace; ``known`` alone also reads what a restore left to apply through ``store.sqlite.restore_erasures``.
+policy) it sees through Protocols of its own; ``known`` alone reads a closed SQLite file (one a restore replaces,
+or what a restore left to apply) through ``store.sqlite.restore_erasures``. Nothing of Discord, never ``memory.py``
+(the facade builds these), no SQL of its own (the stores hold it).
 """

@@ -3,9 +3,9 @@ database's ``erasures`` table (the entries it applied). Neither alone is trusted
 damaged is written again from the database as memory opens (``reconcile``), and a restore asks ``erasures_known``
 for both records of the database it replaces, so that the ledger holds every erasure before the older file goes in.
 
-``erasures_known`` is synchronous, for the SQLite restore, which runs with memory stopped; it reads the SQLite file's
-tables itself (read-only queries, the only SQL of this package: the store's own read needs an open store): the
-``erasures`` the database applied, and the ``erasures_to_apply`` a restore left in it (store/sqlite/restore.py).
+``erasures_known`` is synchronous, for the SQLite restore, which runs with memory stopped; it reads the closed SQLite
+file through store/sqlite/restore_erasures.py (``noted_erasures``: the ``erasures`` the database applied and the
+``erasures_to_apply`` a restore left in it), as the store's own read needs an open store.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..store.sqlite.restore_erasures import erasures_to_apply
+from ..store.sqlite.restore_erasures import erasures_to_apply, noted_erasures
 from .ledger import (Erasure, ErasureLedger, LedgerReading, damaged_path, read_ledger, rewrite_ledger,
                      why_not_written)
 
@@ -27,10 +27,6 @@ __all__ = ("AppliedErasures", "ErasuresUnreadable", "KnownErasures", "known_at_o
 
 log = logging.getLogger(__name__)
 
-# What a database applied, and what a restore left in it to apply as memory next opens (store/sqlite/restore.py).
-APPLIED, TO_APPLY = "erasures", "erasures_to_apply"
-SELECT_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('erasures', 'erasures_to_apply')"
-SELECT_ENTRIES = {APPLIED: "SELECT id, entry FROM erasures", TO_APPLY: "SELECT id, entry FROM erasures_to_apply"}
 
 
 class AppliedErasures(Protocol):
@@ -137,29 +133,12 @@ def erasures_known(ledger_path: Path, db_path: Path) -> list[Erasure]:
     """
     reading = read_ledger(ledger_path)
     try:
-        recorded = _recorded_in(db_path)
+        recorded = noted_erasures(db_path)
     except sqlite3.Error as error:
         log.warning("Could not read the erasures of the database %s (%s); the erasure ledger %s alone says what was "
                     "erased", db_path, error, ledger_path)
         recorded = {}
     return _union(reading.entries, _database_entries(recorded)[0].values())
-
-
-def _recorded_in(db_path: Path, tables: tuple[str, ...] = (TO_APPLY, APPLIED)) -> dict[str, str]:
-    """The entries of ``tables`` in the SQLite file at ``db_path`` (a later table's entry wins for the same id)."""
-    if not db_path.exists():
-        return {}
-    connection = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        present = {str(row[0]) for row in connection.execute(SELECT_TABLES)}
-        entries: dict[str, str] = {}
-        for table in tables:
-            if table in present:
-                entries.update((str(erasure_id), str(entry))
-                               for erasure_id, entry in connection.execute(SELECT_ENTRIES[table]))
-        return entries
-    finally:
-        connection.close()
 
 
 def keep_in_ledger(ledger_path: Path, erasures: Iterable[Erasure]) -> int:
