@@ -12,7 +12,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import IndexRegistry
-from tests.cogs.memory.ingest.test_queue import consistent_ids
+from tests.cogs.memory.ingest.queue_checks import consistent_ids
 from tests.fixtures.core import fetchall
 
 REPOSITORY = Path(__file__).resolve().parents[4]
