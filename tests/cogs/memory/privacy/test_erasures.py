@@ -92,6 +92,20 @@ async def open_memory(profile: MemoryProfile, data_dir: Path) -> Memory:
     return await Memory.open(profile, data_dir / "memory.sqlite3", data_dir / "indexes")
 
 
+async def restored_after(erase: Callable[[Memory], Awaitable[None]], messages: Sequence[tuple[int, int, int, int, str]],
+                         profile: MemoryProfile, data_dir: Path, tmp_path: Path) -> Memory:
+    """Memory opened again after ``messages`` were stored, a backup taken, ``erase`` done and the backup restored."""
+    memory = await open_memory(profile, data_dir)
+    for message in messages:
+        await memory.add(record(*message))
+    await memory.flush()
+    backup = backup_database(data_dir / "memory.sqlite3", tmp_path / "backup.sqlite3").path
+    await erase(memory)
+    await memory.close()
+    restore_database(backup, data_dir / "memory.sqlite3", data_dir / "indexes")
+    return await open_memory(profile, data_dir)
+
+
 async def found(memory: Memory, word: str) -> list[int]:
     hits = []
     for guild_id in (1, 2):
@@ -105,16 +119,7 @@ async def test_what_was_forgotten_after_a_backup_stays_forgotten_when_it_is_rest
     core_profile: MemoryProfile, data_dir: Path, tmp_path: Path, embedder: object,
     erase: Callable[[Memory], Awaitable[None]], forgotten: set[int]
 ) -> None:
-    memory = await open_memory(core_profile, data_dir)
-    for message in MESSAGES:
-        await memory.add(record(*message))
-    await memory.flush()
-    backup = backup_database(data_dir / "memory.sqlite3", tmp_path / "backup.sqlite3").path
-    await erase(memory)
-    await memory.close()
-
-    restore_database(backup, data_dir / "memory.sqlite3", data_dir / "indexes")
-    memory = await open_memory(core_profile, data_dir)
+    memory = await restored_after(erase, MESSAGES, core_profile, data_dir, tmp_path)
     try:
         ids = [message[0] for message in MESSAGES]
         stored, deleted = await memory.known_message_ids(ids)
@@ -139,14 +144,7 @@ async def test_what_was_forgotten_after_a_backup_stays_forgotten_when_it_is_rest
 async def test_an_opt_out_after_the_backup_stays_in_force_after_the_restore(
     core_profile: MemoryProfile, data_dir: Path, tmp_path: Path, embedder: object
 ) -> None:
-    memory = await open_memory(core_profile, data_dir)
-    await memory.add(record(*MESSAGES[0]))
-    await memory.flush()
-    backup = backup_database(data_dir / "memory.sqlite3", tmp_path / "backup.sqlite3").path
-    await opt_out(memory)
-    await memory.close()
-    restore_database(backup, data_dir / "memory.sqlite3", data_dir / "indexes")
-    memory = await open_memory(core_profile, data_dir)
+    memory = await restored_after(opt_out, MESSAGES[:1], core_profile, data_dir, tmp_path)
     try:
         opted_out = await memory.is_opted_out(1, 100)
         later = MessageRecord(message_id=9, guild_id=1, channel_id=10, parent_channel_id=None, author_id=100,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -95,15 +96,21 @@ async def test_a_cancelled_waiter_leaves_the_others_their_value() -> None:
     assert load.loads == 1
 
 
-async def test_past_its_bound_the_least_recently_used_value_is_dropped() -> None:
-    cache: TimedCache[str, int] = TimedCache(60.0, max_entries=2, clock=Clock())
-    loads: dict[str, int] = {}
+def counting(cache: TimedCache[str, int], loads: dict[str, int]) -> Callable[[str], Awaitable[None]]:
+    """A get of ``cache`` whose load counts, in ``loads``, how often each key was loaded (and gives that count)."""
 
     async def get(key: str) -> None:
         async def load() -> int:
             loads[key] = loads.get(key, 0) + 1
             return loads[key]
         await cache.get(key, load)
+    return get
+
+
+async def test_past_its_bound_the_least_recently_used_value_is_dropped() -> None:
+    cache: TimedCache[str, int] = TimedCache(60.0, max_entries=2, clock=Clock())
+    loads: dict[str, int] = {}
+    get = counting(cache, loads)
 
     for key in ("a", "b", "a", "c"):
         await get(key)
@@ -130,12 +137,7 @@ async def test_fresh_gives_a_kept_value_only_while_it_is_fresh_and_never_loads()
 async def test_fresh_marks_a_value_used_as_get_does() -> None:
     cache: TimedCache[str, int] = TimedCache(60.0, max_entries=2, clock=Clock())
     loads: dict[str, int] = {}
-
-    async def get(key: str) -> None:
-        async def load() -> int:
-            loads[key] = loads.get(key, 0) + 1
-            return loads[key]
-        await cache.get(key, load)
+    get = counting(cache, loads)
 
     await get("a")
     await get("b")
