@@ -26,6 +26,7 @@ from ..neighbours import select_neighbour_ids
 from ..protocol import VectorIndexes
 from ..rows import CandidateRow, candidate_row
 from .filters import filter_clause
+from .postings import PostingCounts
 from .store import SqliteStore
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class SqliteSearchEngine(FirstStage):
         super().__init__(embedder, profile)
         self._store = store
         self._indexes = indexes
+        self._postings = PostingCounts()
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
@@ -115,15 +117,15 @@ class SqliteSearchEngine(FirstStage):
         terms = text.keyword_terms(query)[:self.tuning.keyword_max_terms]
         if not terms:
             return []
-        return await self._store.read(read_keyword_hits, terms, filters, k, self.tuning)
+        return await self._store.read(read_keyword_hits, terms, filters, k, self.tuning, self._postings)
 
 
 # -- on a reader thread: each function is one hop's queries ----------------------------------------------------
 
 
 def read_keyword_hits(connection: sqlite3.Connection, terms: list[str], filters: SearchFilters, k: int,
-                      tuning: RankingTuning) -> Hits:
-    query = _keyword_query(connection, terms, tuning)
+                      tuning: RankingTuning, counts: PostingCounts | None = None) -> Hits:
+    query = _keyword_query(connection, terms, tuning, PostingCounts(keep_s=0.0) if counts is None else counts)
     if query is None:
         return []
     expression, names = query
@@ -136,14 +138,16 @@ def read_keyword_hits(connection: sqlite3.Connection, terms: list[str], filters:
     return [(rowid, -rank) for rowid, rank in rows]
 
 
-def _keyword_query(connection: sqlite3.Connection, terms: list[str],
-                   tuning: RankingTuning) -> tuple[str, list[tuple[str, float]]] | None:
+def _keyword_query(connection: sqlite3.Connection, terms: list[str], tuning: RankingTuning,
+                   counts: PostingCounts) -> tuple[str, list[tuple[str, float]]] | None:
     """The MATCH string for ``terms`` (common terms only rank, author names match their authors' messages), and for
-    each term some display name holds, the MATCH string of those names and the score a match adds."""
+    each term some display name holds, the MATCH string of those names and the score a match adds; each term's
+    count of messages read through ``counts`` (kept a minute)."""
+    cap = tuning.keyword_max_postings + 1
 
     def documents(term: text.Term) -> int:
-        return int(connection.execute(COUNT_MATCHES, [text.match_term(term), tuning.keyword_max_postings + 1]
-                                      ).fetchone()[0])
+        match = text.match_term(term)
+        return counts.count(match, cap, lambda: int(connection.execute(COUNT_MATCHES, [match, cap]).fetchone()[0]))
 
     postings = {term: documents(text.Term(term)) for term in terms}
     postings.update((term, documents(text.Term(term))) for term in characters_alone(postings))
