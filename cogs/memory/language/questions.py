@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Sequence
+from functools import lru_cache
 
 __all__ = ("QUERY_CUT_WORDS", "answers", "asks")
 
@@ -59,6 +60,9 @@ _QUESTION_WORD_CHARACTERS = re.compile(
     "[" + "".join(sorted(set(_QUESTION_WORD.pattern) - {"|"})) + "]")
 
 
+# A search asks this of about 100 rows (its sources and their next messages), and a channel's recent messages are
+# the neighbours of search after search: the answers for the last messages read are kept (a few MB of text at most).
+@lru_cache(maxsize=16384)
 def asks(content: str) -> bool:
     """True when ``content`` reads as a question: a question mark anywhere, an asking last particle, a Chinese,
     Japanese or Korean question word anywhere, or an English asking first word of a sentence."""
