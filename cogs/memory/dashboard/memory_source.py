@@ -51,13 +51,15 @@ class MemorySource:
                  recorder: MetricsRecorder | None = None,
                  catch_up: Callable[[int], CatchUpLike | None] | None = None,
                  guild_name: Callable[[int], str | None] | None = None,
-                 save_profile_choice: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 save_profile_choice: Callable[[str], Awaitable[None]] | None = None,
+                 profile_switch_refused: str | None = None) -> None:
         self._memory = memory
         self._profiles_dir = profiles_dir
         self._recorder = recorder
         self._catch_up = catch_up
         self._guild_name = guild_name
         self._save_profile_choice = save_profile_choice
+        self._profile_switch_refused = profile_switch_refused  # why this process never switches (the standalone's)
 
     def memory(self) -> Memory:
         memory = self._memory()
@@ -203,6 +205,8 @@ class MemorySource:
     async def switch_profile(self, name: str) -> ProfileSwitchResult:
         memory = self.memory()
         old = memory.profile.name
+        if self._profile_switch_refused is not None:
+            return ProfileSwitchResult(old, name, False, self._profile_switch_refused)
         new = (await self._profiles()).get(name)
         if new is None:
             return ProfileSwitchResult(old, name, False, f"there is no profile named {name!r}")
