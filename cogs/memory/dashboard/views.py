@@ -13,9 +13,9 @@ from markupsafe import Markup
 from ..metrics import PerformanceSeries, Window
 from .charts import Line, line_chart
 from .controls import forget_done, profile_done, settings_done
-from .params import (BadParam, browse_limit, forget_kind, optional_date, optional_id, required_id, search_request,
-                     settings_change)
-from .source import BrowsePage, SearchExplanation
+from .params import BadParam, browse_limit, optional_date, optional_id, required_id, settings_change
+from .source import BrowsePage, GuildOverview, SearchExplanation
+from .targets import ask_forget, resolved_search
 from .state import SESSION, STATE, who
 
 __all__ = ("FILTERS", "add_routes", "performance_charts")
@@ -88,7 +88,7 @@ async def performance(request: web.Request) -> web.StreamResponse:
 async def search(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     guilds = state.overviews or await state.source.guild_overviews()
-    wanted = search_request(request.query)
+    wanted = await resolved_search(state.source, request.query)
     result: SearchExplanation | None = None
     channel_names: Mapping[int, str] = {}
     if wanted is not None:
@@ -130,18 +130,23 @@ async def controls(request: web.Request) -> web.StreamResponse:
                         settings=settings, channel_names=channel_names, profiles=profiles)
 
 
+def _guild_name(guilds: Sequence[GuildOverview], guild_id: int) -> str | None:
+    return next((guild.name for guild in guilds if guild.guild_id == guild_id), None)
+
+
 def _done(request: web.Request, message: str) -> web.Response:
     return request.app[STATE].render("message.html", request, title="Done", message=message)
 
 
 async def forget_ask(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    form = await request.post()
-    kind, guild_id = forget_kind(form), required_id(form, "guild")
-    target_id = guild_id if kind == "guild" else required_id(form, "target")
-    pending_id, pending = state.pending.add(request[SESSION].label, kind, guild_id, target_id)
+    asked = await ask_forget(state.source, state.pending, request[SESSION].label, await request.post(), "guild",
+                             "target")
+    pending = asked.pending
+    guilds = state.overviews or await state.source.guild_overviews()
     return state.render("confirm.html", request, title="Confirm", description=pending.description,
-                        pending_id=pending_id)
+                        pending_id=asked.pending_id, kind=pending.kind, preview=asked.preview,
+                        guild_name=_guild_name(guilds, pending.guild_id), guild_id=pending.guild_id)
 
 
 async def forget_confirm(request: web.Request) -> web.StreamResponse:
