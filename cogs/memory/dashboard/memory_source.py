@@ -18,6 +18,7 @@ from ..metrics import MetricsRecorder, RecallSample
 from ..privacy.ledger import ErasureNotRecorded
 from ..records import SearchFilters
 from ..runtime.profile import MemoryProfile, ProfileError, list_profiles
+from ..store.rows import PerformanceMinute
 from ..vectors.embedding import EmbeddingModelError
 from .source import (ActionNotDone, BrowsePage, CatchUpView, ForgetKind, ForgetPreview, ForgetResult, GuildOverview,
                      MemberView, ProcessInfo, ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest,
@@ -202,6 +203,15 @@ class MemorySource:
         if kind == "channel":
             return await memory.forget_channel(guild_id, target_id)
         return await memory.forget_guild(guild_id)
+
+    async def performance_minutes(self, origin: str, since: float) -> Sequence[tuple[float, str]]:
+        return [(row.minute, row.figures) for row in await self.memory().store.performance_minutes(origin, since)]
+
+    async def keep_performance_minutes(self, origin: str, minutes: Sequence[tuple[float, str]], keep: int) -> None:
+        memory = self.memory()
+        rows = [PerformanceMinute(origin, minute, figures) for minute, figures in minutes]
+        async with memory.ingest.write_lock:  # between ingest's transactions, on SQLite's one writer connection
+            await memory.store.keep_performance_minutes(rows, keep)
 
     async def settings(self, guild_id: int) -> SettingsView:
         current = await self.memory().settings(guild_id)

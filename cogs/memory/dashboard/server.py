@@ -22,6 +22,7 @@ from . import api, views
 from .auth import LoginTokens, Sessions, csrf_matches
 from .config import DashboardConfig
 from .gauges import OverviewCollector
+from .history import PerformanceHistory
 from .params import BadParam
 from .source import DashboardSource, SourceUnavailable
 from .state import SESSION, STATE, DashboardState, who
@@ -210,9 +211,12 @@ class Dashboard:
     ``stop()`` closes it. Samples the ingest figures meanwhile."""
 
     def __init__(self, source: DashboardSource, config: DashboardConfig,
-                 recorder: MetricsRecorder | None = None, *, notice: str | None = None) -> None:
+                 recorder: MetricsRecorder | None = None, *, notice: str | None = None,
+                 history_origin: str = "bot") -> None:
         self.config = config
         self.recorder = recorder or MetricsRecorder()
+        # The Performance history in the database, by process kind (the bot's, the standalone dashboard's).
+        self.history = PerformanceHistory(source, self.recorder, history_origin)
         self.state = DashboardState(source, self.recorder, config, Sessions(config.session_ttl_s),
                                     LoginTokens(config.token_dir, config.login_ttl_s), templates(), notice=notice)
         self._runner: web.AppRunner | None = None
@@ -251,6 +255,7 @@ class Dashboard:
             self._sampler.cancel()
             await asyncio.gather(self._sampler, return_exceptions=True)
             self._sampler = None
+            await self.keep_history()  # the last minutes, before memory closes
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -264,6 +269,16 @@ class Dashboard:
             self.state.overviews = await self.state.source.guild_overviews()
         return stored
 
+    async def keep_history(self) -> None:
+        """Read the Performance history back once memory is open, then write what was recorded since."""
+        try:
+            await self.history.sync()
+        except SourceUnavailable:
+            pass  # memory is still opening (or closed): later, or never for what this process recorded
+        except Exception:
+            log.warning("Dashboard: keeping the Performance history in the database failed; it is kept in memory "
+                        "and written again in a minute", exc_info=True)
+
     async def _sample(self) -> None:
         previous, tick = None, 0
         while True:
@@ -274,5 +289,7 @@ class Dashboard:
             except Exception:
                 log.exception("Dashboard: sampling the ingest figures failed; trying again in %.0f s",
                               SAMPLE_INTERVAL_S)
+            if tick % OVERVIEW_EVERY == 0:
+                await self.keep_history()
             tick += 1
             await asyncio.sleep(SAMPLE_INTERVAL_S)

@@ -126,7 +126,7 @@ async def serve_dashboard(memory: Memory, args: argparse.Namespace, term: Stream
     recorder = MetricsRecorder()
     source = MemorySource(lambda: memory, profiles_dir=PROFILES_DIR, recorder=recorder,
                           profile_switch_refused=NO_PROFILE_SWITCH)
-    dashboard = Dashboard(source, config, recorder, notice=NOTICE)
+    dashboard = Dashboard(source, config, recorder, notice=NOTICE, history_origin="standalone")
     try:
         await dashboard.start()
     except OSError as error:

@@ -52,8 +52,13 @@ async def overview(request: web.Request) -> web.StreamResponse:
     return state.render("overview.html", request, title="Overview", guilds=guilds, process=process)
 
 
+RECALLS_WILL_APPEAR = "appears with the first search: /memory search, a recall, or Search here"
+RERANKS_WILL_APPEAR = "appears with the first search the reranker scores"
+INGEST_WILL_APPEAR = "appears as messages are stored (sampled every 15 s)"
+
+
 def performance_charts(series: PerformanceSeries) -> list[Markup]:
-    """The Performance page's charts, one per figure the issue names."""
+    """The Performance page's charts, one per figure the issue names, each saying what will appear while empty."""
     times = [point.start for point in series.points]
     points = series.points
 
@@ -63,13 +68,17 @@ def performance_charts(series: PerformanceSeries) -> list[Markup]:
 
     return [
         line_chart("First-stage latency", "ms", times, [line("p50", "first_stage_p50_ms"),
-                                                        line("p95", "first_stage_p95_ms")]),
-        line_chart("Rerank latency", "ms", times, [line("p50", "rerank_p50_ms"), line("p95", "rerank_p95_ms")]),
-        line_chart("Reranker time per candidate", "ms", times, [line("ms per candidate", "rerank_ms_per_candidate")]),
-        line_chart("Candidates scored per recall", "", times, [line("scored", "scored_per_recall")]),
-        line_chart("Score-cache hit rate", "%", times, [line("hits", "cache_hit_rate", 100.0)]),
-        line_chart("Ingest rate", "msg/min", times, [line("stored", "ingest_per_min")]),
-        line_chart("Ingest backlog", "msg", times, [line("waiting", "backlog")]),
+                                                        line("p95", "first_stage_p95_ms")], RECALLS_WILL_APPEAR),
+        line_chart("Rerank latency", "ms", times, [line("p50", "rerank_p50_ms"), line("p95", "rerank_p95_ms")],
+                   RERANKS_WILL_APPEAR),
+        line_chart("Reranker time per candidate", "ms", times, [line("ms per candidate", "rerank_ms_per_candidate")],
+                   RERANKS_WILL_APPEAR),
+        line_chart("Candidates scored per recall", "candidates", times, [line("scored", "scored_per_recall")],
+                   RERANKS_WILL_APPEAR),
+        line_chart("Score-cache hit rate", "%", times, [line("hits", "cache_hit_rate", 100.0)],
+                   RERANKS_WILL_APPEAR),
+        line_chart("Ingest rate", "messages/min", times, [line("stored", "ingest_per_min")], INGEST_WILL_APPEAR),
+        line_chart("Ingest backlog", "messages", times, [line("waiting", "backlog")], INGEST_WILL_APPEAR),
     ]
 
 
@@ -82,7 +91,7 @@ async def performance(request: web.Request) -> web.StreamResponse:
     charts = await asyncio.to_thread(performance_charts, series)  # a day's seven charts: ~5 ms of string work
     recalls = sum(point.recalls for point in series.points)
     return state.render("performance.html", request, title="Performance", window=window, windows=WINDOWS,
-                        charts=charts, recalls=recalls)
+                        charts=charts, recalls=recalls, step_minutes=int(series.step_s // 60))
 
 
 async def search(request: web.Request) -> web.StreamResponse:

@@ -124,3 +124,16 @@ async def test_a_forget_named_with_an_at_says_what_goes_on_either_store(client: 
                                 "channel_name": None, "text": "Has anyone fixed the printer on floor two?"}
     page = await client.get_json(f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=1")
     assert [(m["author_name"], m["author_id"]) for m in page["messages"]] == [("alice", 100)]
+
+
+async def test_the_performance_history_outlives_a_dashboard_on_either_store(stored: Memory, tmp_path: Path) -> None:
+    from cogs.memory.metrics import MetricsRecorder, RecallSample
+
+    source = MemorySource(lambda: stored, profiles_dir=tmp_path)
+    first = Dashboard(source, DashboardConfig(port=0, data_dir=tmp_path / "dashboard"), MetricsRecorder())
+    await first.keep_history()
+    first.recorder.record_recall(RecallSample(first_stage_ms=12.0))
+    await first.keep_history()
+    again = MetricsRecorder()
+    await Dashboard(source, DashboardConfig(port=0, data_dir=tmp_path / "dashboard"), again).keep_history()
+    assert sum(point.recalls for point in again.series("day").points) == 1
