@@ -35,6 +35,15 @@ def _name(raw: str, sign: str, other: str, field: str) -> str | None:
     return name
 
 
+def _wanted(params: Mapping[str, Any], field: str, sign: str, other: str) -> int | str | None:
+    """What ``params[field]`` asks for: None (empty), an id, or a name to look up."""
+    raw = _raw(params, field)
+    if not raw:
+        return None
+    name = _name(raw, sign, other, field)
+    return optional_id(params, field) if name is None else name
+
+
 def _listed(candidates: list[str]) -> str:
     shown = ", ".join(candidates[:MAX_CANDIDATES])
     more = len(candidates) - MAX_CANDIDATES
@@ -45,12 +54,9 @@ async def resolved_member(source: DashboardSource, guild_id: int, params: Mappin
                           field: str) -> int | None:
     """The member ``params[field]`` names: an id as it is, ``@name`` (or a bare name) when one member of the guild
     wrote under it; None when the field is empty."""
-    raw = _raw(params, field)
-    if not raw:
-        return None
-    name = _name(raw, "@", "#", field)
-    if name is None:
-        return optional_id(params, field)
+    name = _wanted(params, field, "@", "#")
+    if not isinstance(name, str):
+        return name
     members = await source.members_named(guild_id, name)
     if len(members) == 1:
         return members[0].author_id
@@ -65,12 +71,9 @@ async def resolved_channel(source: DashboardSource, guild_id: int, params: Mappi
                            field: str) -> int | None:
     """The channel ``params[field]`` names: an id as it is, ``#name`` (or a bare name) when one channel or thread of
     the guild carries it (by the names memory last saw); None when the field is empty."""
-    raw = _raw(params, field)
-    if not raw:
-        return None
-    name = _name(raw, "#", "@", field)
-    if name is None:
-        return optional_id(params, field)
+    name = _wanted(params, field, "#", "@")
+    if not isinstance(name, str):
+        return name
     names = await source.channel_names(guild_id)
     matches = sorted(channel_id for channel_id, known in names.items() if known.casefold() == name.casefold())
     if len(matches) == 1:
