@@ -156,8 +156,10 @@ def line_chart(title: str, unit: str, times: Sequence[float], lines: Sequence[Li
             if dotted or len(run) == 1:
                 parts.extend(f'<circle class="point" cx="{x:.1f}" cy="{base - value * scale:.1f}" r="2.5" '
                              f'fill="{colour}"/>' for x, value in run)
-        parts.append(f'<text class="legend" x="{WIDTH - RIGHT - 110 * (len(lines) - index - 1)}" y="14" '
-                     f'text-anchor="end" font-size="10" fill="{colour}">■ {escape(line.label)}</text>')
+        latest = next((value for value in reversed(line.values) if value is not None), None)
+        shown = "" if latest is None else f" latest {_number(latest)}"  # a lone point's value, readable
+        parts.append(f'<text class="legend" x="{WIDTH - RIGHT - 130 * (len(lines) - index - 1)}" y="14" '
+                     f'text-anchor="end" font-size="10" fill="{colour}">■ {escape(line.label)}{shown}</text>')
     if not values:
         parts.append(f'<text class="empty" x="{LEFT + PLOT_W / 2}" y="{TOP + PLOT_H / 2}" text-anchor="middle" '
                      f'font-size="12" fill="#666">{escape(empty)}</text>')

@@ -31,6 +31,7 @@ def test_three_points_each_get_a_dot_ticks_and_units() -> None:
     svg = str(line_chart("First-stage latency", "ms", [T0, T0 + 60, T0 + 120],
                          [Line("p50", [12.0, None, 47.5])]))
     assert svg.count('class="point"') == 2 and 'class="series"' not in svg  # a gap: two lone points
+    assert texts(svg, "legend") == ["■ p50 latest 47.5"]
     assert texts(svg, "ytick") == ["0", "10", "20", "30", "40", "50"]
     assert "(ms)" in svg and texts(svg, "xtick") == ["12:00", "12:01", "12:02"] and "time (UTC)" in svg
     svg = str(line_chart("Rate", "msg/min", [T0, T0 + 60, T0 + 120], [Line("stored", [1.0, 2.0, 3.0])]))
