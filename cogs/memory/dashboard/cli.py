@@ -10,9 +10,9 @@ import argparse
 import asyncio
 import socket
 from pathlib import Path
-from typing import Protocol, TextIO
 
 from . import standalone
+from .standalone import Streams
 from .auth import LoginTokens
 from .config import PORT_ENV, DashboardConfig
 
@@ -21,16 +21,6 @@ __all__ = ("dashboard_link", "issue_link", "listening", "register")
 # The terminal's exit codes (cogs/memory/cli/options.py): 0 it worked, 1 it failed.
 OK, FAILED = 0, 1
 PROBE_TIMEOUT_S = 2.0
-
-
-class Streams(Protocol):
-    """Where a command writes: the terminal's ``Terminal`` (cogs/memory/cli/options.py)."""
-
-    @property
-    def out(self) -> TextIO: ...
-
-    @property
-    def err(self) -> TextIO: ...
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],

@@ -16,7 +16,7 @@ import dataclasses
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from pydantic import SecretStr
 
@@ -25,9 +25,8 @@ from .config import DashboardConfig
 
 if TYPE_CHECKING:
     from ..memory import Memory
-    from .cli import Streams
 
-__all__ = ("DEFAULT_PORT", "NOTICE", "apply_data_dir", "config_for", "port_number", "register", "serve_dashboard")
+__all__ = ("DEFAULT_PORT", "Streams", "NOTICE", "apply_data_dir", "config_for", "port_number", "register", "serve_dashboard")
 
 DEFAULT_PORT = 8765
 OK, FAILED, USAGE = 0, 1, 2
@@ -35,6 +34,16 @@ NOTICE = ("Standalone dashboard (discord-memory dashboard): no Discord behind it
           "You see every guild memory holds, as the admin; guilds and channels carry the names memory last saw.")
 NO_PROFILE_SWITCH = ("the standalone dashboard does not switch profiles (a running bot would keep the old one): use "
                      "/memory profile set, or --profile when starting it")
+
+
+class Streams(Protocol):
+    """Where a command writes: the terminal's ``Terminal`` (cogs/memory/cli/options.py)."""
+
+    @property
+    def out(self) -> TextIO: ...
+
+    @property
+    def err(self) -> TextIO: ...
 
 
 def port_number(value: str) -> int:
