@@ -100,6 +100,8 @@ def choose_sources(args: argparse.Namespace, term: Streams) -> int | None:
     apply_data_dir(args)
     if args.database_url is not None:
         args.settings = args.settings.model_copy(update={"database_url": SecretStr(args.database_url)})
+    elif args.data is not None:  # the SQLite memory in DIR, whatever DATABASE_URL .env names
+        args.settings = args.settings.model_copy(update={"database_url": None})
     if args.data is not None and not args.db.exists():
         print(f"error: {args.db} does not exist: --data names the folder holding {DB_PATH.name} (import exports "
               "first: discord-memory import ...)", file=term.err)

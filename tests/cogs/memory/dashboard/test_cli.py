@@ -31,13 +31,14 @@ def test_dashboard_serves_memory_read_only_where_data_says(tmp_path) -> None:
 
     args = parse_args(["dashboard", "--data", str(tmp_path), "--port", "0"])
     assert (args.handler, args.memory, args.port) == (serve_dashboard, "read", 0)
-    args.settings = load_settings({}, env_file=None)
+    args.settings = load_settings({"DATABASE_URL": "postgresql://memory@db.example/memory"}, env_file=None)
     err = io.StringIO()
     assert choose_sources(args, Terminal(io.StringIO(), err, io.StringIO())) == 2  # nothing imported there yet
     assert err.getvalue().startswith(f"error: {tmp_path / 'memory.sqlite3'} does not exist: --data names the folder")
     (tmp_path / "memory.sqlite3").touch()
     assert choose_sources(args, Terminal(io.StringIO(), err, io.StringIO())) is None
     assert (args.db, args.index_dir) == (tmp_path / "memory.sqlite3", tmp_path / "indexes")
+    assert args.settings.database is None  # --data names an SQLite memory, whatever DATABASE_URL says
     assert (args.dashboard_config.port, args.dashboard_config.token_dir) == (0, tmp_path / "dashboard")
 
 
