@@ -184,6 +184,7 @@ def templates() -> jinja2.Environment:
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(PACKAGE_DIR / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     environment.filters.update(views.FILTERS)
+    environment.globals["pages"] = views.navigation()
     return environment
 
 

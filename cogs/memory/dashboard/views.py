@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 
 from aiohttp import web
@@ -18,11 +18,12 @@ from .source import BrowsePage, GuildOverview, SearchExplanation
 from .targets import ask_forget, resolved_search
 from .state import SESSION, STATE, who
 
-__all__ = ("FILTERS", "add_routes", "performance_charts")
+__all__ = ("FILTERS", "PAGES", "add_routes", "navigation", "performance_charts")
 
 log = logging.getLogger(__name__)
 
 WINDOWS: tuple[Window, ...] = ("hour", "day")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _size(value: float) -> str:
@@ -191,12 +192,24 @@ async def profile_switch(request: web.Request) -> web.StreamResponse:
     return _done(request, message)
 
 
+# The pages in the navigation, in its order: (path, label, handler). A new page is one more row here (and its
+# template); the navigation (base.html) lists what this holds.
+PAGES: tuple[tuple[str, str, Handler], ...] = (
+    ("/", "Overview", overview),
+    ("/performance", "Performance", performance),
+    ("/search", "Search", search),
+    ("/browse", "Browse", browse),
+    ("/controls", "Controls", controls),
+)
+
+
+def navigation() -> list[tuple[str, str]]:
+    return [(path, label) for path, label, _ in PAGES]
+
+
 def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/", overview)
-    router.add_get("/performance", performance)
-    router.add_get("/search", search)
-    router.add_get("/browse", browse)
-    router.add_get("/controls", controls)
+    for path, _, handler in PAGES:
+        router.add_get(path, handler)
     router.add_post("/controls/forget", forget_ask)
     router.add_post("/controls/forget/confirm", forget_confirm)
     router.add_post("/controls/settings", settings_save)

@@ -223,3 +223,14 @@ async def test_an_unexpected_failure_is_logged_and_answered_in_one_line(client: 
         assert await response.json() == {"error": "Something went wrong; the bot's log has the details."}
         assert response.headers["X-Frame-Options"] == "DENY"
     assert "GET /api/overview failed" in caplog.text and "disk on fire" in caplog.text
+
+
+async def test_the_navigation_lists_every_page_views_registers(client: SignedIn) -> None:
+    from cogs.memory.dashboard.views import PAGES
+
+    html = await page(client, "/search")
+    nav = html.split("<nav>")[1].split("</nav>")[0]
+    assert re.findall(r'<a href="([^"]+)"', nav) == [path for path, _, _ in PAGES]
+    assert '<a href="/search" aria-current="page">Search</a>' in nav
+    for path, _, _ in PAGES:
+        await page(client, path)  # each is served
