@@ -10,6 +10,7 @@ from the event loop; nothing here blocks. One-minute buckets, a day of them, eac
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -20,7 +21,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from .records import Recall
 
-__all__ = ("MetricsRecorder", "PerfPoint", "PerformanceSeries", "RecallSample", "Window", "build_series")
+__all__ = ("Minute", "MetricsRecorder", "PerfPoint", "PerformanceSeries", "RecallSample", "Window", "build_series",
+           "minute_figures", "minute_from_figures")
 
 Window = Literal["hour", "day"]
 BUCKET_S = 60.0
@@ -29,6 +31,8 @@ SAMPLES_PER_BUCKET = 1000
 # The day's plot merges five one-minute buckets per point: 288 points, as many as the hour's 60 would be unreadable.
 STEP_BUCKETS: dict[Window, int] = {"hour": 1, "day": 5}
 SPAN_BUCKETS: dict[Window, int] = {"hour": 60, "day": DAY_BUCKETS}
+# Latencies a minute keeps when written to the database (its quantiles, evenly spaced): a row stays small.
+KEPT_SAMPLES = 100
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -63,6 +67,9 @@ class _Bucket:
     rerank_total_ms: float = 0.0
     ingested: int = 0
     backlog: int | None = None
+
+
+Minute = _Bucket  # a minute's figures, as the database keeps them (minute_figures) and reads them back
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +180,69 @@ class MetricsRecorder:
         """The last hour (one point a minute) or day (one point per five minutes), oldest first, gaps included."""
         return build_series(list(self._buckets), window, self._clock())
 
+    def now(self) -> float:
+        return self._clock()
+
+    def minutes_from(self, start: float) -> list[_Bucket]:
+        """Copies of the minutes from ``start`` on (the current one included, as far as it has come), to be written
+        to the database off the loop."""
+        return [_Bucket(b.start, list(b.first_stage_ms), list(b.rerank_ms), b.recalls, b.reranked, b.scored,
+                        b.cached, b.rerank_total_ms, b.ingested, b.backlog)
+                for b in self._buckets if b.start >= start]
+
+    def restore(self, minutes: Iterable[_Bucket]) -> int:
+        """Put minutes read back from the database (the last day's) among those recorded since this process
+        started; a minute both hold (a restart within it) adds the two. Returns how many were read back."""
+        oldest = self._clock() - DAY_BUCKETS * BUCKET_S
+        own = {bucket.start: bucket for bucket in self._buckets}
+        restored = 0
+        for minute in minutes:
+            if minute.start <= oldest:
+                continue
+            restored += 1
+            mine = own.get(minute.start)
+            if mine is None:
+                own[minute.start] = minute
+                continue
+            mine.first_stage_ms[:0] = minute.first_stage_ms[: SAMPLES_PER_BUCKET - len(mine.first_stage_ms)]
+            mine.rerank_ms[:0] = minute.rerank_ms[: SAMPLES_PER_BUCKET - len(mine.rerank_ms)]
+            mine.recalls, mine.reranked = mine.recalls + minute.recalls, mine.reranked + minute.reranked
+            mine.scored, mine.cached = mine.scored + minute.scored, mine.cached + minute.cached
+            mine.rerank_total_ms += minute.rerank_total_ms
+            mine.ingested += minute.ingested
+            mine.backlog = mine.backlog if mine.backlog is not None else minute.backlog
+        self._buckets = deque(sorted(own.values(), key=lambda bucket: bucket.start)[-DAY_BUCKETS:],
+                              maxlen=DAY_BUCKETS)
+        return restored
+
     async def series_off_loop(self, window: Window) -> PerformanceSeries:
         """``series`` computed on a worker thread (a day is ~10 ms of Python): the buckets are listed here, on the
         loop that owns them; a sample recorded meanwhile may or may not be counted."""
         return await asyncio.to_thread(build_series, list(self._buckets), window, self._clock())
+
+
+def _quantiles(values: Sequence[float], count: int = KEPT_SAMPLES) -> list[float]:
+    """``values`` as at most ``count`` of its order statistics, evenly spaced (the lowest and highest kept)."""
+    ordered = sorted(values)
+    if len(ordered) <= count:
+        return [round(v, 3) for v in ordered]
+    return [round(ordered[round(i * (len(ordered) - 1) / (count - 1))], 3) for i in range(count)]
+
+
+def minute_figures(bucket: _Bucket) -> str:
+    """A minute as the database keeps it (JSON: counts, and its latencies' quantiles; no message text)."""
+    return json.dumps({"first_stage_ms": _quantiles(bucket.first_stage_ms), "rerank_ms": _quantiles(bucket.rerank_ms),
+                       "recalls": bucket.recalls, "reranked": bucket.reranked, "scored": bucket.scored,
+                       "cached": bucket.cached, "rerank_total_ms": round(bucket.rerank_total_ms, 3),
+                       "ingested": bucket.ingested, "backlog": bucket.backlog}, separators=(",", ":"))
+
+
+def minute_from_figures(start: float, figures: str) -> _Bucket:
+    data = json.loads(figures)
+    return _Bucket(start, [float(v) for v in data["first_stage_ms"]], [float(v) for v in data["rerank_ms"]],
+                   int(data["recalls"]), int(data["reranked"]), int(data["scored"]), int(data["cached"]),
+                   float(data["rerank_total_ms"]), int(data["ingested"]),
+                   None if data["backlog"] is None else int(data["backlog"]))
 
 
 def build_series(buckets: Sequence[_Bucket], window: Window, now: float) -> PerformanceSeries:

@@ -13,10 +13,10 @@ from typing import Any
 from aiohttp import web
 
 from .controls import CONFIRM_TTL_S, forget_done, profile_done, settings_done
-from .params import (BadParam, browse_limit, forget_kind, optional_date, optional_id, required_id, search_request,
-                     settings_change)
+from .params import BadParam, browse_limit, optional_date, optional_id, required_id, settings_change
 from .source import Hit, SearchExplanation
 from .state import SESSION, STATE, who
+from .targets import ask_forget, resolved_search
 
 __all__ = ("add_routes", "explained", "to_json")
 
@@ -96,7 +96,7 @@ async def performance(request: web.Request) -> web.StreamResponse:
 
 
 async def search(request: web.Request) -> web.StreamResponse:
-    wanted = search_request(request.query)
+    wanted = await resolved_search(request.app[STATE].source, request.query)
     if wanted is None:
         raise BadParam("q is required")
     log.info("Dashboard API: search in guild %d, %s", wanted.guild_id, who(request))
@@ -150,11 +150,11 @@ async def profile_switch(request: web.Request) -> web.StreamResponse:
 
 
 async def forget_ask(request: web.Request) -> web.StreamResponse:
-    body = await _body(request)
-    kind, guild_id = forget_kind(body), required_id(body, "guild_id")
-    target_id = guild_id if kind == "guild" else required_id(body, "target_id")
-    pending_id, pending = request.app[STATE].pending.add(request[SESSION].label, kind, guild_id, target_id)
-    return to_json({"pending_id": pending_id, "will_forget": pending.description, "expires_in_s": CONFIRM_TTL_S})
+    state = request.app[STATE]
+    asked = await ask_forget(state.source, state.pending, request[SESSION].label, await _body(request), "guild_id",
+                             "target_id")
+    return to_json({"pending_id": asked.pending_id, "will_forget": asked.pending.description,
+                    "preview": asked.preview, "expires_in_s": CONFIRM_TTL_S})
 
 
 async def forget_confirm(request: web.Request) -> web.StreamResponse:

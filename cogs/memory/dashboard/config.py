@@ -75,6 +75,11 @@ class DashboardConfig:
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port if port is not None else self.port}"
 
+    def probe_address(self) -> tuple[str, int]:
+        """Where a process on this machine reaches the bound port (a wildcard bind answers on loopback)."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
+        return host, self.port
+
     def allowed_hosts(self) -> frozenset[str]:
         """Host header names a request may carry (a DNS-rebinding page sends its own name and is refused)."""
         names = {self.host, *LOOPBACK_HOSTS}

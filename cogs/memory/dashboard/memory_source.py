@@ -18,10 +18,11 @@ from ..metrics import MetricsRecorder, RecallSample
 from ..privacy.ledger import ErasureNotRecorded
 from ..records import SearchFilters
 from ..runtime.profile import MemoryProfile, ProfileError, list_profiles
+from ..store.rows import PerformanceMinute
 from ..vectors.embedding import EmbeddingModelError
-from .source import (ActionNotDone, BrowsePage, CatchUpView, ForgetKind, ForgetResult, GuildOverview, ProcessInfo,
-                     ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest, SettingsChange, SettingsView,
-                     SourceUnavailable, StoredMessageView)
+from .source import (ActionNotDone, BrowsePage, CatchUpView, ForgetKind, ForgetPreview, ForgetResult, GuildOverview,
+                     MemberView, ProcessInfo, ProfileSwitchResult, ProfileView, SearchExplanation, SearchRequest,
+                     SettingsChange, SettingsView, SourceUnavailable, StoredMessageView)
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -51,13 +52,15 @@ class MemorySource:
                  recorder: MetricsRecorder | None = None,
                  catch_up: Callable[[int], CatchUpLike | None] | None = None,
                  guild_name: Callable[[int], str | None] | None = None,
-                 save_profile_choice: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 save_profile_choice: Callable[[str], Awaitable[None]] | None = None,
+                 profile_switch_refused: str | None = None) -> None:
         self._memory = memory
         self._profiles_dir = profiles_dir
         self._recorder = recorder
         self._catch_up = catch_up
         self._guild_name = guild_name
         self._save_profile_choice = save_profile_choice
+        self._profile_switch_refused = profile_switch_refused  # why this process never switches (the standalone's)
 
     def memory(self) -> Memory:
         memory = self._memory()
@@ -138,11 +141,13 @@ class MemorySource:
         # that share a timestamp across the boundary are not skipped.
         rows = await memory.history.recent_messages(guild_id, channel_id, before or datetime.now(UTC), limit + 1,
                                                     before_id if before is not None else None)
+        # The author is not in the history row: one read for the page's authors.
+        authors = await memory.store.message_authors([row.message_id for row in rows[:limit]])
         views = []
         for row in rows[:limit]:
-            stored = await memory.store.message(row.message_id)  # the author's name is not in the history row
+            author_id, author_name = authors.get(row.message_id, (None, None))
             views.append(StoredMessageView(
-                message_id=row.message_id, author_name=stored.author_name if stored is not None else None,
+                message_id=row.message_id, author_name=author_name, author_id=author_id,
                 content=row.content, created_at=datetime.fromtimestamp(row.created_at, UTC),
                 edited_at=datetime.fromtimestamp(row.edited_at, UTC) if row.edited_at is not None else None))
         more = len(rows) > limit and views
@@ -150,6 +155,33 @@ class MemorySource:
                           views[-1].message_id if more else None)
 
     # -- controls -------------------------------------------------------------------------------------------
+
+    async def members_named(self, guild_id: int, name: str) -> Sequence[MemberView]:
+        return [MemberView(author.author_id, author.name, author.messages)
+                for author in await self.memory().store.authors_named(guild_id, name)]
+
+    async def forget_preview(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetPreview:
+        memory = self.memory()
+        store = memory.store
+        if kind == "guild":
+            return ForgetPreview(await store.count_messages(guild_id))
+        if kind == "message":
+            stored = await store.message(target_id)
+            if stored is None or stored.guild_id != guild_id:
+                return ForgetPreview(0)
+            count, newest_id = 1, stored.message_id
+        else:
+            refs = await (store.refs_for_author(guild_id, target_id) if kind == "member"
+                          else store.refs_for_channel(guild_id, target_id))
+            if not refs:
+                return ForgetPreview(0)
+            count, newest_id = len(refs), max(refs, key=lambda ref: (ref.created_at, ref.message_id)).message_id
+        message = await store.message(newest_id)
+        author_id, author_name = (await store.message_authors([newest_id])).get(newest_id, (None, None))
+        if message is None:  # forgotten meanwhile
+            return ForgetPreview(count, author_id, author_name)
+        return ForgetPreview(count, author_id, author_name, message.channel_id,
+                             memory.names.channel_names(guild_id).get(message.channel_id), message.content)
 
     async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
         try:
@@ -171,6 +203,15 @@ class MemorySource:
         if kind == "channel":
             return await memory.forget_channel(guild_id, target_id)
         return await memory.forget_guild(guild_id)
+
+    async def performance_minutes(self, origin: str, since: float) -> Sequence[tuple[float, str]]:
+        return [(row.minute, row.figures) for row in await self.memory().store.performance_minutes(origin, since)]
+
+    async def keep_performance_minutes(self, origin: str, minutes: Sequence[tuple[float, str]], keep: int) -> None:
+        memory = self.memory()
+        rows = [PerformanceMinute(origin, minute, figures) for minute, figures in minutes]
+        async with memory.ingest.write_lock:  # between ingest's transactions, on SQLite's one writer connection
+            await memory.store.keep_performance_minutes(rows, keep)
 
     async def settings(self, guild_id: int) -> SettingsView:
         current = await self.memory().settings(guild_id)
@@ -203,6 +244,8 @@ class MemorySource:
     async def switch_profile(self, name: str) -> ProfileSwitchResult:
         memory = self.memory()
         old = memory.profile.name
+        if self._profile_switch_refused is not None:
+            return ProfileSwitchResult(old, name, False, self._profile_switch_refused)
         new = (await self._profiles()).get(name)
         if new is None:
             return ProfileSwitchResult(old, name, False, f"there is no profile named {name!r}")

@@ -22,6 +22,7 @@ from . import api, views
 from .auth import LoginTokens, Sessions, csrf_matches
 from .config import DashboardConfig
 from .gauges import OverviewCollector
+from .history import PerformanceHistory
 from .params import BadParam
 from .source import DashboardSource, SourceUnavailable
 from .state import SESSION, STATE, DashboardState, who
@@ -37,6 +38,8 @@ MAX_BODY_BYTES = 64 * 1024
 SAMPLE_INTERVAL_S = 15.0
 OVERVIEW_EVERY = 4  # samples: the per-guild Prometheus gauges refresh each minute
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Served without a session (it holds no data), so that the 401, used-link and signed-out pages are styled too.
+STYLESHEET = "/static/dashboard.css"
 SECURITY_HEADERS = {
     # No script at all: the pages are server-rendered and the charts are inline SVG.
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
@@ -98,6 +101,8 @@ async def _guarded(request: web.Request, handler: Handler, state: DashboardState
         return web.Response(status=421, text="Misdirected request: this host name is not the dashboard's.")
     if request.path in ("/login", "/metrics"):  # sign-in and the scraper carry their own credentials
         return await handler(request)
+    if request.path == STYLESHEET and request.method in SAFE_METHODS:  # the package's own CSS, for the error pages
+        return await handler(request)
     session = state.sessions.get(request.cookies.get(COOKIE_NAME))
     if session is None:
         return problem(request, 401, NOT_SIGNED_IN)
@@ -141,7 +146,10 @@ async def logout(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     state.sessions.close(request.cookies.get(COOKIE_NAME))
     log.info("Dashboard: signed out, %s", who(request))
-    response = state.render("message.html", request, title="Signed out", message="Signed out.")
+    del request[SESSION]  # the page is the signed-out visitor's: no navigation, no form
+    response = state.render("message.html", request, title="Signed out",
+                            message="Signed out. Get a new sign-in link to come back: run `python -m cogs.memory "
+                                    "dashboard-link`.")
     response.del_cookie(COOKIE_NAME, path="/")
     return response
 
@@ -176,6 +184,7 @@ def templates() -> jinja2.Environment:
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(PACKAGE_DIR / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     environment.filters.update(views.FILTERS)
+    environment.globals["pages"] = views.navigation()
     return environment
 
 
@@ -203,14 +212,18 @@ class Dashboard:
     ``stop()`` closes it. Samples the ingest figures meanwhile."""
 
     def __init__(self, source: DashboardSource, config: DashboardConfig,
-                 recorder: MetricsRecorder | None = None) -> None:
+                 recorder: MetricsRecorder | None = None, *, notice: str | None = None,
+                 history_origin: str = "bot") -> None:
         self.config = config
         self.recorder = recorder or MetricsRecorder()
+        # The Performance history in the database, by process kind (the bot's, the standalone dashboard's).
+        self.history = PerformanceHistory(source, self.recorder, history_origin)
         self.state = DashboardState(source, self.recorder, config, Sessions(config.session_ttl_s),
-                                    LoginTokens(config.token_dir, config.login_ttl_s), templates())
+                                    LoginTokens(config.token_dir, config.login_ttl_s), templates(), notice=notice)
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
         self.port: int | None = None
+        self.first_link = ""  # the sign-in link start() logged (MEMORY_DASHBOARD_URL's user:password@ left out)
 
     async def start(self) -> str:
         """Serve; returns the base URL. The sign-in link goes to the log (the one secret the log may hold)."""
@@ -234,6 +247,7 @@ class Dashboard:
         link = self.config.login_link(token, self.port).replace(base, redacted(base) or base, 1)
         log.info("Memory dashboard on %s:%d; sign in within %.0f minutes (once): %s", self.config.host, self.port,
                  self.config.login_ttl_s / 60, link)
+        self.first_link = link
         self._sampler = asyncio.create_task(self._sample(), name="memory-dashboard-sampler")
         return self.config.base_url(self.port)
 
@@ -242,6 +256,7 @@ class Dashboard:
             self._sampler.cancel()
             await asyncio.gather(self._sampler, return_exceptions=True)
             self._sampler = None
+            await self.keep_history()  # the last minutes, before memory closes
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -255,6 +270,16 @@ class Dashboard:
             self.state.overviews = await self.state.source.guild_overviews()
         return stored
 
+    async def keep_history(self) -> None:
+        """Read the Performance history back once memory is open, then write what was recorded since."""
+        try:
+            await self.history.sync()
+        except SourceUnavailable:
+            pass  # memory is still opening (or closed): later, or never for what this process recorded
+        except Exception:
+            log.warning("Dashboard: keeping the Performance history in the database failed; it is kept in memory "
+                        "and written again in a minute", exc_info=True)
+
     async def _sample(self) -> None:
         previous, tick = None, 0
         while True:
@@ -265,5 +290,7 @@ class Dashboard:
             except Exception:
                 log.exception("Dashboard: sampling the ingest figures failed; trying again in %.0f s",
                               SAMPLE_INTERVAL_S)
+            if tick % OVERVIEW_EVERY == 0:
+                await self.keep_history()
             tick += 1
             await asyncio.sleep(SAMPLE_INTERVAL_S)

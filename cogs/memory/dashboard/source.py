@@ -14,8 +14,8 @@ from typing import Literal, Protocol
 
 from ..records import Hit, Recall, RerankFigures, ScoreParts
 
-__all__ = ("ActionNotDone", "BrowsePage", "CatchUpView", "DashboardSource", "ForgetKind", "ForgetResult", "GuildOverview",
-           "Hit", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "Recall", "RerankFigures", "ScoreParts",
+__all__ = ("ActionNotDone", "BrowsePage", "CatchUpView", "DashboardSource", "ForgetKind", "ForgetPreview", "ForgetResult",
+           "GuildOverview", "Hit", "MemberView", "ProcessInfo", "ProfileSwitchResult", "ProfileView", "Recall", "RerankFigures", "ScoreParts",
            "SearchExplanation", "SearchRequest", "SettingsChange", "SettingsView", "SourceUnavailable",
            "StoredMessageView")
 
@@ -97,6 +97,30 @@ class StoredMessageView:
     content: str
     created_at: datetime
     edited_at: datetime | None
+    author_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberView:
+    """A member as memory knows them: the id, the name on their newest stored message (a member typed it: escape),
+    and how many of their messages memory holds in the guild."""
+
+    author_id: int
+    name: str
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetPreview:
+    """What a forget would take, for its confirmation: how many messages, and the newest of them (its author, its
+    channel and its text) where there is one; None where it is not told (a whole guild's newest message)."""
+
+    count: int
+    author_id: int | None = None
+    author_name: str | None = None
+    channel_id: int | None = None
+    channel_name: str | None = None
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,12 +205,28 @@ class DashboardSource(Protocol):
         """Messages created before ``before``, or at it with an id below ``before_id``, newest first."""
         ...
 
+    async def members_named(self, guild_id: int, name: str) -> Sequence[MemberView]:
+        """The guild's members whose stored messages carry ``name`` (case aside), most messages first."""
+        ...
+
+    async def forget_preview(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetPreview:
+        """What ``forget`` would take now: the count, and the newest such message's author, channel and text."""
+        ...
+
     async def forget(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetResult:
         """Forget, then erase from disk as the slash commands do; ``target_id`` is the guild's own id for "guild".
         Raises ``ActionNotDone`` when nothing could be forgotten."""
         ...
 
     async def settings(self, guild_id: int) -> SettingsView: ...
+
+    async def performance_minutes(self, origin: str, since: float) -> Sequence[tuple[float, str]]:
+        """The Performance figures ``origin`` kept by the minute from ``since`` on: (minute, figures JSON)."""
+        ...
+
+    async def keep_performance_minutes(self, origin: str, minutes: Sequence[tuple[float, str]], keep: int) -> None:
+        """Keep ``minutes`` (a minute kept again replaces its figures), and only ``origin``'s newest ``keep``."""
+        ...
 
     async def change_settings(self, guild_id: int, change: SettingsChange) -> SettingsView: ...
 

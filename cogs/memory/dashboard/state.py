@@ -32,11 +32,12 @@ class DashboardState:
     pending: PendingForgets = field(default_factory=PendingForgets)
     overviews: Sequence[GuildOverview] = ()
     static: dict[str, bytes] = field(default_factory=dict)
+    notice: str | None = None  # a line every signed-in page shows (the standalone dashboard's: no Discord behind it)
 
     def render(self, name: str, request: web.Request, status: int = 200, **context: Any) -> web.Response:
         session: Session | None = request.get(SESSION)
         html = self.templates.get_template(name).render(csrf=session.csrf if session else "", path=request.path,
-                                                        **context)
+                                                        notice=self.notice if session else None, **context)
         return web.Response(text=html, status=status, content_type="text/html")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 
 from aiohttp import web
@@ -13,16 +13,17 @@ from markupsafe import Markup
 from ..metrics import PerformanceSeries, Window
 from .charts import Line, line_chart
 from .controls import forget_done, profile_done, settings_done
-from .params import (BadParam, browse_limit, forget_kind, optional_date, optional_id, required_id, search_request,
-                     settings_change)
-from .source import BrowsePage, SearchExplanation
+from .params import BadParam, browse_limit, optional_date, optional_id, required_id, settings_change
+from .source import BrowsePage, GuildOverview, SearchExplanation
+from .targets import ask_forget, resolved_search
 from .state import SESSION, STATE, who
 
-__all__ = ("FILTERS", "add_routes", "performance_charts")
+__all__ = ("FILTERS", "PAGES", "add_routes", "navigation", "performance_charts")
 
 log = logging.getLogger(__name__)
 
 WINDOWS: tuple[Window, ...] = ("hour", "day")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _size(value: float) -> str:
@@ -52,8 +53,13 @@ async def overview(request: web.Request) -> web.StreamResponse:
     return state.render("overview.html", request, title="Overview", guilds=guilds, process=process)
 
 
+RECALLS_WILL_APPEAR = "appears with the first search: /memory search, a recall, or Search here"
+RERANKS_WILL_APPEAR = "appears with the first search the reranker scores"
+INGEST_WILL_APPEAR = "appears as messages are stored (sampled every 15 s)"
+
+
 def performance_charts(series: PerformanceSeries) -> list[Markup]:
-    """The Performance page's charts, one per figure the issue names."""
+    """The Performance page's charts, one per figure the issue names, each saying what will appear while empty."""
     times = [point.start for point in series.points]
     points = series.points
 
@@ -63,13 +69,17 @@ def performance_charts(series: PerformanceSeries) -> list[Markup]:
 
     return [
         line_chart("First-stage latency", "ms", times, [line("p50", "first_stage_p50_ms"),
-                                                        line("p95", "first_stage_p95_ms")]),
-        line_chart("Rerank latency", "ms", times, [line("p50", "rerank_p50_ms"), line("p95", "rerank_p95_ms")]),
-        line_chart("Reranker time per candidate", "ms", times, [line("ms per candidate", "rerank_ms_per_candidate")]),
-        line_chart("Candidates scored per recall", "", times, [line("scored", "scored_per_recall")]),
-        line_chart("Score-cache hit rate", "%", times, [line("hits", "cache_hit_rate", 100.0)]),
-        line_chart("Ingest rate", "msg/min", times, [line("stored", "ingest_per_min")]),
-        line_chart("Ingest backlog", "msg", times, [line("waiting", "backlog")]),
+                                                        line("p95", "first_stage_p95_ms")], RECALLS_WILL_APPEAR),
+        line_chart("Rerank latency", "ms", times, [line("p50", "rerank_p50_ms"), line("p95", "rerank_p95_ms")],
+                   RERANKS_WILL_APPEAR),
+        line_chart("Reranker time per candidate", "ms", times, [line("ms per candidate", "rerank_ms_per_candidate")],
+                   RERANKS_WILL_APPEAR),
+        line_chart("Candidates scored per recall", "candidates", times, [line("scored", "scored_per_recall")],
+                   RERANKS_WILL_APPEAR),
+        line_chart("Score-cache hit rate", "%", times, [line("hits", "cache_hit_rate", 100.0)],
+                   RERANKS_WILL_APPEAR),
+        line_chart("Ingest rate", "messages/min", times, [line("stored", "ingest_per_min")], INGEST_WILL_APPEAR),
+        line_chart("Ingest backlog", "messages", times, [line("waiting", "backlog")], INGEST_WILL_APPEAR),
     ]
 
 
@@ -82,13 +92,13 @@ async def performance(request: web.Request) -> web.StreamResponse:
     charts = await asyncio.to_thread(performance_charts, series)  # a day's seven charts: ~5 ms of string work
     recalls = sum(point.recalls for point in series.points)
     return state.render("performance.html", request, title="Performance", window=window, windows=WINDOWS,
-                        charts=charts, recalls=recalls)
+                        charts=charts, recalls=recalls, step_minutes=int(series.step_s // 60))
 
 
 async def search(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     guilds = state.overviews or await state.source.guild_overviews()
-    wanted = search_request(request.query)
+    wanted = await resolved_search(state.source, request.query)
     result: SearchExplanation | None = None
     channel_names: Mapping[int, str] = {}
     if wanted is not None:
@@ -130,18 +140,23 @@ async def controls(request: web.Request) -> web.StreamResponse:
                         settings=settings, channel_names=channel_names, profiles=profiles)
 
 
+def _guild_name(guilds: Sequence[GuildOverview], guild_id: int) -> str | None:
+    return next((guild.name for guild in guilds if guild.guild_id == guild_id), None)
+
+
 def _done(request: web.Request, message: str) -> web.Response:
     return request.app[STATE].render("message.html", request, title="Done", message=message)
 
 
 async def forget_ask(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    form = await request.post()
-    kind, guild_id = forget_kind(form), required_id(form, "guild")
-    target_id = guild_id if kind == "guild" else required_id(form, "target")
-    pending_id, pending = state.pending.add(request[SESSION].label, kind, guild_id, target_id)
+    asked = await ask_forget(state.source, state.pending, request[SESSION].label, await request.post(), "guild",
+                             "target")
+    pending = asked.pending
+    guilds = state.overviews or await state.source.guild_overviews()
     return state.render("confirm.html", request, title="Confirm", description=pending.description,
-                        pending_id=pending_id)
+                        pending_id=asked.pending_id, kind=pending.kind, preview=asked.preview,
+                        guild_name=_guild_name(guilds, pending.guild_id), guild_id=pending.guild_id)
 
 
 async def forget_confirm(request: web.Request) -> web.StreamResponse:
@@ -177,12 +192,24 @@ async def profile_switch(request: web.Request) -> web.StreamResponse:
     return _done(request, message)
 
 
+# The pages in the navigation, in its order: (path, label, handler). A new page is one more row here (and its
+# template); the navigation (base.html) lists what this holds.
+PAGES: tuple[tuple[str, str, Handler], ...] = (
+    ("/", "Overview", overview),
+    ("/performance", "Performance", performance),
+    ("/search", "Search", search),
+    ("/browse", "Browse", browse),
+    ("/controls", "Controls", controls),
+)
+
+
+def navigation() -> list[tuple[str, str]]:
+    return [(path, label) for path, label, _ in PAGES]
+
+
 def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/", overview)
-    router.add_get("/performance", performance)
-    router.add_get("/search", search)
-    router.add_get("/browse", browse)
-    router.add_get("/controls", controls)
+    for path, _, handler in PAGES:
+        router.add_get(path, handler)
     router.add_post("/controls/forget", forget_ask)
     router.add_post("/controls/forget/confirm", forget_confirm)
     router.add_post("/controls/settings", settings_save)

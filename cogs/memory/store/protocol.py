@@ -2,7 +2,8 @@
 
 The ingest writer sees ``MessageWrites``, the vector filler ``PendingVectors``, the ingest queue ``IngestStore``,
 re-embedding ``Reembedding``, admission ``GuildRulesSource``, guild policy ``GuildPolicyStore``, place names
-``PlaceNameStore``, the erasure ledger ``ErasureRecords``; Memory holds the ``Store`` and hands each its role.
+``PlaceNameStore``, the erasure ledger ``ErasureRecords``, the dashboard ``MessageAuthors`` and
+``PerformanceHistory``; Memory holds the ``Store`` and hands each its role.
 ``SqliteStore`` (sqlite/store.py) and ``PostgresStore`` (postgres/store.py) satisfy every role with the same
 signatures (tests/cogs/memory/store/test_protocol.py). ``VectorIndexes`` is the vector side beside a store (FAISS
 files per guild, or pgvector's index in the database), ``SearchEngine`` a store's first stage, and ``StoreBackend``
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..vectors.stored import VectorSource
-from .rows import ChannelMessage, PlaceName, RowRef, VectorInput, WriteBatch
+from .rows import AuthorName, ChannelMessage, PerformanceMinute, PlaceName, RowRef, VectorInput, WriteBatch
 
 if TYPE_CHECKING:
     from ..records import Hit, SearchFilters
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from .history import HistoryLedger
 
 __all__ = ("DatabaseUnavailableError", "ErasureRecords", "GuildPolicyStore", "GuildRulesSource", "IngestStore",
-           "MessageReads", "MessageRefs", "MessageWrites", "PendingVectors", "PlaceNameStore", "Reembedding",
+           "MessageAuthors", "MessageReads", "MessageRefs", "MessageWrites", "PendingVectors", "PerformanceHistory",
+           "PlaceNameStore", "Reembedding",
            "SearchEngine", "Store", "StoreBackend", "StoreOpenError", "StoreUpkeep", "VectorIndexes")
 
 
@@ -156,9 +158,23 @@ class StoreUpkeep(Protocol):
     async def close(self) -> None: ...
 
 
+class MessageAuthors(Protocol):
+    """Who wrote what, for an admin who names a member instead of giving an id (the dashboard's ``@name``)."""
+
+    async def authors_named(self, guild_id: int, name: str) -> list[AuthorName]: ...  # case-insensitive (ASCII)
+    async def message_authors(self, message_ids: Sequence[int]) -> dict[int, tuple[int, str]]: ...  # id, name
+
+
+class PerformanceHistory(Protocol):
+    """The dashboards' Performance figures by the minute, so that a restart keeps them; a few rows per origin."""
+
+    async def performance_minutes(self, origin: str, since: float) -> list[PerformanceMinute]: ...
+    async def keep_performance_minutes(self, minutes: Sequence[PerformanceMinute], keep: int) -> None: ...
+
+
 @runtime_checkable
 class Store(IngestStore, MessageReads, Reembedding, GuildPolicyStore, PlaceNameStore, ErasureRecords, StoreUpkeep,
-            Protocol):
+            MessageAuthors, PerformanceHistory, Protocol):
     """Every role at once: messages with their keyword text and vectors, guild settings, opt-outs, delete tombstones,
     names and applied erasures. Only Memory (the facade that hands each part its role) holds a whole ``Store``."""
 

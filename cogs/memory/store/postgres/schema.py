@@ -208,6 +208,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # Vectors that quote the message before them, as on SQLite (store/migration.py, migrations.py's 0012).
     Migration("0008_vectors_of_the_message_alone", (DELETE_VECTORS_OF_EARLIER_FORMS,)),
+    # The dashboards' Performance figures by the minute, as on SQLite (migrations.py's 0013).
+    Migration(
+        "0009_performance_minutes",
+        ("CREATE TABLE performance_minutes (origin TEXT NOT NULL, minute DOUBLE PRECISION NOT NULL, "
+         "figures TEXT NOT NULL, PRIMARY KEY (origin, minute))",),
+    ),
 )
 
 

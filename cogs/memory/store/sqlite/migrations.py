@@ -252,6 +252,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # Vectors that quote the message before them (store/migration.py says why).
     Migration("0012_vectors_of_the_message_alone", (DELETE_VECTORS_OF_EARLIER_FORMS,)),
+    # The dashboards' Performance figures by the minute (dashboard_rows.py): a restart keeps them; a day's rows per
+    # process kind at most, and no message text.
+    Migration(
+        "0013_performance_minutes",
+        ("CREATE TABLE performance_minutes (origin TEXT NOT NULL, minute REAL NOT NULL, figures TEXT NOT NULL, "
+         "PRIMARY KEY (origin, minute))",),
+    ),
 )
 
 

@@ -70,7 +70,22 @@ def test_the_cli_says_how_to_turn_the_dashboard_on(tmp_path: Path) -> None:
     done = run_cli(tmp_path, None)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.strip() == ("error: the dashboard is off: set MEMORY_DASHBOARD_PORT (in .env or the "
-                                   "environment) and restart the bot")
+                                   "environment) and restart the bot, or run `discord-memory dashboard` and give its "
+                                   "--port here")
+
+
+def test_the_cli_prints_no_link_to_a_port_where_nothing_listens(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago, and nothing listens on it now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = run_cli(tmp_path, str(port))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == (f"error: nothing is listening on 127.0.0.1:{port}: start the bot (with "
+                                   f"MEMORY_DASHBOARD_PORT set) or `discord-memory dashboard --port {port}`, then ask "
+                                   "again")
+    assert not (tmp_path / "dashboard" / "login-tokens").exists()  # no token issued for a dead link
 
 
 async def test_the_link_in_the_log_at_start_signs_in_once(fake_source, tmp_path: Path, anonymous: SignedIn,

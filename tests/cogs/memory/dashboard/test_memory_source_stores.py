@@ -111,3 +111,29 @@ async def test_the_names_memory_saw_name_the_guild_and_its_channels(client: Sign
         html = await response.text()
     assert (guild["name"], channels["channel_names"]) == ("Harbour Club", {str(CHANNEL): "cabin-trips"})
     assert f'channel={CHANNEL}">#cabin-trips</a>' in html
+
+
+async def test_a_forget_named_with_an_at_says_what_goes_on_either_store(client: SignedIn) -> None:
+    # Every message here is author 100's, under four names: "ben" names them, and the newest is the burst's.
+    asked = await client.post_json("/api/forget", {"kind": "member", "guild_id": GUILD, "target_id": "@BEN"})
+    assert asked["will_forget"] == f"every message of member 100 in guild {GUILD}"
+    assert asked["preview"] == {"count": 8, "author_id": 100, "author_name": "alice", "channel_id": CHANNEL,
+                                "channel_name": None, "text": "status report 25"}
+    asked = await client.post_json("/api/forget", {"kind": "message", "guild_id": GUILD, "target_id": 2})
+    assert asked["preview"] == {"count": 1, "author_id": 100, "author_name": "ben", "channel_id": CHANNEL,
+                                "channel_name": None, "text": "Has anyone fixed the printer on floor two?"}
+    page = await client.get_json(f"/api/browse?guild={GUILD}&channel={CHANNEL}&limit=1")
+    assert [(m["author_name"], m["author_id"]) for m in page["messages"]] == [("alice", 100)]
+
+
+async def test_the_performance_history_outlives_a_dashboard_on_either_store(stored: Memory, tmp_path: Path) -> None:
+    from cogs.memory.metrics import MetricsRecorder, RecallSample
+
+    source = MemorySource(lambda: stored, profiles_dir=tmp_path)
+    first = Dashboard(source, DashboardConfig(port=0, data_dir=tmp_path / "dashboard"), MetricsRecorder())
+    await first.keep_history()
+    first.recorder.record_recall(RecallSample(first_stage_ms=12.0))
+    await first.keep_history()
+    again = MetricsRecorder()
+    await Dashboard(source, DashboardConfig(port=0, data_dir=tmp_path / "dashboard"), again).keep_history()
+    assert sum(point.recalls for point in again.series("day").points) == 1

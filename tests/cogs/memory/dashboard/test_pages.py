@@ -173,14 +173,16 @@ async def test_a_profile_switch_says_what_changed(client: SignedIn) -> None:
 
 async def test_the_performance_page_plots_what_was_recorded(client: SignedIn, dashboard) -> None:
     empty = await page(client, "/performance")
-    assert empty.count('class="series"') == 0 and "no data in this window yet" in empty
+    assert empty.count('class="series"') == 0 and 'id="performance-empty"' in empty
+    assert "appears with the first search: /memory search, a recall, or Search here" in empty
+    assert "appears with the first search the reranker scores" in empty  # (ingest is sampled as it starts)
     for ms in (10.0, 20.0):
         dashboard.recorder.record_recall(RecallSample(first_stage_ms=ms, rerank_ms=3 * ms, offered=20, scored=10,
                                                       cached=5))
     dashboard.recorder.record_ingest(40, 7)
     html = await page(client, "/performance?window=day")
     assert html.count("<svg") == 7 and html.count('class="point"') >= 7  # one bucket: a dot in every chart
-    assert "2 recalls in this window" in html
+    assert "2 recalls in this window" in html and 'id="performance-empty"' not in html
 
 
 async def test_metrics_are_in_the_prometheus_format(client: SignedIn, dashboard) -> None:
@@ -221,3 +223,14 @@ async def test_an_unexpected_failure_is_logged_and_answered_in_one_line(client: 
         assert await response.json() == {"error": "Something went wrong; the bot's log has the details."}
         assert response.headers["X-Frame-Options"] == "DENY"
     assert "GET /api/overview failed" in caplog.text and "disk on fire" in caplog.text
+
+
+async def test_the_navigation_lists_every_page_views_registers(client: SignedIn) -> None:
+    from cogs.memory.dashboard.views import PAGES
+
+    html = await page(client, "/search")
+    nav = html.split("<nav>")[1].split("</nav>")[0]
+    assert re.findall(r'<a href="([^"]+)"', nav) == [path for path, _, _ in PAGES]
+    assert '<a href="/search" aria-current="page">Search</a>' in nav
+    for path, _, _ in PAGES:
+        await page(client, path)  # each is served

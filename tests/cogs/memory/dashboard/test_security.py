@@ -22,6 +22,8 @@ from tests.fixtures.dashboard import CHANNEL, GUILD, FakeSource, SignedIn, csrf_
 
 # Routes that carry their own credentials instead of the session: the sign-in link and the Prometheus scraper.
 OWN_CREDENTIALS = {"/login", "/metrics"}
+# Static files: only the stylesheet is served without a session (the error pages link it); it holds no data.
+STATIC = "/static/{name}"
 
 
 def concrete(path: str) -> str:
@@ -40,11 +42,30 @@ async def test_every_route_refuses_a_client_without_a_session(dashboard: Dashboa
     for method, path in routes:
         if path in OWN_CREDENTIALS:
             continue
-        async with anonymous.http.request(method, anonymous.url(concrete(path).replace("{name}", "dashboard.css")),
+        name = "chart.svg" if path == STATIC else ""  # any static file but the stylesheet needs the session
+        async with anonymous.http.request(method, anonymous.url(concrete(path).replace("{name}", name)),
                                           allow_redirects=False) as response:
             assert response.status == 401, (method, path, response.status)
             body = await response.text()
             assert "dashboard-link" in body, (method, path)
+
+
+async def test_the_stylesheet_alone_is_served_without_a_session(dashboard: Dashboard, anonymous: SignedIn) -> None:
+    async with anonymous.http.get(anonymous.url("/")) as page:  # the 401 page links it, so it is styled
+        assert page.status == 401 and 'href="/static/dashboard.css"' in await page.text()
+        assert 'action="/logout"' not in await page.text()
+    async with anonymous.http.get(anonymous.url("/static/dashboard.css")) as response:
+        assert response.status == 200 and response.content_type == "text/css"
+        assert response.headers["Content-Security-Policy"].startswith("default-src 'none'")
+    async with anonymous.http.post(anonymous.url("/static/dashboard.css")) as response:
+        assert response.status == 401
+
+
+async def test_signing_out_shows_a_styled_page_without_the_navigation(client: SignedIn) -> None:
+    async with client.http.post(client.url("/logout"), data={"csrf_token": client.csrf}) as response:
+        body = await response.text()
+        assert response.status == 200 and "Signed out." in body and 'href="/static/dashboard.css"' in body
+        assert "<nav>" not in body and 'action="/logout"' not in body and "dashboard-link" in body
 
 
 async def test_the_routes_with_their_own_credentials_refuse_without_them(dashboard: Dashboard,
