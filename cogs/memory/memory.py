@@ -114,7 +114,7 @@ class Memory:
     @classmethod
     async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path,
                    database_url: str | None = None, *, embed_backlog: bool = True,
-                   reranker: bool = True) -> Memory:
+                   reranker: bool = True, load_models: bool = True) -> Memory:
         """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest.
 
         ``database_url`` (postgresql://...) keeps memory in PostgreSQL instead of the SQLite file at ``db_path``.
@@ -124,6 +124,8 @@ class Memory:
         bot's profile ``preload`` applies to the bot alone.
         Raises DatabaseUnreachableError when the database server cannot be reached now, MemoryOpenError (saying what
         to fix) when the database or the model cannot be used; whatever opened before a failure is closed again.
+        ``load_models=False`` (a light command: stats, forget...) loads no embedding model and no vector index: a
+        guild's index loads when first changed (a forget), and nothing can be embedded or searched by meaning.
         """
         device = await asyncio.to_thread(resolve_device, profile)
         # What an older version left readable by other users of the machine is made private (0600/0700), before
@@ -149,11 +151,13 @@ class Memory:
             embedder = models.embedder_for(profile, device, onnx_dir)
             undo.push_async_callback(embedder.close)
             try:
-                await embedder.start()
+                if load_models:
+                    await embedder.start()
             except EmbeddingModelError as exc:
                 raise MemoryOpenError(f"{exc}. Set embedding_model in profile {profile.name!r} to an installed "
                                       "sentence-transformers model id or a local model directory.") from None
-            indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension)
+            # Dimension 0: each guild's index loads on first use, with its own (vectors/index.py).
+            indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension if load_models else 0)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
             await mark_unembedded(store, embedder.model_name)

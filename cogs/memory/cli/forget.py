@@ -30,7 +30,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     what.add_argument("--message", type=discord_id, metavar="ID", help="this one message")
     what.add_argument("--all", action="store_true", help="every message of the guild")
     forget.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
-    forget.set_defaults(handler=forget_messages, memory="read", refuse=unconfirmable)
+    forget.set_defaults(handler=forget_messages, memory="light", refuse=unconfirmable)
 
 
 def plan(memory: Memory, args: argparse.Namespace) -> tuple[str, Callable[[], Awaitable[int]]]:

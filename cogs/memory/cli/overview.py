@@ -23,16 +23,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                                 "last message; the profile and reranker", description="What memory holds per guild, "
                                 "and the profile and reranker it runs with. Loads no reranker.")
     stats.add_argument("--guild", type=discord_id, help="only this guild id (default: every guild)")
-    stats.set_defaults(handler=show_stats, memory="read")
+    stats.set_defaults(handler=show_stats, memory="light")
     guilds = commands.add_parser("guilds", parents=[parent],
                                  help="the guilds in memory (names and ids), with their messages",
                                  description="Every guild memory holds messages of, by id and name.")
-    guilds.set_defaults(handler=list_guilds, memory="read")
+    guilds.set_defaults(handler=list_guilds, memory="light")
     channels = commands.add_parser("channels", parents=[parent], help="one guild's channels in memory (names and ids)",
                                    description="Every channel (and thread) of a guild memory holds messages of, by "
                                                "id and name.")
     channels.add_argument("--guild", type=discord_id, help="guild id (default: the only guild in memory)")
-    channels.set_defaults(handler=list_channels, memory="read")
+    channels.set_defaults(handler=list_channels, memory="light")
 
 
 def last_text(activity: list[ChannelActivity]) -> str:
