@@ -26,6 +26,7 @@ from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
 from .ingest.reembed import mark_unembedded
 from .runtime.config import PROFILE_CHOICE_PATH
+from .runtime.hub_probe import settle_hub_mode
 from .runtime.private_files import tighten_memory_files
 from .runtime.profile import MemoryProfile, reranks, resolve_device
 from .records import Hit, MessageRecord, Recall, RerankFigures, SearchFilters, checked_limit
@@ -168,6 +169,8 @@ class Memory:
             undo.push_async_callback(ingest.close)
             await ingest.prune_tombstones_if_free()
             service = models.build_reranker(profile, device, onnx_dir) if reranker else None
+            if reranker and models.needs_hub(profile):  # the probe (up to 2 s) off the loop, before any load
+                await asyncio.to_thread(settle_hub_mode)
             if service is not None:
                 undo.push_async_callback(service.aclose)
                 await service.tokenizers_loaded()
