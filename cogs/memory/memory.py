@@ -33,6 +33,7 @@ from .records import Hit, MessageRecord, Recall, RerankFigures, SearchFilters, c
 from .search.second_stage import reranked
 from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
+from .store.rows import AuthorSeen
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
                              VectorIndexes)
 from .vectors.files import disk_nearly_full
@@ -168,9 +169,9 @@ class Memory:
                                  queue_size=profile.ingest_queue_size, spool=spool)
             undo.push_async_callback(ingest.close)
             await ingest.prune_tombstones_if_free()
-            service = models.build_reranker(profile, device, onnx_dir) if reranker else None
             if reranker and models.needs_hub(profile):  # the probe (up to 2 s) off the loop, before any load
                 await asyncio.to_thread(settle_hub_mode)
+            service = models.build_reranker(profile, device, onnx_dir) if reranker else None
             if service is not None:
                 undo.push_async_callback(service.aclose)
                 await service.tokenizers_loaded()
@@ -357,6 +358,10 @@ class Memory:
     async def guild_ids(self) -> list[int]:
         """Every guild (or DM) memory holds messages of."""
         return await self.store.guild_ids()
+
+    async def authors(self, guild_id: int) -> list[AuthorSeen]:
+        """Every author of the guild's stored messages (id, name as last seen, count), most messages first."""
+        return await self.store.guild_authors(guild_id)
 
     # -- guild policy ---------------------------------------------------------------------------------------
 
