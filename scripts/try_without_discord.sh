@@ -57,11 +57,14 @@ if memory dashboard --help >/dev/null 2>&1; then echo "try_without_discord: dash
 
 # --- What they must have done -------------------------------------------------------------------------------------
 fail() { echo "try_without_discord: $*" >&2; exit 1; }
-if [ $# -eq 0 ]; then
-    memory search "picnic" --guild 4242 --no-rerank | grep -q "https://discord.com/channels/4242/101/101000" \
+if [ $# -eq 0 ]; then  # each output read whole first: grep -q stops reading at its match
+    found=$(memory search "picnic" --guild 4242 --no-rerank)
+    grep -q "https://discord.com/channels/4242/101/101000" <<<"$found" \
         || fail "search did not show alice's message with its jump link"
-    ! memory members --guild 4242 | grep -q "bob" || fail "bob is still a member after forget"
-    ! memory search "cake" --guild 4242 --no-rerank | grep -q "bake a cake" || fail "bob's cake is still found"
-    memory members --guild 4242 | grep -q "^11  alice  2 messages" || fail "members does not list alice by id"
+    members=$(memory members --guild 4242)
+    ! grep -q "bob" <<<"$members" || fail "bob is still a member after forget"
+    grep -q "^11  alice  2 messages" <<<"$members" || fail "members does not list alice by id"
+    found=$(memory search "cake" --guild 4242 --no-rerank)
+    ! grep -q "bake a cake" <<<"$found" || fail "bob's cake is still found"
 fi
 echo "try_without_discord: ok"
