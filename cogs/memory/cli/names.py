@@ -20,27 +20,23 @@ SHOWN_CANDIDATES = 5
 
 def member_or_name(value: str) -> int | str:
     """A user id, or ``@name`` (kept as the name, resolved once memory is open)."""
-    if value.startswith("@"):
-        if not value[1:].strip():
-            raise argparse.ArgumentTypeError("needs a name after @ (or a user id)")
-        return value[1:].strip()
-    return _id_or_hint(value, "a user id (a number) or @name")
+    return _id_or_name(value, "@", "a user id")
 
 
 def channel_or_name(value: str) -> int | str:
     """A channel id, or ``#name`` (kept as the name, resolved once memory is open)."""
-    if value.startswith("#"):
+    return _id_or_name(value, "#", "a channel id")
+
+
+def _id_or_name(value: str, sign: str, what: str) -> int | str:
+    if value.startswith(sign):
         if not value[1:].strip():
-            raise argparse.ArgumentTypeError("needs a name after # (or a channel id)")
+            raise argparse.ArgumentTypeError(f"needs a name after {sign} (or {what})")
         return value[1:].strip()
-    return _id_or_hint(value, "a channel id (a number) or #name")
-
-
-def _id_or_hint(value: str, what: str) -> int:
     try:
         return discord_id(value)
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"must be {what}; you gave {value[:40]!r}") from None
+        raise argparse.ArgumentTypeError(f"must be {what} (a number) or {sign}name; you gave {value[:40]!r}") from None
 
 
 def _matches(wanted: str, names: dict[int, str]) -> list[int]:
@@ -67,22 +63,20 @@ async def member_id(memory: Memory, guild_id: int, given: int | str, err: TextIO
     if isinstance(given, int):
         return given
     names = {author.author_id: author.name for author in await memory.authors(guild_id)}
-    matches = _matches(given, names)
-    if len(matches) == 1:
-        return matches[0]
-    print(_refusal("member", "@", given, guild_id, names, matches, f"`members --guild {guild_id}` lists them"),
-          file=err)
-    return None
+    return _resolved("member", "@", given, guild_id, names, err)
 
 
 async def channel_id(memory: Memory, guild_id: int, given: int | str, err: TextIO) -> int | None:
     """``given``'s channel id: the id itself, or the one channel (or thread) of the guild by that name."""
     if isinstance(given, int):
         return given
-    names = memory.names.channel_names(guild_id)
-    matches = _matches(given, names)
+    return _resolved("channel", "#", given, guild_id, memory.names.channel_names(guild_id), err)
+
+
+def _resolved(kind: str, sign: str, wanted: str, guild_id: int, names: dict[int, str], err: TextIO) -> int | None:
+    matches = _matches(wanted, names)
     if len(matches) == 1:
         return matches[0]
-    print(_refusal("channel", "#", given, guild_id, names, matches, f"`channels --guild {guild_id}` lists them"),
+    print(_refusal(kind, sign, wanted, guild_id, names, matches, f"`{kind}s --guild {guild_id}` lists them"),
           file=err)
     return None
