@@ -17,8 +17,9 @@ import aiohttp
 import discord
 
 from bot import MemoryBot, ShardedMemoryBot
-from cogs.memory.runtime.config import ENV_FILE, Settings, SettingsError, export_library_variables, load_settings
-from cogs.memory.runtime.logs import chosen_level, route_library_logs
+from cogs.memory.runtime.config import (ENV_FILE, Settings, SettingsError, export_library_variables, load_settings,
+                                       warn_unknown_variables)
+from cogs.memory.runtime.logs import chosen_level, is_terminal, plain_formatter, quiet_libraries, route_library_logs
 from cogs.memory.runtime.safe_text import redacted_text
 
 log = logging.getLogger(__name__)
@@ -207,6 +208,15 @@ async def run_bot(token: str, bot: MemoryBot) -> None:
             raise StartError(line) from error
 
 
+def set_up_logging(level: int) -> None:
+    """discord.py's handler on the root logger; off a terminal (journald, a file) without colour codes, which
+    discord.py prints wherever it guesses Docker."""
+    if is_terminal():
+        discord.utils.setup_logging(level=level)
+    else:
+        discord.utils.setup_logging(level=level, formatter=plain_formatter())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -219,8 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         print(NO_TOKEN_HELP, file=sys.stderr)
         return 2
     export_library_variables(ENV_FILE)
-    discord.utils.setup_logging(level=chosen_level(settings.log_level, args.verbose, args.quiet))
+    set_up_logging(chosen_level(settings.log_level, args.verbose, args.quiet))
     route_library_logs()
+    quiet_libraries(settings.logger_levels)
+    warn_unknown_variables(ENV_FILE)
     tune_interpreter()
     bot = create_bot(args, settings)
     try:

@@ -26,12 +26,14 @@ from .ingest.names import PlaceNames
 from .ingest.queue import FlushReport, IngestQueue
 from .ingest.reembed import mark_unembedded
 from .runtime.config import PROFILE_CHOICE_PATH
+from .runtime.hub_probe import settle_hub_mode
 from .runtime.private_files import tighten_memory_files
 from .runtime.profile import MemoryProfile, reranks, resolve_device
 from .records import Hit, MessageRecord, Recall, RerankFigures, SearchFilters, checked_limit
 from .search.second_stage import reranked
 from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
+from .store.rows import AuthorSeen
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
                              VectorIndexes)
 from .vectors.files import disk_nearly_full
@@ -114,7 +116,7 @@ class Memory:
     @classmethod
     async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path,
                    database_url: str | None = None, *, embed_backlog: bool = True,
-                   reranker: bool = True) -> Memory:
+                   reranker: bool = True, load_models: bool = True) -> Memory:
         """Open the database, load the embedding model and every guild's index (rebuilt if stale), start ingest.
 
         ``database_url`` (postgresql://...) keeps memory in PostgreSQL instead of the SQLite file at ``db_path``.
@@ -124,6 +126,8 @@ class Memory:
         bot's profile ``preload`` applies to the bot alone.
         Raises DatabaseUnreachableError when the database server cannot be reached now, MemoryOpenError (saying what
         to fix) when the database or the model cannot be used; whatever opened before a failure is closed again.
+        ``load_models=False`` (a light command: stats, forget...) loads no embedding model and no vector index: a
+        guild's index loads when first changed (a forget), and nothing can be embedded or searched by meaning.
         """
         device = await asyncio.to_thread(resolve_device, profile)
         # What an older version left readable by other users of the machine is made private (0600/0700), before
@@ -149,11 +153,13 @@ class Memory:
             embedder = models.embedder_for(profile, device, onnx_dir)
             undo.push_async_callback(embedder.close)
             try:
-                await embedder.start()
+                if load_models:
+                    await embedder.start()
             except EmbeddingModelError as exc:
                 raise MemoryOpenError(f"{exc}. Set embedding_model in profile {profile.name!r} to an installed "
                                       "sentence-transformers model id or a local model directory.") from None
-            indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension)
+            # Dimension 0: each guild's index loads on first use, with its own (vectors/index.py).
+            indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension if load_models else 0)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()
             await mark_unembedded(store, embedder.model_name)
@@ -163,6 +169,8 @@ class Memory:
                                  queue_size=profile.ingest_queue_size, spool=spool)
             undo.push_async_callback(ingest.close)
             await ingest.prune_tombstones_if_free()
+            if reranker and models.needs_hub(profile):  # the probe (up to 2 s) off the loop, before any load
+                await asyncio.to_thread(settle_hub_mode)
             service = models.build_reranker(profile, device, onnx_dir) if reranker else None
             if service is not None:
                 undo.push_async_callback(service.aclose)
@@ -350,6 +358,10 @@ class Memory:
     async def guild_ids(self) -> list[int]:
         """Every guild (or DM) memory holds messages of."""
         return await self.store.guild_ids()
+
+    async def authors(self, guild_id: int) -> list[AuthorSeen]:
+        """Every author of the guild's stored messages (id, name as last seen, count), most messages first."""
+        return await self.store.guild_authors(guild_id)
 
     # -- guild policy ---------------------------------------------------------------------------------------
 

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING
 
 from .ingest.queue import IngestQueue
 from .ingest.reembed import reembed_all
-from .runtime.profile import MemoryProfile, ProfileError, reranks, resolve_device
+from .runtime.hub_probe import settle_hub_mode
+from .runtime.profile import MemoryProfile, ProfileError, provider_chain, reranks, resolve_device
 from .store.protocol import StoreBackend, VectorIndexes
 from .vectors.embedding import EmbeddingService
 
 if TYPE_CHECKING:
     from .rerank.service import RerankerService
 
-__all__ = ("ModelsInUse", "build_reranker", "embedder_for", "switch_profile")
+__all__ = ("ModelsInUse", "build_reranker", "embedder_for", "needs_hub", "switch_profile")
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +44,19 @@ def _prefixes(profile: MemoryProfile) -> dict[str, str | None]:
     return {"query_prefix": profile.embedding_query_prefix, "passage_prefix": profile.embedding_passage_prefix}
 
 
+def needs_hub(profile: MemoryProfile) -> bool:
+    """Whether loading this profile's models may ask the model hub: a local reranker named by a hub id."""
+    return any(chain.provider == "local" for chain in provider_chain(profile.reranker)) and not (
+        Path(profile.reranker.model).expanduser().exists())
+
+
 def build_reranker(profile: MemoryProfile, device: str, onnx_dir: Path | None) -> RerankerService | None:
-    """The profile's reranker, not loaded yet; None when the profile does not rerank."""
+    """The profile's reranker, not loaded yet; None when the profile does not rerank. Blocks up to 2 s the first
+    time when the hub may be asked (``settle_hub_mode``: offline at once when it cannot be reached)."""
     if not reranks(profile):
         return None
+    if needs_hub(profile):
+        settle_hub_mode()
     from .rerank.service import RerankerService  # loads torch: only when a profile reranks
 
     if onnx_dir is None:
@@ -64,6 +74,8 @@ async def switch_profile(current: ModelsInUse, profile: MemoryProfile, backend: 
     re-embeds every stored message before it is used.
     """
     device = await asyncio.to_thread(resolve_device, profile)
+    if needs_hub(profile):  # the probe (up to 2 s, once a process) off the loop, before the new models load
+        await asyncio.to_thread(settle_hub_mode)
     same_embedder = (profile.embedding_model, device, profile.dtype, _prefixes(profile)) == (
         current.profile.embedding_model, current.embedder.device, current.profile.dtype, _prefixes(current.profile))
     embedder, reranker = current.embedder, current.reranker

@@ -16,8 +16,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from ..runtime.config import ENV_FILE, Settings, SettingsError, export_library_variables, load_settings
-from ..runtime.logs import chosen_level, route_library_logs
+from ..runtime.config import (ENV_FILE, Settings, SettingsError, export_library_variables, load_settings,
+                              warn_unknown_variables)
+from ..runtime.logs import chosen_level, quiet_libraries, route_library_logs
 from ..runtime.safe_text import redacted_text
 from ..store.protocol import DatabaseUnavailableError
 from ..store.sqlite.integrity import explain_open_failure
@@ -115,9 +116,11 @@ async def with_memory(args: argparse.Namespace, term: Terminal) -> int:
         return USAGE
     try:
         # Only an import embeds: a read-only command leaves the vector backlog to the bot or the next start.
-        # No command loads the reranker as memory opens: search and ask load it when they rerank.
+        # No command loads the reranker as memory opens: search and ask load it when they rerank. A light command
+        # ("light": stats, forget...) loads no model and no vector index (a forget loads the index it changes).
         memory = await Memory.open(profile, args.db, args.index_dir, args.settings.database,
-                                   embed_backlog=args.memory == "write", reranker=False)
+                                   embed_backlog=args.memory == "write", reranker=False,
+                                   load_models=args.memory != "light")
     except MemoryOpenError as error:
         print(f"error: {redacted_text(str(error))}", file=term.err)
         return FAILED
@@ -160,4 +163,6 @@ def main(argv: Sequence[str] | None = None, groups: Sequence[CommandGroup] = ())
         for name in SAID_BY_THE_COMMAND:
             logging.getLogger(name).setLevel(logging.ERROR)
     route_library_logs()
+    quiet_libraries(settings.logger_levels)
+    warn_unknown_variables(ENV_FILE)
     return asyncio.run(run(args, sys.stdout, sys.stderr, settings=settings))

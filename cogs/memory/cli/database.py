@@ -66,7 +66,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                                   help="apply again what the erasure ledger holds and the database lacks (run it "
                                        "after pg_restore; memory also does it at every start)",
                                   description="Apply the erasure ledger again, then say what it did.")
-    reapply.set_defaults(handler=reapply_erasures, memory="read")
+    reapply.set_defaults(handler=reapply_erasures, memory="light")
 
 
 def sqlite_file(command: Callable[[argparse.Namespace, Terminal], int],

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ..privacy.ledger import ErasureNotRecorded
+from .names import channel_id, channel_or_name, member_id, member_or_name
 from .options import FAILED, OK, USAGE, Terminal, chosen_guild, discord_id
 
 if TYPE_CHECKING:
@@ -25,12 +26,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                                              "back. Asks for confirmation unless --yes.")
     forget.add_argument("--guild", type=discord_id, required=True, help="the guild id")
     what = forget.add_mutually_exclusive_group(required=True)
-    what.add_argument("--member", type=discord_id, metavar="ID", help="every message of this member (user id)")
-    what.add_argument("--channel", type=discord_id, metavar="ID", help="every message in this channel and its threads")
+    what.add_argument("--member", type=member_or_name, metavar="ID|@NAME",
+                      help="every message of this member (user id, or @name as memory last saw it)")
+    what.add_argument("--channel", type=channel_or_name, metavar="ID|#NAME",
+                      help="every message in this channel and its threads (channel id, or #name)")
     what.add_argument("--message", type=discord_id, metavar="ID", help="this one message")
     what.add_argument("--all", action="store_true", help="every message of the guild")
     forget.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
-    forget.set_defaults(handler=forget_messages, memory="read", refuse=unconfirmable)
+    forget.set_defaults(handler=forget_messages, memory="light", refuse=unconfirmable)
 
 
 def plan(memory: Memory, args: argparse.Namespace) -> tuple[str, Callable[[], Awaitable[int]]]:
@@ -64,6 +67,15 @@ async def confirmed(what: str, term: Terminal) -> bool:
 async def forget_messages(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
     if await chosen_guild(memory, args.guild, term.err) is None:
         return USAGE
+    # @name and #name become ids here, within the guild (refused, with the candidates, unless one answers).
+    if args.member is not None:
+        args.member = await member_id(memory, args.guild, args.member, term.err)
+        if args.member is None:
+            return USAGE
+    if args.channel is not None:
+        args.channel = await channel_id(memory, args.guild, args.channel, term.err)
+        if args.channel is None:
+            return USAGE
     if args.message is not None:
         stored = await memory.store.message(args.message)
         if stored is None or stored.guild_id != args.guild:

@@ -1,5 +1,5 @@
-"""What memory holds: ``stats`` (per guild, with the profile and reranker), ``guilds`` and ``channels``, by name and
-id. Memory learns a name when the bot sees the guild or channel (or an import names it); until then, the id alone."""
+"""What memory holds: ``stats`` (per guild, with the profile and reranker), ``guilds``, ``channels`` and ``members``,
+by name and id. Memory learns a name when the bot sees the guild or channel (or an import names it); until then, the id alone."""
 
 from __future__ import annotations
 
@@ -23,16 +23,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                                 "last message; the profile and reranker", description="What memory holds per guild, "
                                 "and the profile and reranker it runs with. Loads no reranker.")
     stats.add_argument("--guild", type=discord_id, help="only this guild id (default: every guild)")
-    stats.set_defaults(handler=show_stats, memory="read")
+    stats.set_defaults(handler=show_stats, memory="light")
     guilds = commands.add_parser("guilds", parents=[parent],
                                  help="the guilds in memory (names and ids), with their messages",
                                  description="Every guild memory holds messages of, by id and name.")
-    guilds.set_defaults(handler=list_guilds, memory="read")
+    guilds.set_defaults(handler=list_guilds, memory="light")
     channels = commands.add_parser("channels", parents=[parent], help="one guild's channels in memory (names and ids)",
                                    description="Every channel (and thread) of a guild memory holds messages of, by "
                                                "id and name.")
     channels.add_argument("--guild", type=discord_id, help="guild id (default: the only guild in memory)")
-    channels.set_defaults(handler=list_channels, memory="read")
+    channels.set_defaults(handler=list_channels, memory="light")
+    members = commands.add_parser("members", parents=[parent],
+                                  help="one guild's authors in memory: ids, names as last seen, message counts",
+                                  description="Every author of a guild's messages in memory, most messages first: the "
+                                              "user id (what forget --member takes), the name on their newest "
+                                              "message, how many messages and the last one's time.")
+    members.add_argument("--guild", type=discord_id, help="guild id (default: the only guild in memory)")
+    members.set_defaults(handler=list_members, memory="light")
 
 
 def last_text(activity: list[ChannelActivity]) -> str:
@@ -111,4 +118,15 @@ async def list_channels(memory: Memory, args: argparse.Namespace, term: Terminal
               f"(its threads' included), last {last}", file=term.out)
     if any(channel.channel_id not in names for channel in activity):
         print(NAMES_UNKNOWN, file=term.err)
+    return OK
+
+
+async def list_members(memory: Memory, args: argparse.Namespace, term: Terminal) -> int:
+    guild_id = await chosen_guild(memory, args.guild, term.err)
+    if guild_id is None:
+        return USAGE
+    for author in await memory.authors(guild_id):
+        noun = "message" if author.messages == 1 else "messages"
+        print(f"{author.author_id}  {terminal_text(author.name)}  {author.messages} {noun}, last "
+              f"{utc_text(author.last_at)}", file=term.out)
     return OK

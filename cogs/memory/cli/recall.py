@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
     from ..rerank.service import RerankerStatus
 
+ID_LINE_START = "message id "
 HOST_NOTE = "answering as the host: a terminal knows no member's permissions, so every channel in memory is read"
 # The asker's name in the prompt: the bot puts the member's display name there.
 HOST_NAME = "The server's host"
@@ -65,13 +66,21 @@ async def filters_for(memory: Memory, args: argparse.Namespace, term: Terminal) 
                          after=args.after, before=args.before)
 
 
+# Where Discord opens a message (a guild's channel or thread, then the message).
+JUMP_URL = "https://discord.com/channels/{guild}/{channel}/{message}"
+
+
 def format_hit(rank: int, hit: Hit, channel_names: dict[int, str]) -> str:
-    """One hit: its scores, ``#channel-name`` (``#id`` where memory has not seen the name), author and UTC time."""
+    """One hit: its scores, ``#channel-name`` (``#id`` where memory has not seen the name), author and UTC time, its
+    text, then the ids an admin acts on (forget --message, --member, --channel) and the jump link."""
     rerank_text = "-" if hit.rerank_score is None else f"{hit.rerank_score:.4f}"
     text = terminal_text(" ".join(hit.content.split())[:300])
-    return (f"{rank:>2}. score={hit.score:.4f} rerank_score={rerank_text} "
-            f"{channel_label(channel_names, hit.channel_id)} {terminal_text(hit.author_name)} "
-            f"{utc_text(hit.created_at)}\n    {text}")
+    channel = channel_label(channel_names, hit.channel_id)
+    link = JUMP_URL.format(guild=hit.guild_id, channel=hit.channel_id, message=hit.message_id)
+    return (f"{rank:>2}. score={hit.score:.4f} rerank_score={rerank_text} {channel} {terminal_text(hit.author_name)} "
+            f"{utc_text(hit.created_at)}\n    {text}\n"
+            f"    {ID_LINE_START}{hit.message_id} by {terminal_text(hit.author_name)} (user id {hit.author_id}) in "
+            f"{channel} (channel id {hit.channel_id}): {link}")
 
 
 def format_explanation(rank: int, hit: Hit) -> str:

@@ -352,6 +352,10 @@ class IngestQueue:
         """Write ``batch``, then bring FAISS in line: ``removed`` rows (by guild) and dropped vectors go, new
         vectors come in (``guilds``: rowid → guild of the edited message embedded again)."""
         self._filler.changed()
+        # An index that loads on demand (a light command's) loads while it still matches the store: checked, not
+        # rebuilt.
+        for guild_id in {*removed, *(guilds[rowid] for rowid in batch.dropped_vectors)}:
+            await self._indexes.loaded(guild_id)
         await self._store.write(batch)
         if batch.pending:
             self._filler.marked(len(batch.pending))

@@ -21,7 +21,7 @@ from .safe_text import shown_value
 
 __all__ = ("DATA_DIR", "DB_PATH", "DEVICES", "DTYPES", "ENV_FILE", "INDEX_DIR", "LOG_LEVELS", "PROFILES_DIR",
            "PROFILE_CHOICE_PATH", "ROOT", "Settings", "SettingsError", "export_library_variables", "is_loopback_host",
-           "load_settings", "postgres_url_problem", "takes_credentials")
+           "load_settings", "postgres_url_problem", "takes_credentials", "unknown_variables", "warn_unknown_variables")
 
 # The bot's folder, wherever the process runs from.
 ROOT = Path(__file__).resolve().parents[3]
@@ -50,6 +50,10 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 # The sslmode values asyncpg takes.
 SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _IPV6_HOST = re.compile(r"\[[^\]]+\](?::[0-9]*)?")
+# A variable with one of these prefixes that no setting reads is a typo until shown otherwise (MEMORY_DASHBORD_PORT).
+OUR_PREFIXES = ("MEMORY_", "DISCORD_", "LLM_")
+# Read outside Settings: the restore test's crash point (store/sqlite/restore_journal.py).
+OTHER_VARIABLES = ("MEMORY_RESTORE_KILL_AT",)
 
 
 class SettingsError(ValueError):
@@ -130,6 +134,8 @@ class Settings(BaseSettings):
     memory_dashboard_url: str | None = None
     memory_dashboard_metrics_token: SecretStr | None = None
     log_level: str | None = None
+    # logger=LEVEL pairs (aiosqlite=DEBUG,discord.gateway=INFO): a library's level, aiosqlite's WARNING included.
+    memory_log_levels: str | None = None
 
     # The environment read instead of os.environ (tests, and load_settings(environ=...)).
     _environ: ClassVar[contextvars.ContextVar[Mapping[str, str] | None]] = contextvars.ContextVar("environ",
@@ -231,6 +237,23 @@ class Settings(BaseSettings):
             return value.strip().upper()
         return value
 
+    @field_validator("memory_log_levels", mode="before")
+    @classmethod
+    def _logger_levels(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            from .logs import logger_levels
+
+            logger_levels(value)  # raises ValueError saying what it takes
+            return value.strip()
+        return value
+
+    @property
+    def logger_levels(self) -> dict[str, int]:
+        """MEMORY_LOG_LEVELS as {logger: level}."""
+        from .logs import logger_levels
+
+        return logger_levels(self.memory_log_levels)
+
     @property
     def database(self) -> str | None:
         """The PostgreSQL URL memory should use, or None for the embedded SQLite default."""
@@ -314,3 +337,36 @@ def _error_line(problem: Any) -> str:
         return line
     credentials = field is None or field not in Settings.model_fields or takes_credentials(field)
     return f"{line}, not {shown_value(value, credentials=credentials)}"
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None, env_file: Path | None = ENV_FILE) -> list[str]:
+    """One line per ``MEMORY_*``/``DISCORD_*``/``LLM_*`` variable of the environment or ``env_file`` that no setting
+    reads, naming the closest setting (difflib), else those of its prefix."""
+    import difflib
+
+    from dotenv import dotenv_values
+
+    environ = os.environ if environ is None else environ
+    known = sorted({name.upper() for name in Settings.model_fields} | set(OTHER_VARIABLES))
+    found = {name.upper(): "the environment" for name in environ}
+    if env_file is not None and env_file.is_file():
+        for name in dotenv_values(env_file):
+            found.setdefault(name.upper(), env_file.name)
+    lines = []
+    for name, where in sorted(found.items()):
+        if not name.startswith(OUR_PREFIXES) or name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        prefix = name.partition("_")[0] + "_"
+        siblings = ", ".join(other for other in known if other.startswith(prefix))
+        hint = f"did you mean {close[0]}?" if close else f"the {prefix}* settings are {siblings}"
+        lines.append(f"{name} (in {where}) is not a setting this bot reads, so it does nothing: {hint}")
+    return lines
+
+
+def warn_unknown_variables(env_file: Path | None = ENV_FILE) -> None:
+    """Logs ``unknown_variables`` once each, at WARNING (both entry points call it once logging is set up)."""
+    import logging
+
+    for line in unknown_variables(env_file=env_file):
+        logging.getLogger(__name__).warning("%s", line)

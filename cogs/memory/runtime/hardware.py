@@ -3,6 +3,8 @@ read through psutil, /proc/cpuinfo and torch. Profiles (profile.py) are chosen a
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +44,18 @@ def _read_text(path: str) -> str:
         return ""
 
 
+# torch sees a GPU on Linux only through one of these device files (NVIDIA; AMD's ROCm; WSL2's GPU): without any,
+# the probes below skip importing torch (seconds and hundreds of MB for stats on a small VPS).
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
+def _no_gpu_here() -> bool:
+    return sys.platform.startswith("linux") and not any(os.path.exists(path) for path in GPU_DEVICE_FILES)
+
+
 def _probe_cuda() -> tuple[CudaDevice, ...]:
+    if _no_gpu_here():
+        return ()
     import torch
 
     if not torch.cuda.is_available():
@@ -55,6 +68,8 @@ def _probe_cuda() -> tuple[CudaDevice, ...]:
 
 
 def _probe_mps() -> bool:
+    if sys.platform != "darwin":  # Apple's GPUs only
+        return False
     import torch
 
     return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())

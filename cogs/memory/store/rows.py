@@ -12,8 +12,8 @@ import numpy as np
 from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
-__all__ = ("AuthorName", "CandidateRow", "ChannelMessage", "EditRow", "NewRow", "PerformanceMinute", "PlaceName", "RowRef", "VectorInput", "WriteBatch",
-           "candidate_row", "from_timestamp", "to_timestamp", "vector_input")
+__all__ = ("AuthorName", "AuthorSeen", "CandidateRow", "ChannelMessage", "EditRow", "NewRow", "PerformanceMinute",
+           "PlaceName", "RowRef", "VectorInput", "WriteBatch", "candidate_row", "from_timestamp", "to_timestamp", "vector_input")
 
 
 def to_timestamp(moment: datetime) -> float:
@@ -70,6 +70,16 @@ class ChannelMessage:
     author_name: str
     content: str
     created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorSeen:
+    """One author of a guild's stored messages: id, name as last seen (their newest message's), how many, when."""
+
+    author_id: int
+    name: str
+    messages: int
+    last_at: float
 
 
 async def channel_pages(fetch_page: Callable[[tuple[float, int], int], Awaitable[Sequence[Sequence[Any]]]],

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ..runtime.config import DTYPES
+from ..runtime.hub_probe import settle_hub_mode
 from ..runtime.workers import MODEL_LOADING, WorkerThread
 
 if TYPE_CHECKING:
@@ -187,14 +188,16 @@ class EmbeddingService:
 
     def load(self) -> None:
         """Load the model on the calling thread (the worker thread, or a benchmark's own)."""
-        import torch
-        from sentence_transformers import SentenceTransformer
-
         device = self.device
         source = resolve_model_path(self.model)
         local = Path(source).expanduser()
         if local.exists():
             source = str(local)
+        else:  # a hub id: offline at once when the hub cannot be reached, before the libraries read the setting
+            settle_hub_mode()
+        import torch
+        from sentence_transformers import SentenceTransformer
+
         try:
             # A local directory never needs the hub; an id may (unless HF_HUB_OFFLINE is set).
             with MODEL_LOADING:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import faiss
 import numpy as np
+
+from ..runtime.lazy_module import LazyModule
+
+if TYPE_CHECKING:
+    import faiss
+else:  # imported when a graph is first built or read (index.py)
+    faiss = LazyModule("faiss")
 
 __all__ = ("HnswGraph", "ef_for")
 

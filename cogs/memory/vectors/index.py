@@ -11,13 +11,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import faiss
 import numpy as np
 
 from .files import IndexFileError, IndexMeta, IndexSaveError, read_index_file, why, write_index_file
+from ..runtime.lazy_module import LazyModule
 from .hnsw import HnswGraph, ef_for
+
+if TYPE_CHECKING:
+    import faiss
+else:  # imported when an index is first built or read: a light command (stats, forget) never does
+    faiss = LazyModule("faiss")
 
 __all__ = ("CHECKSUM_K", "CHECKSUM_P", "EmbeddingSource", "IndexFileError", "IndexMeta", "IndexRegistry",
            "IndexSaveError", "IndexUsage", "VectorIndex", "id_checksum")
@@ -281,6 +286,10 @@ class IndexRegistry:
     Loads and verifies each guild's saved index against SQLite on start, rebuilding it from SQLite's
     embeddings when the file is missing, unreadable or stale; saves are atomic. Callers serialise writes
     (the ingest writer holds its lock), so a saved generation always matches the saved vectors.
+
+    ``dimension`` 0 (a light command, no embedding model loaded): ``load_all`` loads nothing and a guild's index
+    loads when first changed or searched, with the dimension its file or stored vectors have; ``usage`` of one not
+    loaded is read from SQLite, so ``stats`` imports no FAISS.
     """
 
     def __init__(self, store: EmbeddingSource, directory: Path, model: str, dimension: int) -> None:
@@ -288,6 +297,7 @@ class IndexRegistry:
         self.directory = directory
         self.model = model
         self.dimension = dimension
+        self.on_demand = dimension == 0
         self._indexes: dict[int, VectorIndex] = {}
         self._dirty: set[int] = set()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss")
@@ -303,6 +313,8 @@ class IndexRegistry:
         return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
 
     async def load_all(self) -> None:
+        if self.on_demand:
+            return
         for guild_id in await self._store.guild_ids():
             await self.load(guild_id)
 
@@ -317,6 +329,8 @@ class IndexRegistry:
             index = None
             reason = None if count == 0 and not path.exists() else str(exc)
         else:
+            if self.on_demand and meta.model == self.model:
+                self.dimension = meta.dimension
             if (meta.model, meta.dimension) != (self.model, self.dimension):
                 reason = f"it was built for {meta.model} ({meta.dimension}d)"
             elif (meta.count, meta.checksum, meta.generation) != (count, checksum, generation):
@@ -336,11 +350,27 @@ class IndexRegistry:
         return index
 
     async def _rebuild(self, guild_id: int) -> VectorIndex:
-        index = VectorIndex(self.dimension, self.model)
+        index: VectorIndex | None = None
         async for ids, vectors in self._store.iter_embeddings(guild_id, self.model):
+            if index is None:
+                self.dimension = self.dimension or int(vectors.shape[1])
+                index = VectorIndex(self.dimension, self.model)
             await self._run(index.add, ids, vectors)
+        if index is None:
+            index = VectorIndex(self.dimension, self.model)
         log.info("Vector index of guild %d rebuilt: %d vectors (%s)", guild_id, len(index), index.kind)
         return index
+
+    async def loaded(self, guild_id: int) -> None:
+        """Loads a guild's index before its first use when they load on demand: before the store changes under it
+        (ingest calls it first), so that it loads checked against SQLite instead of rebuilt."""
+        if not self.on_demand or guild_id in self._indexes:
+            return
+        path = self.path_for(guild_id)
+        # Neither a file nor a stored vector (nor a dimension yet): nothing to load, nothing an empty file would hold.
+        if (self.dimension or await asyncio.to_thread(path.exists)
+                or (await self._store.index_fingerprint(guild_id, self.model))[0]):
+            await self.load(guild_id)
 
     def _index(self, guild_id: int) -> VectorIndex:
         index = self._indexes.get(guild_id)
@@ -350,10 +380,13 @@ class IndexRegistry:
 
     async def add(self, guild_id: int, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add or replace vectors."""
+        self.dimension = self.dimension or int(vectors.shape[1])
+        await self.loaded(guild_id)
         self._dirty.add(guild_id)
         await self._run(self._index(guild_id).add, ids, vectors)
 
     async def remove(self, guild_id: int, ids: np.ndarray) -> int:
+        await self.loaded(guild_id)
         if guild_id not in self._indexes:
             return 0
         self._dirty.add(guild_id)
@@ -362,6 +395,7 @@ class IndexRegistry:
     async def search(
         self, guild_id: int, queries: np.ndarray, k: int, allowed_ids: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
+        await self.loaded(guild_id)
         index = self._indexes.get(guild_id)
         if index is None:
             return _empty(len(np.atleast_2d(queries)), k)
@@ -405,6 +439,9 @@ class IndexRegistry:
         index = self._indexes.get(guild_id)
         path = self.path_for(guild_id)
         file_bytes = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
+        if index is None and self.on_demand:  # what loading it would hold: SQLite's vectors (checked as it loads)
+            count = (await self._store.index_fingerprint(guild_id, self.model))[0]
+            return IndexUsage(count, 0, file_bytes, "flat" if count <= FLAT_MAX else "hnsw")
         return IndexUsage(self.count(guild_id), self.memory_bytes(guild_id), file_bytes,
                           index.kind if index is not None else "none")
 

@@ -83,7 +83,8 @@ async def test_search_prints_first_stage_and_rerank_scores(cli, export_file):
     await cli("import", str(export_file))
     _, out, _ = await cli("search", "when is the picnic", "--limit", "1")
     assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=\d\.\d{4} #general alice 2024-05-01 12:00 UTC\n"
-                        r"    the picnic moved to Saturday\n", out)
+                        r"    the picnic moved to Saturday\n    message id \d+ by alice \(user id \d+\) in #general "
+                        r"\(channel id \d+\): https://discord\.com/channels/\d+/\d+/\d+\n", out)
 
 
 async def test_search_explain_says_why_each_hit_was_found(cli, export_file):
@@ -220,7 +221,7 @@ async def test_reimporting_an_export_does_not_bring_back_a_message_deleted_since
     await bot_memory.close()
     await cli("import", str(export_file))
     _, out, _ = await cli("search", "picnic blankets", "--no-rerank")
-    assert re.findall(r"^    (.*)$", out, flags=re.M) == ["bring blankets"]
+    assert re.findall(r"^    (?!message id )(.*)$", out, flags=re.M) == ["bring blankets"]
 
 
 async def test_a_damaged_database_is_one_error_line_not_a_traceback(cli, export_file, tmp_path):

@@ -59,6 +59,9 @@ class DatabaseIndexes:
     async def remove_stale_files(self) -> None:
         """No index files."""
 
+    async def loaded(self, guild_id: int) -> None:
+        """Nothing to load: the database's own index."""
+
     async def close(self) -> None:
         """Nothing held."""
 

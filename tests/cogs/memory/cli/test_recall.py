@@ -17,7 +17,7 @@ from tests.fixtures.discord import chat_completions_server
 
 
 def texts(out: str) -> list[str]:
-    return sorted(re.findall(r"^    (.*)$", out, flags=re.M))
+    return sorted(re.findall(r"^    (?!message id )(.*)$", out, flags=re.M))
 
 
 async def test_search_by_author(cli, two_guilds):
@@ -34,7 +34,9 @@ async def test_search_between_times_in_utc(cli, two_guilds):
 async def test_search_marks_times_utc_and_names_the_channel(cli, two_guilds):
     _, out, _ = await cli("search", "photos", "--guild", "1", "--channel", "21", "--no-rerank")
     assert re.fullmatch(r" 1\. score=\d\.\d{4} rerank_score=- #photos bob 2024-05-01 12:05 UTC\n"
-                        r"    picnic photos are up\n", out)
+                        r"    picnic photos are up\n"
+                        r"    message id 33 by bob \(user id 6\) in #photos \(channel id 21\): "
+                        r"https://discord\.com/channels/1/21/33\n", out)
 
 
 async def test_a_hit_in_a_channel_whose_name_memory_never_saw_shows_its_id(cli, two_guilds):
