@@ -13,7 +13,8 @@ from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
 __all__ = ("AuthorName", "AuthorSeen", "CandidateRow", "ChannelMessage", "EditRow", "NewRow", "PerformanceMinute",
-           "PlaceName", "RowRef", "VectorInput", "WriteBatch", "candidate_row", "from_timestamp", "to_timestamp", "vector_input")
+           "PlaceName", "RowRef", "VectorInput", "WriteBatch", "candidate_row", "from_timestamp", "to_timestamp",
+           "vector_input")
 
 
 def to_timestamp(moment: datetime) -> float:
