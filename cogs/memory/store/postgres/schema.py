@@ -208,6 +208,33 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # Vectors that quote the message before them, as on SQLite (store/migration.py, migrations.py's 0012).
     Migration("0008_vectors_of_the_message_alone", (DELETE_VECTORS_OF_EARLIER_FORMS,)),
+    Migration(
+        # The quotation log and each member's last export, as on SQLite (migrations.py, 0013_member_records).
+        "0009_member_records",
+        ("""
+         CREATE TABLE quotations (
+             message_id BIGINT NOT NULL REFERENCES messages (message_id) ON DELETE CASCADE,
+             guild_id BIGINT NOT NULL,
+             author_id BIGINT NOT NULL,
+             channel_id BIGINT NOT NULL,
+             quoted_at DOUBLE PRECISION NOT NULL,
+             kind TEXT NOT NULL CHECK (kind IN ('answer', 'auto', 'llm', 'search')),
+             answer_channel_id BIGINT,
+             answer_message_id BIGINT
+         )
+         """,
+         "CREATE INDEX quotations_member ON quotations (guild_id, author_id, quoted_at)",
+         "CREATE INDEX quotations_message ON quotations (message_id)",
+         "CREATE INDEX quotations_guild_time ON quotations (guild_id, quoted_at)",
+         """
+         CREATE TABLE member_exports (
+             guild_id BIGINT NOT NULL,
+             user_id BIGINT NOT NULL,
+             exported_at DOUBLE PRECISION NOT NULL,
+             PRIMARY KEY (guild_id, user_id)
+         )
+         """),
+    ),
 )
 
 

@@ -20,6 +20,7 @@ from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch, channel_pages
 from . import fts, pending
 from .faults import GuardedPool, opening
 from .channels import ChannelGuildsMixin
+from .members import MemberRecordsMixin
 from .names import PlaceNamesMixin
 from .pending import PostgresPendingMixin
 from .schema import ROWID_BLOCK, apply_migrations
@@ -126,7 +127,7 @@ async def _prepare_connection(conn: asyncpg.Connection) -> None:
                               format="binary")
 
 
-class PostgresStore(PostgresPendingMixin, PlaceNamesMixin, ChannelGuildsMixin):
+class PostgresStore(PostgresPendingMixin, PlaceNamesMixin, MemberRecordsMixin, ChannelGuildsMixin):
     """An asyncpg pool over one PostgreSQL database; each ``write`` is one transaction.
 
     ``query_logger`` (tests) sees every statement each pooled connection runs.

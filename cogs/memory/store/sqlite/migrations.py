@@ -252,6 +252,34 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # Vectors that quote the message before them (store/migration.py says why).
     Migration("0012_vectors_of_the_message_alone", (DELETE_VECTORS_OF_EARLIER_FORMS,)),
+    Migration(
+        # Where a member's messages were quoted (ids and times, never text: member_rows.Quotation), gone with the
+        # message it notes; and when each member last downloaded what memory holds of them (the daily limit).
+        "0013_member_records",
+        ("""
+         CREATE TABLE quotations (
+             message_id INTEGER NOT NULL REFERENCES messages (message_id) ON DELETE CASCADE,
+             guild_id INTEGER NOT NULL,
+             author_id INTEGER NOT NULL,
+             channel_id INTEGER NOT NULL,
+             quoted_at REAL NOT NULL,
+             kind TEXT NOT NULL CHECK (kind IN ('answer', 'auto', 'llm', 'search')),
+             answer_channel_id INTEGER,
+             answer_message_id INTEGER
+         )
+         """,
+         "CREATE INDEX quotations_member ON quotations (guild_id, author_id, quoted_at)",
+         "CREATE INDEX quotations_message ON quotations (message_id)",
+         "CREATE INDEX quotations_guild_time ON quotations (guild_id, quoted_at)",
+         """
+         CREATE TABLE member_exports (
+             guild_id INTEGER NOT NULL,
+             user_id INTEGER NOT NULL,
+             exported_at REAL NOT NULL,
+             PRIMARY KEY (guild_id, user_id)
+         )
+         """),
+    ),
 )
 
 

@@ -20,6 +20,7 @@ from .filters import filter_clause
 from .integrity import StoreOpenError
 from .migrations import apply_migrations
 from .channels import ChannelGuildsMixin
+from .members import MemberRecordsMixin
 from .names import PlaceNamesMixin
 from .pending import PendingVectorsMixin
 from .readers import ReaderPool
@@ -103,7 +104,7 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]
         yield values[start : start + size]
 
 
-class SqliteStore(PendingVectorsMixin, PlaceNamesMixin, ChannelGuildsMixin):
+class SqliteStore(PendingVectorsMixin, PlaceNamesMixin, MemberRecordsMixin, ChannelGuildsMixin):
     """One long-lived aiosqlite connection; every write goes through one transaction per call.
 
     Searches read through ``read`` on a pool of read-only connections, so they never wait for a write.

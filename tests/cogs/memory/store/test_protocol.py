@@ -18,7 +18,8 @@ from cogs.memory.store.postgres.history import PostgresHistory
 from cogs.memory.store.postgres.indexes import DatabaseIndexes
 from cogs.memory.store.postgres.search import PostgresSearchEngine
 from cogs.memory.store.postgres.store import PostgresStore
-from cogs.memory.store.protocol import (ErasureRecords, GuildPolicyStore, GuildRulesSource, IngestStore, MessageReads,
+from cogs.memory.store.protocol import (ErasureRecords, GuildPolicyStore, GuildRulesSource, IngestStore, MemberRecords,
+                                        MessageReads,
                                         MessageRefs, MessageWrites, PendingVectors, PlaceNameStore, Reembedding,
                                         SearchEngine, Store, StoreBackend, StoreUpkeep, VectorIndexes)
 from cogs.memory.store.sqlite.backend import SqliteBackend
@@ -28,7 +29,7 @@ from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import EmbeddingSource, IndexRegistry
 
 ROLES = (MessageWrites, PendingVectors, MessageRefs, IngestStore, MessageReads, Reembedding, GuildRulesSource,
-         GuildPolicyStore, PlaceNameStore, ErasureRecords, StoreUpkeep, Store)
+         GuildPolicyStore, PlaceNameStore, ErasureRecords, MemberRecords, StoreUpkeep, Store)
 SEAMS: list[tuple[type, type]] = [
     *((role, store) for role in ROLES for store in (SqliteStore, PostgresStore)),
     (EmbeddingSource, SqliteStore),
