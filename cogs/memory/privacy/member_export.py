@@ -142,7 +142,7 @@ async def write_member_export(access: SubjectAccess, request: ExportRequest, out
     generated_at = time.time()
     writer = PartWriter(work, f"memory-export-{request.guild_id}-{request.member_id}", part_limit,
                         lambda number: _header(request, holdings, generated_at, number),
-                        "What memory holds of you", _summary_html(request, holdings))
+                        f"What memory holds of you in {request.guild_name}", _summary_html(request, holdings))
     try:
         count = await _write_messages(access, request, writer)
         quotes = [_quotation(request, quote) for quote in holdings.quotations]
