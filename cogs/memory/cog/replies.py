@@ -218,3 +218,22 @@ def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: Rer
     if stats.queued:
         embed.set_footer(text=f"{stats.queued} messages waiting to be indexed")
     return embed
+
+# /memory mine and /memory export: what memory holds of the member who asks.
+MINE_TITLE = "What I remember of you in {guild}"
+MINE_NOTHING = "I hold nothing of you in this server: no message, no opt-out, no note of where you were quoted."
+MINE_OPTED_OUT = "You opted out here {when}: I don't remember what you say. Use /memory optin to undo."
+MINE_OPTED_IN = "You are not opted out: I remember what you say here. Use /memory optout to stop that."
+MINE_HIDDEN = "{messages} more in {channels} channel(s) you can no longer read (not shown)."
+MINE_NO_QUOTES = "None of your messages has been shown to anyone else lately."
+MINE_LATEST_TITLE = "Your latest messages I remember"
+MINE_SEARCH_TITLE = "Your messages matching: {query}"
+MINE_NO_MATCH = "None of your messages I remember matches that, in the channels you can read."
+EXPORT_NOT_YET = "You can have one export every {hours} hours; your next one is ready {when}."
+EXPORT_RUNNING = "Your export is already being made; it will arrive here."
+EXPORT_NOTHING = "I hold nothing of you in this server, so there is nothing to export."
+EXPORT_SENT = ("Here is everything I hold of you in this server ({messages} messages, {quotes} notes of where they "
+               "were quoted), in {parts} part(s): JSON, and the same as a web page. {hidden}")
+EXPORT_HIDDEN = "{messages} more are in channels you can no longer read: counted, not included."
+EXPORT_PART = "Part {number} of {parts}."
+EXPORT_FAILED = "I could not finish your export; nothing was counted against your limit. Please try again later."

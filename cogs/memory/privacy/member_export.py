@@ -21,8 +21,7 @@ from ..store.member_rows import MemberMessage, Quotation
 from .export_parts import PartWriter, iso
 from .subject_access import MemberHoldings, Readable, SubjectAccess
 
-__all__ = ("DISCORD_DEFAULT_LIMIT", "SCHEMA", "SCHEMA_VERSION", "ExportRequest", "ExportResult", "next_export_at",
-           "write_member_export")
+__all__ = ("DISCORD_DEFAULT_LIMIT", "SCHEMA", "SCHEMA_VERSION", "ExportRequest", "ExportResult", "write_member_export")
 
 SCHEMA = "discord-memory/member-export"
 SCHEMA_VERSION = 1
@@ -52,16 +51,6 @@ class ExportResult:
     hidden_messages: int
     quotations: int
     holds_nothing: bool
-
-
-async def next_export_at(store: Any, guild_id: int, member_id: int, interval_hours: int,
-                         now: float | None = None) -> float | None:
-    """When the member may have their next export (None: now). ``store``: a ``MemberRecords``."""
-    last = await store.last_export(guild_id, member_id)
-    if last is None or interval_hours <= 0:
-        return None
-    due = last + interval_hours * 3600.0
-    return due if due > (time.time() if now is None else now) else None
 
 
 def _work_folder(out_dir: Path, request: ExportRequest) -> Path:

@@ -6,6 +6,7 @@ channels outside it are counted, never named, and their messages never shown."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -115,3 +116,16 @@ class SubjectAccess:
         async for message in self._store.iter_member_messages(guild_id, member_id):
             if message.channel_id in channels:
                 yield message
+
+    async def next_export_at(self, guild_id: int, member_id: int, interval_hours: int,
+                             now: float | None = None) -> float | None:
+        """When the member may have their next export (None: now), one every ``interval_hours`` (0: no limit)."""
+        last = await self._store.last_export(guild_id, member_id)
+        if last is None or interval_hours <= 0:
+            return None
+        due = last + interval_hours * 3600.0
+        return due if due > (time.time() if now is None else now) else None
+
+    async def exported(self, guild_id: int, member_id: int) -> None:
+        """Note that the member was sent their export now: the limit counts from here."""
+        await self._store.note_export(guild_id, member_id)
