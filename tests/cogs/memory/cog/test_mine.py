@@ -10,16 +10,14 @@ import pytest
 
 from cogs.memory.cog import replies
 from tests.fixtures.discord import bot_replies, hidden_channel, say
-from tests.fixtures.stores import STORE_KINDS
 
 
-@pytest.fixture(params=STORE_KINDS)
-async def any_bot(discord_bot, tiny_reranker_profile, request):
-    """``memory_bot`` on SQLite or on PostgreSQL."""
+@pytest.fixture
+async def any_bot(discord_bot, tiny_reranker_profile, store_url):
+    """``memory_bot`` on SQLite or on PostgreSQL (``store_url``: one run per store kind)."""
     from cogs.memory.memory import Memory
 
-    url = None if request.param == "sqlite" else request.getfixturevalue("database_url")
-    memory = await Memory.open(tiny_reranker_profile, discord_bot.db_path, discord_bot.index_dir, url)
+    memory = await Memory.open(tiny_reranker_profile, discord_bot.db_path, discord_bot.index_dir, store_url)
     await memory.reranker.aload()
     await discord_bot.attach_memory(memory)
     return discord_bot
