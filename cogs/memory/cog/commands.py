@@ -285,6 +285,9 @@ class MemoryCommands(MineCommands, ExportCommands, commands.GroupCog, group_name
         retention_days="Forget messages older than this many days (0 keeps everything)",
         forget_on_leave="Forget a member's messages when they leave the server",
         store_bot_messages="Remember other bots' and webhooks' messages (this bot's own are always kept)",
+        quotation_log="Note where members' messages were shown to others (ids and times; members see it)",
+        quotation_retention_days="Keep those notes this many days",
+        export_interval_hours="A member may download their data once in this many hours (0: no limit)",
     )
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
@@ -300,6 +303,9 @@ class MemoryCommands(MineCommands, ExportCommands, commands.GroupCog, group_name
         retention_days: app_commands.Range[int, 0, 3650] | None = None,
         forget_on_leave: bool | None = None,
         store_bot_messages: bool | None = None,
+        quotation_log: bool | None = None,
+        quotation_retention_days: app_commands.Range[int, 1, 3650] | None = None,
+        export_interval_hours: app_commands.Range[int, 0, 8760] | None = None,
     ) -> None:
         memory = self.memory()
         guild_id = command_member(interaction).guild.id
@@ -324,6 +330,9 @@ class MemoryCommands(MineCommands, ExportCommands, commands.GroupCog, group_name
             changes["forget_on_leave"] = forget_on_leave
         if store_bot_messages is not None:
             changes["store_bot_messages"] = store_bot_messages
+        member_records = {"quotation_log": quotation_log, "quotation_retention_days": quotation_retention_days,
+                          "export_interval_hours": export_interval_hours}
+        changes.update({key: value for key, value in member_records.items() if value is not None})
         if changes:
             current = current.with_changes(**changes)
             await memory.save_settings(guild_id, current)

@@ -90,6 +90,15 @@ def _channels(ids: frozenset[int]) -> str:
     return ", ".join(f"<#{i}>" for i in sorted(ids)) or "none"
 
 
+def _quotation_log(settings: GuildSettings) -> str:
+    return f"on, notes kept {settings.quotation_retention_days} days" if settings.quotation_log else "off"
+
+
+def _exports(settings: GuildSettings) -> str:
+    hours = settings.export_interval_hours
+    return f"one every {hours} hours per member" if hours else "no limit"
+
+
 def settings_summary(settings: GuildSettings) -> str:
     retention = "keep everything" if settings.retention_days is None else f"{settings.retention_days} days"
     return "\n".join(
@@ -100,6 +109,8 @@ def settings_summary(settings: GuildSettings) -> str:
             f"Retention: {retention}",
             f"Forget members who leave: {'yes' if settings.forget_on_leave else 'no'}",
             f"Other bots' and webhooks' messages: {'stored' if settings.store_bot_messages else 'not stored'}",
+            f"Quotation log: {_quotation_log(settings)}",
+            f"Member exports: {_exports(settings)}",
         ]
     )
 
