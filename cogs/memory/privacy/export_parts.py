@@ -1,12 +1,14 @@
 """The export's files, written a record at a time (no part is ever held in memory whole): each part a zip of one JSON
 document (docs/privacy.md, "The export's schema") and an HTML copy, every text escaped; a new part begins before one
-would pass the size limit. Plain file work: the caller runs it off the event loop."""
+would pass the size limit, which is judged on the text compressed as the zip compresses it (a part of text holds
+some 4 times its size). Plain file work: the caller runs it off the event loop."""
 
 from __future__ import annotations
 
 import html
 import json
 import zipfile
+import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,9 +17,9 @@ from typing import Any, BinaryIO, Literal
 __all__ = ("PartWriter", "iso")
 
 Section = Literal["messages", "quotations"]
-# Room kept in each part for its closing lines and the zip's own headers (deflate never grows text by more than a
-# few bytes a block; each part is closed well before its limit).
-PART_RESERVE = 64 * 1024
+# Room kept in each part for what deflate holds back before it writes (under 64 KiB: its window and buffers), the
+# closing lines and the zip's own headers.
+PART_RESERVE = 128 * 1024
 HTML_HEAD = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
              '<style>body{{font-family:sans-serif}}td{{vertical-align:top;padding:2px 8px}}</style></head><body>\n'
              '<h1>{title}</h1>\n')
@@ -29,6 +31,11 @@ SECTION_HEADS = {"messages": "<h2>Your messages</h2>\n<table><tr><th>When (UTC)<
 
 def iso(seconds: float | None) -> str | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def _deflater() -> Any:
+    """What zipfile's ZIP_DEFLATED compresses with (its default level, a raw stream)."""
+    return zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
 
 
 def _cell(value: object) -> str:
@@ -48,7 +55,8 @@ class PartWriter:
         self.parts: list[Path] = []
         self._json: BinaryIO | None = None
         self._html: BinaryIO | None = None
-        self._size = 0
+        self._size = 0  # bytes of the part's two files compressed so far (zipfile's deflate, the same output)
+        self._deflaters = (_deflater(), _deflater())
         self._items = 0
         self._section: Section = "messages"
 
@@ -76,7 +84,7 @@ class PartWriter:
         assert self._json is not None and self._html is not None
         self._json.write(json_bytes)
         self._html.write(html_bytes)
-        self._size += len(json_bytes) + len(html_bytes)
+        self._size += len(self._deflaters[0].compress(json_bytes)) + len(self._deflaters[1].compress(html_bytes))
 
     def _raw(self, suffix: str) -> Path:
         return self._directory / f"{self._stem}-part{len(self.parts) + 1}.{suffix}"
@@ -84,7 +92,7 @@ class PartWriter:
     def _open_part(self) -> None:
         number = len(self.parts) + 1
         self._json, self._html = self._raw("json").open("wb"), self._raw("html").open("wb")
-        self._size, self._items = 0, 0
+        self._size, self._items, self._deflaters = 0, 0, (_deflater(), _deflater())
         header = json.dumps(self._header(number), ensure_ascii=False, separators=(",", ":"))
         title = html.escape(f"{self._title} (part {number})")
         self._write(header[:-1].encode() + b',"messages":[',
@@ -112,5 +120,7 @@ class PartWriter:
             archive.write(raw_html, "memory.html")
         raw_json.unlink()
         raw_html.unlink()
+        if part.stat().st_size > self._budget + PART_RESERVE:  # never sent: the estimate above failed
+            raise RuntimeError(f"export part {part.name} came out larger than its limit")
         self.parts.append(part)
         self._json = self._html = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -112,14 +113,15 @@ async def test_quotations_carry_ids_and_times_and_an_answer_only_where_the_membe
 
 
 async def test_a_large_export_is_split_into_parts_each_under_the_limit(any_memory, make_record, tmp_path):
-    for number in range(1, 301):
-        await any_memory.add(make_record(number, f"message {number} " + "lorem ipsum " * 40, author_id=MEMBER))
+    for number in range(1, 401):  # text that compresses little: some 400 KiB zipped
+        await any_memory.add(make_record(number, f"message {number} " + random.Random(number).randbytes(500).hex(),
+                                         author_id=MEMBER))
     await any_memory.flush()
-    limit = 200 * 1024
+    limit = 300 * 1024
     result = await write_member_export(any_memory.subject_access, request(READS_GENERAL), tmp_path / "out",
                                         part_limit=limit)
     found = documents(result.parts)
     ids = [m["id"] for document, _ in found for m in document["messages"]]
     assert len(result.parts) > 1 and all(part.stat().st_size <= limit for part in result.parts)
-    assert (ids, [d["last_part"] for d, _ in found]) == ([str(n) for n in range(1, 301)],
+    assert (ids, [d["last_part"] for d, _ in found]) == ([str(n) for n in range(1, 401)],
                                                          [False] * (len(found) - 1) + [True])

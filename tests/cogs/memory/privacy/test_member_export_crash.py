@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sys
 import zipfile
 from pathlib import Path
@@ -38,7 +39,8 @@ async def test_an_export_killed_halfway_leaves_nothing_to_send_and_a_retry_works
 ) -> None:
     store = await SqliteStore.open(db_path)
     try:
-        await insert(store, *(make_record(n, f"message {n} " + "lorem ipsum " * 40) for n in range(1, MESSAGES + 1)))
+        await insert(store, *(make_record(n, f"message {n} " + random.Random(n).randbytes(500).hex())
+                              for n in range(1, MESSAGES + 1)))  # text that compresses little: several parts
     finally:
         await store.close()
     out_dir = tmp_path / "exports"
