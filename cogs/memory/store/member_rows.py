@@ -3,10 +3,11 @@ their messages were quoted (ids and times, never text), and when they last downl
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ("MemberChannel", "MemberMessage", "Quotation", "QuotationKind", "QUOTATION_KINDS")
+__all__ = ("MemberChannel", "MemberMessage", "Quotation", "QuotationKind", "QUOTATION_KINDS", "member_pages")
 
 # How a recall showed a member's message to someone else: a public answer listing memories, an automatic recall in a
 # recall channel, an LLM answer that was given the message, a private /memory search.
@@ -54,3 +55,17 @@ class Quotation:
     kind: QuotationKind
     answer_channel_id: int | None = None
     answer_message_id: int | None = None
+
+
+async def member_pages(fetch_page: Callable[[tuple[float, int], int], Awaitable[Sequence[Sequence[Any]]]], page: int,
+                       newest_first: bool) -> AsyncIterator[MemberMessage]:
+    """Every message ``fetch_page(after, page)`` returns (MemberMessage's columns in order), page after page, keyed on
+    (created_at, message_id): ascending, or descending with ``newest_first``."""
+    after: tuple[float, int] = (float("inf"), 2**63 - 1) if newest_first else (float("-inf"), -1)
+    while True:
+        rows = await fetch_page(after, page)
+        for row in rows:
+            yield MemberMessage(*row)
+        if len(rows) < page:
+            return
+        after = (rows[-1][4], rows[-1][0])

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
-from ..member_rows import MemberChannel, MemberMessage, Quotation
+from ..member_rows import MemberChannel, MemberMessage, Quotation, member_pages
 from .faults import GuardedPool
 
 __all__ = ("MemberRecordsMixin",)
@@ -45,8 +46,6 @@ UPSERT_EXPORT = """
 INSERT INTO member_exports (guild_id, user_id, exported_at) VALUES ($1, $2, $3)
 ON CONFLICT (guild_id, user_id) DO UPDATE SET exported_at = excluded.exported_at
 """
-_FIRST = (float("-inf"), -1)
-_LAST = (float("inf"), 2**63 - 1)
 
 
 class MemberRecordsMixin:
@@ -62,14 +61,12 @@ class MemberRecordsMixin:
                                    page: int = 512) -> AsyncIterator[MemberMessage]:
         """The member's messages in ``guild_id`` in time order (or newest first), read a page at a time."""
         sql = SELECT_MEMBER_PAGE_NEWEST if newest_first else SELECT_MEMBER_PAGE
-        after = _LAST if newest_first else _FIRST
-        while True:
-            rows = await self._pool.fetch(sql, guild_id, author_id, *after, page)
-            for row in rows:
-                yield MemberMessage(*row)
-            if len(rows) < page:
-                return
-            after = (rows[-1][4], rows[-1][0])
+
+        async def fetch_page(after: tuple[float, int], size: int) -> Sequence[Any]:
+            return await self._pool.fetch(sql, guild_id, author_id, *after, size)
+
+        async for message in member_pages(fetch_page, page, newest_first):
+            yield message
 
     async def record_quotations(self, quotations: Sequence[Quotation]) -> int:
         """Note ``quotations`` in one transaction; returns how many were noted (a forgotten message's are not)."""

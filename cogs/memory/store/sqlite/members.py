@@ -9,7 +9,7 @@ from typing import Any
 
 import aiosqlite
 
-from ..member_rows import MemberChannel, MemberMessage, Quotation
+from ..member_rows import MemberChannel, MemberMessage, Quotation, member_pages
 
 __all__ = ("MemberRecordsMixin",)
 
@@ -66,14 +66,12 @@ class MemberRecordsMixin:
                                    page: int = 512) -> AsyncIterator[MemberMessage]:
         """The member's messages in ``guild_id`` in time order (or newest first), read a page at a time."""
         sql = SELECT_MEMBER_PAGE_NEWEST if newest_first else SELECT_MEMBER_PAGE
-        after: tuple[float, int] = (float("inf"), 2**63 - 1) if newest_first else (float("-inf"), -1)
-        while True:
-            rows: Sequence[Any] = list(await self._conn.execute_fetchall(sql, (guild_id, author_id, *after, page)))
-            for row in rows:
-                yield MemberMessage(*row)
-            if len(rows) < page:
-                return
-            after = (rows[-1][4], rows[-1][0])
+
+        async def fetch_page(after: tuple[float, int], size: int) -> Sequence[Any]:
+            return list(await self._conn.execute_fetchall(sql, (guild_id, author_id, *after, size)))
+
+        async for message in member_pages(fetch_page, page, newest_first):
+            yield message
 
     async def record_quotations(self, quotations: Sequence[Quotation]) -> int:
         """Note ``quotations`` in one transaction; returns how many were noted (a forgotten message's are not)."""
