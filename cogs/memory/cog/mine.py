@@ -22,7 +22,7 @@ from .recall import format_memory_line, snippet
 from .views import Paginator
 from ..privacy.subject_access import MemberHoldings, Readable
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS, SearchFilters
-from ..store.member_rows import MemberMessage
+from ..store.member_rows import MemberMessage, Quotation
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -49,7 +49,14 @@ def _when(seconds: float, style: str = "R") -> str:
     return discord.utils.format_dt(datetime.fromtimestamp(seconds, UTC), style)  # type: ignore[arg-type]
 
 
-def overview(guild: discord.Guild, holdings: MemberHoldings) -> discord.Embed:
+def _quote_line(guild_id: int, quote: Quotation, readable: Readable) -> str:
+    line = f"{_when(quote.quoted_at)}: your message in <#{quote.channel_id}>, {QUOTED_HOW[quote.kind]}"
+    if quote.answer_channel_id is not None and quote.answer_channel_id in readable.channel_ids:  # never a hidden one
+        line += f" https://discord.com/channels/{guild_id}/{quote.answer_channel_id}/{quote.answer_message_id}"
+    return line
+
+
+def overview(guild: discord.Guild, holdings: MemberHoldings, readable: Readable) -> discord.Embed:
     """The first page: counts per channel (by mention, which the member's client names), opt-out, quotations."""
     embed = discord.Embed(title=replies.MINE_TITLE.format(guild=guild.name))
     if holdings.holds_nothing:
@@ -66,8 +73,7 @@ def overview(guild: discord.Guild, holdings: MemberHoldings) -> discord.Embed:
     opted = (replies.MINE_OPTED_OUT.format(when=_when(holdings.opted_out_at) if holdings.opted_out_at else "")
              if holdings.opted_out else replies.MINE_OPTED_IN)
     embed.add_field(name="Opt-out", value=opted, inline=False)
-    quotes = [f"{_when(q.quoted_at)}: your message in <#{q.channel_id}>, {QUOTED_HOW[q.kind]}"
-              for q in holdings.quotations[:QUOTES_SHOWN]]
+    quotes = [_quote_line(guild.id, quote, readable) for quote in holdings.quotations[:QUOTES_SHOWN]]
     embed.add_field(name="Where your messages were shown to others",
                     value="\n".join(quotes)[: replies.EMBED_FIELD_CHARS] or replies.MINE_NO_QUOTES, inline=False)
     return embed
@@ -155,7 +161,7 @@ class MineCommands(commands.Cog):
                 guild_id, member.id, readable, opted_out=await memory.is_opted_out(guild_id, member.id),
                 quotations=QUOTES_SHOWN)
             latest = await memory.subject_access.latest(guild_id, member.id, readable, LATEST)
-            pages = [(overview(member.guild, holdings), ())]
+            pages = [(overview(member.guild, holdings, readable), ())]
             pages += numbered_pages(replies.MINE_LATEST_TITLE, [message_line(guild_id, m) for m in latest],
                                     [m.message_id for m in latest])
         view = MinePages(member.id, memory, pages)

@@ -116,7 +116,7 @@ async def test_where_my_message_was_shown_to_someone_else_never_says_who(any_bot
     assert other.display_name not in quoted and other.mention not in quoted
 
 
-async def test_a_public_answer_notes_where_the_answer_is(any_bot, guild, channel, member, other):
+async def test_a_public_answer_notes_where_the_answer_is(any_bot, slash, guild, channel, member, other):
     await say("the picnic moved to Saturday", member, guild.text_channels[1])  # not a turn just above the question
     await any_bot.memory.flush(vectors=True)
     await say(f"{any_bot.user.mention} when is the picnic?", other, channel)
@@ -125,6 +125,9 @@ async def test_a_public_answer_notes_where_the_answer_is(any_bot, guild, channel
     await any_bot.memory.quotations.flush()
     (quote,) = await any_bot.memory.store.member_quotations(guild.id, member.id)
     assert (quote.kind, quote.answer_channel_id, quote.answer_message_id) == ("answer", channel.id, reply.id)
+    http = await slash.run("memory mine", member, channel)
+    quoted = {f.name: f.value for f in http.last.embeds[0].fields}["Where your messages were shown to others"]
+    assert quoted.endswith(f"in a public answer {reply.jump_url}")
 
 
 async def test_the_log_is_off_with_one_setting(any_bot, slash, guild, channel, member, other):
