@@ -30,6 +30,11 @@ class GuildSettings:
     forget_on_leave: bool = False
     # Store other bots' and webhooks' messages (a level-up bot's posts are noise in recall); this bot's own are kept.
     store_bot_messages: bool = False
+    # Note where members' messages were quoted (privacy/quotations.py), and for how many days the notes are kept.
+    quotation_log: bool = True
+    quotation_retention_days: int = 90
+    # A member may download what memory holds of them (/memory export) once in this many hours (0: no limit).
+    export_interval_hours: int = 24
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GuildSettings:
@@ -40,6 +45,9 @@ class GuildSettings:
             retention_days=data.get("retention_days"),
             forget_on_leave=bool(data.get("forget_on_leave", False)),
             store_bot_messages=bool(data.get("store_bot_messages", False)),
+            quotation_log=bool(data.get("quotation_log", True)),
+            quotation_retention_days=int(data.get("quotation_retention_days", 90)),
+            export_interval_hours=int(data.get("export_interval_hours", 24)),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from .privacy.erasures import Erasures
 from .privacy.known import ErasuresUnreadable, known_at_open
 from .privacy.ledger import LEDGER_NAME, ErasureLedger
 from .privacy.purge_schedule import PurgeScheduler
+from .privacy.quotations import QuotationLog
+from .privacy.subject_access import SubjectAccess
 from .store.backend import open_backend
 from .vectors.embedding import EmbeddingModelError, EmbeddingService
 from .ingest.names import PlaceNames
@@ -112,6 +114,8 @@ class Memory:
         # Every forget, delete, opt-out and capture switch, kept in force through restores by the erasure ledger
         # (``ledger`` None: not kept, a bare test memory).
         self.erasures = Erasures(ledger, self.store, ingest, self.history, self.names, self.purges, self._policy)
+        self.subject_access = SubjectAccess(self.store)
+        self.quotations = QuotationLog(self.store, ingest.write_lock, self._policy.settings)
 
     @classmethod
     async def open(cls, profile: MemoryProfile, db_path: Path, index_dir: Path,
@@ -186,6 +190,7 @@ class Memory:
             ingest.start(embed=embed_backlog)  # only now: what the spool kept is written under the admission rule
             undo.pop_all()
         memory._autosave = asyncio.create_task(memory._autosave_loop(), name="memory-autosave")
+        memory.quotations.start()
         if memory.db_path is None:  # a server other processes may share: what they forget or rename reaches us
             memory.names.start_refreshing()
         log.info("Memory open: profile %s, %s, %d guild index(es)", profile.name, db_path,
@@ -201,6 +206,7 @@ class Memory:
         """
         async with contextlib.AsyncExitStack() as steps:  # the steps run last pushed, first
             steps.push_async_callback(self.store.close)
+            steps.push_async_callback(self.quotations.close)  # what it noted is written before the store closes
             if self.reranker is not None:
                 steps.push_async_callback(self.reranker.aclose)
             steps.push_async_callback(self.embedder.close)
@@ -381,7 +387,8 @@ class Memory:
         await self.erasures.set_opt_out(guild_id, user_id, opted_out)
 
     async def apply_retention(self, now: datetime | None = None) -> int:
-        """Forget what each guild's ``retention_days`` no longer keeps; returns how many messages went."""
+        """Forget what each guild's ``retention_days`` no longer keeps (and old quotation notes); how many messages."""
+        await self.quotations.prune((now or datetime.now(UTC)).timestamp())
         return self._forgot(await self._policy.apply_retention(now or datetime.now(UTC)))
 
     # -- retrieval ------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from ..runtime.logs import chosen_level, quiet_libraries, route_library_logs
 from ..runtime.safe_text import redacted_text
 from ..store.protocol import DatabaseUnavailableError
 from ..store.sqlite.integrity import explain_open_failure
-from . import database, forget, ingest, overview, recall
+from . import database, export, forget, ingest, overview, recall
 from .options import FAILED, USAGE, Terminal, add_memory_options, load_profile_for, shared_options
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class CommandGroup(Protocol):
 
 
 # The command groups, in the order --help lists them; the root's own groups follow.
-GROUPS: tuple[CommandGroup, ...] = (ingest, recall, overview, forget, database)
+GROUPS: tuple[CommandGroup, ...] = (ingest, recall, overview, forget, export, database)
 # Loggers whose warnings a command says itself, in its error line (a write that failed, a lost PostgreSQL): below
 # -v, a terminal shows one line per event. The bot's log keeps them.
 SAID_BY_THE_COMMAND = ("cogs.memory.ingest.writer", "cogs.memory.store.postgres.faults")

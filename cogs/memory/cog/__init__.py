@@ -5,8 +5,9 @@ Loaded as the ``cogs.memory.cog`` extension. Unloading or reloading it re-import
 
 May import: the ``Memory`` facade, ``records``, ``guild_policy``, ``prompt`` and ``llm`` (an answer's prompt and the
 client that asks for it), ``metrics`` (the bot's recorder, when it keeps one), ``ingest.report`` and ``ingest.content``,
-the store's history records (``store.history``), and ``runtime.profile`` and ``vectors.embedding`` for what profile
-commands show and catch; it is the only part that imports discord. Never the dashboard or the terminal (``cli``),
+the store's history records (``store.history``), what a member may see and take (``privacy.subject_access``,
+``privacy.member_export``, ``store.member_rows``), ``privacy.ledger``'s ErasureNotRecorded, and ``runtime.profile``
+and ``vectors.embedding`` for what profile commands show and catch; it is the only part that imports discord. Never the dashboard or the terminal (``cli``),
 which sit beside it: the bot (bot.py) serves the dashboard.
 """
 

@@ -16,7 +16,10 @@ from . import replies
 from .backfill import backfill_command
 from .catchup import CatchUp, heard_until_now
 from .capture import parse_message_link
+from .forgetting import ForgetPlan, confirm_and_forget, message_plan, not_recorded
+from .export import ExportCommands
 from .latency import Latencies
+from .mine import MineCommands
 from .options import DateTransformer, UserInputError, check_date_order, check_forget_options, options_checked
 from .permissions import (
     NotBotAdmin,
@@ -29,7 +32,7 @@ from .permissions import (
     readable_thread_parent_ids,
 )
 from .recall import format_memory_line
-from .views import ConfirmView, Paginator
+from .views import Paginator
 from ..privacy.ledger import ErasureNotRecorded
 from ..records import MAX_QUERY_CHARS, MAX_RESULTS, Hit, SearchFilters
 
@@ -67,7 +70,8 @@ def result_pages(query: str, results: Sequence[Hit]) -> list[discord.Embed]:
     return pages
 
 
-class MemoryCommands(commands.GroupCog, group_name="memory", group_description="Search and manage the bot's memory"):
+class MemoryCommands(MineCommands, ExportCommands, commands.GroupCog, group_name="memory",
+                     group_description="Search and manage the bot's memory"):
     profile = app_commands.Group(name="profile", description="The hardware profile that sizes the memory models")
 
     def __init__(self, bot: MemoryBot, latencies: Latencies | None = None, catch_up: CatchUp | None = None) -> None:
@@ -75,6 +79,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         self.latencies = latencies or Latencies()
         self.catch_up = catch_up
         self._backfills: set[int] = set()
+        self._exporting: set[tuple[int, int]] = set()  # (guild, member) whose export is being made
 
     def memory(self) -> Memory:
         if self.bot.memory is None:
@@ -102,10 +107,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
     @staticmethod
     def _not_recorded(interaction: discord.Interaction, error: ErasureNotRecorded) -> str:
-        """An erasure the ledger could not record was not done: the host reads why in the log, the member in a reply."""
-        log.warning("%s in guild %s was not done: %s", interaction.command and interaction.command.qualified_name,
-                    interaction.guild_id, error)
-        return replies.NOT_RECORDED.format(reason=error.reason)
+        return not_recorded(interaction, error)
 
     # -- search and stats ---------------------------------------------------------------------------------
 
@@ -148,6 +150,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         )
         recall = await memory.recall(query, filters, limit)
         self.latencies.searched(recall)
+        memory.quotations.note(recall.hits, "search", member.id)  # the quote's channel and time; never who searched
         if not recall.hits:
             await interaction.followup.send(replies.NO_RESULTS, ephemeral=True)
             return
@@ -189,22 +192,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     ) -> None:
         check_forget_options(what, channel=channel, member=member, message_link=message_link)
         memory = self.memory()
-        description, action = await self._forget_plan(interaction, memory, what, channel, member, message_link)
-        view = ConfirmView(interaction.user.id)
-        prompt = replies.FORGET_CONFIRM.format(what=description)
-        await interaction.response.send_message(prompt, view=view, ephemeral=True)
-        await view.wait()
-        if not view.confirmed:
-            await interaction.edit_original_response(content=replies.FORGET_CANCELLED, view=None)
-            return
-        try:
-            count = await action()
-        except ErasureNotRecorded as error:  # nothing was forgotten: the prompt says so in place of its buttons
-            await interaction.edit_original_response(content=self._not_recorded(interaction, error), view=None)
-            return
-        await memory.purge()  # "forgot" means gone from the files too, not only from search
-        done = replies.FORGOTTEN.format(count=count, what=description)
-        await interaction.edit_original_response(content=done, view=None)
+        plan = await self._forget_plan(interaction, memory, what, channel, member, message_link)
+        await confirm_and_forget(interaction, memory, plan)
 
     async def _forget_plan(
         self,
@@ -214,7 +203,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         channel: ReadableChannel | None,
         member: discord.User | None,
         message_link: str | None,
-    ) -> tuple[str, Any]:
+    ) -> ForgetPlan:
         """What will be forgotten (in words) and the coroutine function that does it, after checking who asks."""
         user = command_member(interaction)
         guild_id = user.guild.id
@@ -239,20 +228,16 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
     async def _forget_message_plan(
         self, interaction: discord.Interaction, memory: Memory, message_link: str | None
-    ) -> tuple[str, Any]:
+    ) -> ForgetPlan:
         member = command_member(interaction)
         parsed = parse_message_link(message_link or "")
         if parsed is None or parsed[0] != member.guild.id:
             raise UserInputError(replies.FORGET_BAD_LINK)
         _, channel_id, message_id = parsed
         stored_in = await memory.stored_channel(member.guild.id, message_id)
-        if stored_in is None:  # not stored, or stored under another guild: nothing of this server to forget
-            raise UserInputError(replies.FORGET_NOT_STORED)
-        if stored_in != channel_id:  # the link's channel part does not name where the message was said
+        if stored_in is not None and stored_in != channel_id:  # the link's channel part does not name where it was said
             raise UserInputError(replies.FORGET_BAD_LINK)
-        if not is_guild_admin(member) and not await memory.written_by(member.guild.id, member.id, message_id):
-            raise NotGuildAdmin(replies.FORGET_NOT_YOURS)
-        return "that message", lambda: memory.forget_message(member.guild.id, message_id)
+        return await message_plan(member, memory, message_id)
 
     @app_commands.command(name="optout", description="Stop the bot remembering your messages here, and forget them")
     @app_commands.guild_only()
@@ -300,6 +285,9 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         retention_days="Forget messages older than this many days (0 keeps everything)",
         forget_on_leave="Forget a member's messages when they leave the server",
         store_bot_messages="Remember other bots' and webhooks' messages (this bot's own are always kept)",
+        quotation_log="Note where members' messages were shown to others (ids and times; members see it)",
+        quotation_retention_days="Keep those notes this many days",
+        export_interval_hours="A member may download their data once in this many hours (0: no limit)",
     )
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
@@ -315,6 +303,9 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         retention_days: app_commands.Range[int, 0, 3650] | None = None,
         forget_on_leave: bool | None = None,
         store_bot_messages: bool | None = None,
+        quotation_log: bool | None = None,
+        quotation_retention_days: app_commands.Range[int, 1, 3650] | None = None,
+        export_interval_hours: app_commands.Range[int, 0, 8760] | None = None,
     ) -> None:
         memory = self.memory()
         guild_id = command_member(interaction).guild.id
@@ -339,6 +330,9 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             changes["forget_on_leave"] = forget_on_leave
         if store_bot_messages is not None:
             changes["store_bot_messages"] = store_bot_messages
+        member_records = {"quotation_log": quotation_log, "quotation_retention_days": quotation_retention_days,
+                          "export_interval_hours": export_interval_hours}
+        changes.update({key: value for key, value in member_records.items() if value is not None})
         if changes:
             current = current.with_changes(**changes)
             await memory.save_settings(guild_id, current)

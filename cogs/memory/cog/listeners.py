@@ -29,6 +29,7 @@ from .recall import (
 from ..guild_policy import GuildSettings
 from ..records import Hit, SearchFilters
 from ..runtime.safe_text import redacted_text
+from ..store.member_rows import QuotationKind
 
 if TYPE_CHECKING:
     from bot import MemoryBot
@@ -41,6 +42,8 @@ log = logging.getLogger(__name__)
 RECENT_TURNS = 6
 RECALL_LIMIT = ANSWER_RECALL_LIMIT  # python -m cogs.memory ask recalls as many
 RECALL_FAILED_REPLY = "Sorry, I couldn't search my memory just now. Please try again in a moment."
+# What an answer showed, and how: noted in the quotation log once the answer is sent.
+Shown = tuple[Sequence[Hit], QuotationKind]
 
 
 class MemoryListeners(commands.Cog):
@@ -217,22 +220,27 @@ class MemoryListeners(commands.Cog):
         return turns, frozenset(seen)
 
     async def recall_and_reply(self, message: discord.Message) -> None:
+        shown: Shown = ((), "answer")
         try:
             async with message.channel.typing():
-                reply = await self._answer(message)
+                reply, shown = await self._answer(message)
         except Exception:  # noqa: BLE001 - the member gets a generic reply, the log gets the traceback
             log.exception("Recall failed for message %d in channel %d", message.id, message.channel.id)
             reply = RECALL_FAILED_REPLY
-        await message.reply(reply, mention_author=False)
+        sent = await message.reply(reply, mention_author=False)
+        memory = self.bot.memory
+        if memory is not None and shown[0]:  # where each quoted member's words went (privacy/quotations.py)
+            memory.quotations.note(shown[0], shown[1], message.author.id, answer_channel_id=sent.channel.id,
+                                   answer_message_id=sent.id)
 
-    async def _answer(self, message: discord.Message) -> str:
+    async def _answer(self, message: discord.Message) -> tuple[str, Shown]:
         """The public reply: only what everyone who sees this channel may read, and what the asker may read too."""
         memory = self.bot.memory
         author = message.author
         channel = message.channel
         if (memory is None or not isinstance(author, discord.Member)
                 or not isinstance(channel, discord.abc.GuildChannel | discord.Thread)):
-            return NO_MEMORIES_REPLY
+            return NO_MEMORIES_REPLY, ((), "answer")
         turns, visible = await self._context_turns(message)
         query = build_query(message.content, turns)
         readable = readable_channel_ids(author)
@@ -250,16 +258,20 @@ class MemoryListeners(commands.Cog):
         self.latencies.recalled(recall)
         results = recall.hits
         log.debug("Recall for %d: %r -> %d results", message.id, query, len(results))
+        asked = self.bot.user in message.mentions or message.reference is not None
+        listed: QuotationKind = "answer" if asked else "auto"
         if not results or self.llm is None:
-            return format_memories(results, note)
-        return await self._llm_answer(author.display_name, strip_mentions(message.content), results, note)
+            return format_memories(results, note), (results, listed)
+        answer = await self._llm_answer(author.display_name, strip_mentions(message.content), results, note)
+        return answer or format_memories(results, note), (results, "llm" if answer else listed)
 
-    async def _llm_answer(self, asker: str, question: str, results: Sequence[Hit], note: str | None) -> str:
-        """The LLM's answer from ``results`` alone: they already obey the audience rule, so the prompt does too."""
+    async def _llm_answer(self, asker: str, question: str, results: Sequence[Hit], note: str | None) -> str | None:
+        """The LLM's answer from ``results`` alone (they already obey the audience rule, so the prompt does too);
+        None when it failed: the memories are the answer."""
         assert self.llm is not None
         try:
             text = await self.llm.complete(build_chat_messages(asker, question, results))
         except LLMError as error:
             log.warning("LLM answer failed, replying with the memories instead: %s", error)
-            return format_memories(results, note)
+            return None
         return with_note(text, note)

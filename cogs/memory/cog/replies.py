@@ -90,6 +90,15 @@ def _channels(ids: frozenset[int]) -> str:
     return ", ".join(f"<#{i}>" for i in sorted(ids)) or "none"
 
 
+def _quotation_log(settings: GuildSettings) -> str:
+    return f"on, notes kept {settings.quotation_retention_days} days" if settings.quotation_log else "off"
+
+
+def _exports(settings: GuildSettings) -> str:
+    hours = settings.export_interval_hours
+    return f"one every {hours} hours per member" if hours else "no limit"
+
+
 def settings_summary(settings: GuildSettings) -> str:
     retention = "keep everything" if settings.retention_days is None else f"{settings.retention_days} days"
     return "\n".join(
@@ -100,6 +109,8 @@ def settings_summary(settings: GuildSettings) -> str:
             f"Retention: {retention}",
             f"Forget members who leave: {'yes' if settings.forget_on_leave else 'no'}",
             f"Other bots' and webhooks' messages: {'stored' if settings.store_bot_messages else 'not stored'}",
+            f"Quotation log: {_quotation_log(settings)}",
+            f"Member exports: {_exports(settings)}",
         ]
     )
 
@@ -218,3 +229,22 @@ def stats_embed(guild_name: str, stats: MemoryStats, profile: str, reranker: Rer
     if stats.queued:
         embed.set_footer(text=f"{stats.queued} messages waiting to be indexed")
     return embed
+
+# /memory mine and /memory export: what memory holds of the member who asks.
+MINE_TITLE = "What I remember of you in {guild}"
+MINE_NOTHING = "I hold nothing of you in this server: no message, no opt-out, no note of where you were quoted."
+MINE_OPTED_OUT = "You opted out here {when}: I don't remember what you say. Use /memory optin to undo."
+MINE_OPTED_IN = "You are not opted out: I remember what you say here. Use /memory optout to stop that."
+MINE_HIDDEN = "{messages} more in {channels} channel(s) you can no longer read (not shown)."
+MINE_NO_QUOTES = "None of your messages has been shown to anyone else lately."
+MINE_LATEST_TITLE = "Your latest messages I remember"
+MINE_SEARCH_TITLE = "Your messages matching: {query}"
+MINE_NO_MATCH = "None of your messages I remember matches that, in the channels you can read."
+EXPORT_NOT_YET = "You can have one export every {hours} hours; your next one is ready {when}."
+EXPORT_RUNNING = "Your export is already being made; it will arrive here."
+EXPORT_NOTHING = "I hold nothing of you in this server, so there is nothing to export."
+EXPORT_SENT = ("Here is everything I hold of you in this server ({messages} messages, {quotes} notes of where they "
+               "were quoted), in {parts} part(s): JSON, and the same as a web page. {hidden}")
+EXPORT_HIDDEN = "{messages} more are in channels you can no longer read: counted, not included."
+EXPORT_PART = "Part {number} of {parts}."
+EXPORT_FAILED = "I could not finish your export; nothing was counted against your limit. Please try again later."

@@ -18,7 +18,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..metrics import MetricsRecorder
 from ..runtime.safe_text import redacted
-from . import api, views
+from . import api, subject_access, views
 from .auth import LoginTokens, Sessions, csrf_matches
 from .config import DashboardConfig
 from .gauges import OverviewCollector
@@ -204,6 +204,7 @@ def build_app(state: DashboardState) -> web.Application:
     app.router.add_get("/metrics", metrics)
     views.add_routes(app.router)
     api.add_routes(app.router)
+    subject_access.add_routes(app.router)
     return app
 
 

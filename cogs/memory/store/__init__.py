@@ -1,6 +1,6 @@
 """The stores, side by side: SQLite (sqlite/, the default) and PostgreSQL + pgvector (postgres/). What both share
 lives here: the protocols (protocol: a role Protocol per user of a store, ``Store`` their union, ``VectorIndexes``,
-``SearchEngine`` and ``StoreBackend``), the rows ingest writes and reads (rows), the history records (history), a
+``SearchEngine`` and ``StoreBackend``), the rows ingest writes and reads (rows), what memory holds of one member (member_rows), the history records (history), a
 migration (migration), the neighbour SQL (neighbours), and the choice of backend (backend). Only the store packages
 hold SQL.
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..vectors.stored import VectorSource
+from .member_rows import MemberChannel, MemberMessage, Quotation
 from .rows import AuthorName, AuthorSeen, ChannelMessage, PerformanceMinute, PlaceName, RowRef, VectorInput, WriteBatch
 
 if TYPE_CHECKING:
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
     from .history import HistoryLedger
 
 __all__ = ("DatabaseUnavailableError", "ErasureRecords", "GuildPolicyStore", "GuildRulesSource", "IngestStore",
-           "MessageAuthors", "MessageReads", "MessageRefs", "MessageWrites", "PendingVectors", "PerformanceHistory",
-           "PlaceNameStore", "Reembedding",
+           "MemberRecords", "MessageAuthors", "MessageReads", "MessageRefs", "MessageWrites", "PendingVectors",
+           "PerformanceHistory", "PlaceNameStore", "Reembedding",
            "SearchEngine", "Store", "StoreBackend", "StoreOpenError", "StoreUpkeep", "VectorIndexes")
 
 
@@ -147,6 +148,23 @@ class ErasureRecords(Protocol):
     async def record_erasure(self, erasure_id: str, at: float, entry: str) -> None: ...
 
 
+class MemberRecords(Protocol):
+    """What memory holds of one member (privacy/subject_access.py, member_export.py, quotations.py): their channels,
+    their messages a page at a time, where their messages were quoted, and their last export's time."""
+
+    async def member_channels(self, guild_id: int, author_id: int) -> list[MemberChannel]: ...
+    def iter_member_messages(self, guild_id: int, author_id: int, *, newest_first: bool = False,
+                             page: int = 512) -> AsyncIterator[MemberMessage]: ...
+    async def record_quotations(self, quotations: Sequence[Quotation]) -> int: ...
+    async def member_quotations(self, guild_id: int, author_id: int,
+                                limit: int | None = None) -> list[Quotation]: ...
+    async def quotation_counts(self, guild_id: int) -> dict[str, int]: ...
+    async def prune_quotations(self, guild_id: int, before: float) -> int: ...
+    async def last_export(self, guild_id: int, user_id: int) -> float | None: ...
+    async def note_export(self, guild_id: int, user_id: int, at: float | None = None) -> None: ...
+    async def erasures(self) -> dict[str, str]: ...  # an opt-out's time is its ledger entry's
+
+
 class StoreUpkeep(Protocol):
     """What Memory does to the store as a whole: where it lives, erasing forgotten text from its files, marking
     which messages wait for the current model's vectors (at open, and after a switch re-embedded them), closing."""
@@ -175,7 +193,7 @@ class PerformanceHistory(Protocol):
 
 @runtime_checkable
 class Store(IngestStore, MessageReads, Reembedding, GuildPolicyStore, PlaceNameStore, ErasureRecords, StoreUpkeep,
-            MessageAuthors, PerformanceHistory, Protocol):
+            MessageAuthors, PerformanceHistory, MemberRecords, Protocol):
     """Every role at once: messages with their keyword text and vectors, guild settings, opt-outs, delete tombstones,
     names and applied erasures. Only Memory (the facade that hands each part its role) holds a whole ``Store``."""
 

@@ -214,6 +214,33 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("CREATE TABLE performance_minutes (origin TEXT NOT NULL, minute DOUBLE PRECISION NOT NULL, "
          "figures TEXT NOT NULL, PRIMARY KEY (origin, minute))",),
     ),
+    Migration(
+        # The quotation log and each member's last export, as on SQLite (migrations.py, 0014_member_records).
+        "0010_member_records",
+        ("""
+         CREATE TABLE quotations (
+             message_id BIGINT NOT NULL REFERENCES messages (message_id) ON DELETE CASCADE,
+             guild_id BIGINT NOT NULL,
+             author_id BIGINT NOT NULL,
+             channel_id BIGINT NOT NULL,
+             quoted_at DOUBLE PRECISION NOT NULL,
+             kind TEXT NOT NULL CHECK (kind IN ('answer', 'auto', 'llm', 'search')),
+             answer_channel_id BIGINT,
+             answer_message_id BIGINT
+         )
+         """,
+         "CREATE INDEX quotations_member ON quotations (guild_id, author_id, quoted_at)",
+         "CREATE INDEX quotations_message ON quotations (message_id)",
+         "CREATE INDEX quotations_guild_time ON quotations (guild_id, quoted_at)",
+         """
+         CREATE TABLE member_exports (
+             guild_id BIGINT NOT NULL,
+             user_id BIGINT NOT NULL,
+             exported_at DOUBLE PRECISION NOT NULL,
+             PRIMARY KEY (guild_id, user_id)
+         )
+         """),
+    ),
 )
 
 

@@ -21,6 +21,7 @@ from . import fts, pending
 from .faults import GuardedPool, opening
 from .channels import ChannelGuildsMixin
 from .dashboard_rows import DashboardRowsMixin
+from .members import MemberRecordsMixin
 from .names import PlaceNamesMixin
 from .pending import PostgresPendingMixin
 from .schema import ROWID_BLOCK, apply_migrations
@@ -132,7 +133,7 @@ async def _prepare_connection(conn: asyncpg.Connection) -> None:
                               format="binary")
 
 
-class PostgresStore(PostgresPendingMixin, PlaceNamesMixin, ChannelGuildsMixin, DashboardRowsMixin):
+class PostgresStore(PostgresPendingMixin, PlaceNamesMixin, MemberRecordsMixin, ChannelGuildsMixin, DashboardRowsMixin):
     """An asyncpg pool over one PostgreSQL database; each ``write`` is one transaction.
 
     ``query_logger`` (tests) sees every statement each pooled connection runs.

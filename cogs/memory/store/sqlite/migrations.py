@@ -259,6 +259,34 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("CREATE TABLE performance_minutes (origin TEXT NOT NULL, minute REAL NOT NULL, figures TEXT NOT NULL, "
          "PRIMARY KEY (origin, minute))",),
     ),
+    Migration(
+        # Where a member's messages were quoted (ids and times, never text: member_rows.Quotation), gone with the
+        # message it notes; and when each member last downloaded what memory holds of them (the daily limit).
+        "0014_member_records",
+        ("""
+         CREATE TABLE quotations (
+             message_id INTEGER NOT NULL REFERENCES messages (message_id) ON DELETE CASCADE,
+             guild_id INTEGER NOT NULL,
+             author_id INTEGER NOT NULL,
+             channel_id INTEGER NOT NULL,
+             quoted_at REAL NOT NULL,
+             kind TEXT NOT NULL CHECK (kind IN ('answer', 'auto', 'llm', 'search')),
+             answer_channel_id INTEGER,
+             answer_message_id INTEGER
+         )
+         """,
+         "CREATE INDEX quotations_member ON quotations (guild_id, author_id, quoted_at)",
+         "CREATE INDEX quotations_message ON quotations (message_id)",
+         "CREATE INDEX quotations_guild_time ON quotations (guild_id, quoted_at)",
+         """
+         CREATE TABLE member_exports (
+             guild_id INTEGER NOT NULL,
+             user_id INTEGER NOT NULL,
+             exported_at REAL NOT NULL,
+             PRIMARY KEY (guild_id, user_id)
+         )
+         """),
+    ),
 )
 
 

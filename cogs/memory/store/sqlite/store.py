@@ -21,6 +21,7 @@ from .integrity import StoreOpenError
 from .migrations import apply_migrations
 from .channels import ChannelGuildsMixin
 from .dashboard_rows import DashboardRowsMixin
+from .members import MemberRecordsMixin
 from .names import PlaceNamesMixin
 from .pending import PendingVectorsMixin
 from .readers import ReaderPool
@@ -110,7 +111,7 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]
         yield values[start : start + size]
 
 
-class SqliteStore(PendingVectorsMixin, PlaceNamesMixin, ChannelGuildsMixin, DashboardRowsMixin):
+class SqliteStore(PendingVectorsMixin, PlaceNamesMixin, MemberRecordsMixin, ChannelGuildsMixin, DashboardRowsMixin):
     """One long-lived aiosqlite connection; every write goes through one transaction per call.
 
     Searches read through ``read`` on a pool of read-only connections, so they never wait for a write.

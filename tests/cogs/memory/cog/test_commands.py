@@ -288,12 +288,21 @@ async def test_an_admin_turns_on_auto_recall_in_a_channel(memory_bot, slash, cha
     http = await slash.run("memory settings", admin, channel, auto_recall=True, recall_channel=channel)
     assert http.last.content == (
         f"**Memory settings for this server**\nAuto-recall: on in <#{channel.id}>\nNot captured: none\n"
-        "Retention: keep everything\nForget members who leave: no\nOther bots' and webhooks' messages: not stored")
+        "Retention: keep everything\nForget members who leave: no\nOther bots' and webhooks' messages: not stored\n"
+        "Quotation log: on, notes kept 90 days\nMember exports: one every 24 hours per member")
+
+
+async def test_an_admin_turns_the_quotation_log_off_and_sets_the_export_interval(memory_bot, slash, guild, channel,
+                                                                                 admin):
+    http = await slash.run("memory settings", admin, channel, quotation_log=False, export_interval_hours=0)
+    settings = await memory_bot.memory.settings(guild.id)
+    assert (http.last.content.splitlines()[-2:], settings.quotation_log, settings.export_interval_hours) == (
+        ["Quotation log: off", "Member exports: no limit"], False, 0)
 
 
 async def test_an_admin_lets_other_bots_messages_be_stored(memory_bot, slash, guild, channel, admin):
     http = await slash.run("memory settings", admin, channel, store_bot_messages=True)
-    assert (http.last.content.splitlines()[-1], (await memory_bot.memory.settings(guild.id)).store_bot_messages) == (
+    assert (http.last.content.splitlines()[-3], (await memory_bot.memory.settings(guild.id)).store_bot_messages) == (
         "Other bots' and webhooks' messages: stored", True)
 
 

@@ -18,8 +18,9 @@ def test_all_commands_live_under_one_memory_group(discord_bot):
 def test_the_expected_commands_exist(discord_bot):
     leaves = sorted(c.qualified_name for c in discord_bot.tree.walk_commands() if isinstance(c, app_commands.Command))
     assert leaves == [
-        "memory backfill", "memory forget", "memory optin", "memory optout", "memory profile list",
-        "memory profile set", "memory profile show", "memory search", "memory settings", "memory stats",
+        "memory backfill", "memory export", "memory forget", "memory mine", "memory optin", "memory optout",
+        "memory profile list", "memory profile set", "memory profile show", "memory search", "memory settings",
+        "memory stats",
     ]
 
 
@@ -44,7 +45,7 @@ def test_admin_commands_hint_manage_guild_to_the_client(discord_bot):
 
 def test_the_tree_serialises_for_sync(discord_bot):
     payload = discord_bot.tree.get_command("memory").to_dict(discord_bot.tree)
-    assert payload["name"] == "memory" and len(payload["options"]) == 8
+    assert payload["name"] == "memory" and len(payload["options"]) == 10
 
 
 def test_every_command_checks_its_options_after_its_permission_checks(discord_bot):

@@ -18,7 +18,7 @@ from cogs.memory.store.postgres.history import PostgresHistory
 from cogs.memory.store.postgres.indexes import DatabaseIndexes
 from cogs.memory.store.postgres.search import PostgresSearchEngine
 from cogs.memory.store.postgres.store import PostgresStore
-from cogs.memory.store.protocol import (ErasureRecords, GuildPolicyStore, GuildRulesSource, IngestStore,
+from cogs.memory.store.protocol import (ErasureRecords, GuildPolicyStore, GuildRulesSource, IngestStore, MemberRecords,
                                         MessageAuthors, MessageReads, MessageRefs, MessageWrites, PendingVectors,
                                         PerformanceHistory, PlaceNameStore, Reembedding, SearchEngine, Store,
                                         StoreBackend, StoreUpkeep, VectorIndexes)
@@ -29,7 +29,8 @@ from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.index import EmbeddingSource, IndexRegistry
 
 ROLES = (MessageWrites, PendingVectors, MessageRefs, IngestStore, MessageReads, Reembedding, GuildRulesSource,
-         GuildPolicyStore, PlaceNameStore, ErasureRecords, StoreUpkeep, MessageAuthors, PerformanceHistory, Store)
+         GuildPolicyStore, PlaceNameStore, ErasureRecords, StoreUpkeep, MessageAuthors, PerformanceHistory, MemberRecords,
+         Store)
 SEAMS: list[tuple[type, type]] = [
     *((role, store) for role in ROLES for store in (SqliteStore, PostgresStore)),
     (EmbeddingSource, SqliteStore),
