@@ -22,6 +22,8 @@ from ..vectors.stored import VectorSource
 from .rows import ChannelMessage, PlaceName, RowRef, VectorInput, WriteBatch
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ..records import Hit, SearchFilters
     from ..runtime.profile import MemoryProfile
     from ..runtime.ranking import RankingTuning
@@ -194,7 +196,7 @@ class SearchEngine(Protocol):
     tuning: RankingTuning
 
     async def search(self, query: str, filters: SearchFilters, limit: int,
-                     mode: Mode = "hybrid") -> list[Hit]: ...
+                     mode: Mode = "hybrid", asked_at: datetime | None = None) -> list[Hit]: ...
 
 
 @runtime_checkable
