@@ -23,7 +23,7 @@ from ..language.dates import DateWindow, find_windows
 from ..records import Boost
 from ..store.rows import CandidateRow
 
-__all__ = ("GuildNames", "Named", "guild_names", "named_boosts", "plain_names", "read_question")
+__all__ = ("GuildNames", "NameIndex", "Named", "guild_names", "named_boosts", "plain_names", "read_question")
 
 _MENTION = re.compile(r"<@!?(\d+)>")
 _CHANNEL_LINK = re.compile(r"<#(\d+)>")
@@ -37,26 +37,52 @@ def _tokens(value: str) -> tuple[str, ...]:
     return tuple(token.casefold() for token in _TOKEN.findall(value))
 
 
+Entry = tuple[tuple[str, ...], frozenset[int]]  # a name's tokens, and the members or channels of that name
+
+
+class NameIndex(NamedTuple):
+    """Names by their first token, and the names in a CJK script (found inside running text, not by token)."""
+
+    by_first: Mapping[str, tuple[Entry, ...]]
+    cjk: tuple[Entry, ...]
+
+    def present(self, question: str) -> list[Entry]:
+        """The names that may stand in ``question``: those whose first token it holds, and the CJK names it holds.
+        A question costs a look-up per word, not a pass over every name of a large guild."""
+        folded = question.casefold()
+        found = [entry for token in dict.fromkeys(_tokens(question)) for entry in self.by_first.get(token, ())]
+        return found + [entry for entry in self.cjk if " ".join(entry[0]) in folded]
+
+
+def _index(names: Mapping[int, str]) -> NameIndex:
+    ids: dict[tuple[str, ...], set[int]] = {}
+    for place, name in names.items():
+        if tokens := _tokens(name):
+            ids.setdefault(tokens, set()).add(place)
+    by_first: dict[str, list[Entry]] = {}
+    cjk: list[Entry] = []
+    for tokens, places in ids.items():
+        entry = (tokens, frozenset(places))
+        if _CJK.search(" ".join(tokens)):
+            cjk.append(entry)
+        else:
+            by_first.setdefault(tokens[0], []).append(entry)
+    return NameIndex({first: tuple(entries) for first, entries in by_first.items()}, tuple(cjk))
+
+
 class GuildNames(NamedTuple):
-    """One guild's members (author id → display name as last stored) and channels (id → name), and each name's
-    tokens, for matching a question against them. Built per guild: no other guild's name is ever read here."""
+    """One guild's members (author id → display name as last stored) and channels (id → name), indexed for matching
+    a question against them. Built per guild: no other guild's name is ever read here."""
 
     members: Mapping[int, str]
     channels: Mapping[int, str]
-    member_tokens: Mapping[tuple[str, ...], frozenset[int]]
-    channel_tokens: Mapping[tuple[str, ...], frozenset[int]]
+    member_index: NameIndex
+    channel_index: NameIndex
 
 
 def guild_names(members: Mapping[int, str], channels: Mapping[int, str]) -> GuildNames:
     """``GuildNames`` over one guild's stored members and channels."""
-    def index(names: Mapping[int, str]) -> dict[tuple[str, ...], frozenset[int]]:
-        found: dict[tuple[str, ...], set[int]] = {}
-        for place, name in names.items():
-            if tokens := _tokens(name):
-                found.setdefault(tokens, set()).add(place)
-        return {tokens: frozenset(ids) for tokens, ids in found.items()}
-
-    return GuildNames(dict(members), dict(channels), index(members), index(channels))
+    return GuildNames(dict(members), dict(channels), _index(members), _index(channels))
 
 
 class Named(NamedTuple):
@@ -73,8 +99,11 @@ class Named(NamedTuple):
 
 
 def _spans(tokens: tuple[str, ...], question: str) -> Iterable[tuple[int, int, str]]:
-    """Where ``tokens`` stand in ``question`` as whole words: (start, end, the '@' or '#' written before, or '')."""
-    pattern = r"(?<![\w@#])([@#]?)" + r"\s+".join(re.escape(token) for token in tokens) + r"(?!\w)"
+    """Where ``tokens`` stand in ``question`` as whole words, or anywhere for a name in a CJK script (written without
+    spaces): (start, end, the '@' or '#' written before, or '')."""
+    words = r"\s+".join(re.escape(token) for token in tokens)
+    cjk = _CJK.search(words) is not None
+    pattern = r"([@#]?)" + words if cjk else r"(?<![\w@#])([@#]?)" + words + r"(?!\w)"
     for match in re.finditer(pattern, question, re.IGNORECASE):
         yield match.start(), match.end(), match[1]
 
@@ -85,7 +114,7 @@ def plain_names(question: str, names: GuildNames) -> dict[str, frozenset[int]]:
     person is the store's to say (``people``)."""
     found: dict[str, frozenset[int]] = {}
     folded = question.casefold()
-    for tokens, ids in names.member_tokens.items():
+    for tokens, ids in names.member_index.present(question):
         name = " ".join(tokens)
         if _CJK.search(name):
             if len(name.replace(" ", "")) >= 2 and name in folded:
@@ -110,14 +139,14 @@ def read_question(question: str, names: GuildNames, asked_at: datetime, people: 
     for match in _CHANNEL_LINK.finditer(question):
         channels.setdefault(int(match[1]), "#" + names.channels.get(int(match[1]), match[1]))
     searched = _CHANNEL_LINK.sub("", searched)
-    for tokens, ids in names.member_tokens.items():
+    for tokens, ids in names.member_index.present(question):
         name = " ".join(tokens)
         for _, _, mark in _spans(tokens, question):
             if mark == "@":  # "@alice": the member meant it; no word rule
                 authors.update((member, "@" + name) for member in ids if member not in authors)
         if name in people:
             authors.update((member, name) for member in ids if member not in authors)
-    for tokens, ids in names.channel_tokens.items():
+    for tokens, ids in names.channel_index.present(searched):
         for start, end, mark in _spans(tokens, searched):
             if mark == "#" or _CHANNEL_WORD.match(searched, end):
                 channels.update((channel, "#" + " ".join(tokens)) for channel in ids if channel not in channels)

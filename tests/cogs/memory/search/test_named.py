@@ -12,9 +12,9 @@ from cogs.memory.store.rows import CandidateRow
 
 ASKED = datetime(2024, 5, 15, 12, 0, tzinfo=UTC)
 ALICE, BOB, SAM_A, SAM_B, OK, THE, XIAOMING = 100, 200, 301, 302, 400, 500, 600
-GENERAL, TRIPS, THREAD = 10, 11, 12
+GENERAL, TRIPS, THREAD, CHAT = 10, 11, 12, 13
 NAMES = guild_names({ALICE: "Alice", BOB: "bob", SAM_A: "sam", SAM_B: "Sam", OK: "ok", THE: "the", XIAOMING: "小明"},
-                    {GENERAL: "general", TRIPS: "trips"})
+                    {GENERAL: "general", TRIPS: "trips", CHAT: "闲聊"})
 
 
 def test_a_mention_names_its_member_and_is_searched_as_the_name() -> None:
@@ -41,6 +41,8 @@ def test_a_channel_link_and_hash_name_name_the_channel_and_are_not_searched_as_w
 def test_a_channel_name_before_the_word_channel_names_it_and_alone_does_not() -> None:
     assert read_question("what was said in the trips channel", NAMES, ASKED).channels == {TRIPS: "#trips"}
     assert read_question("在trips频道说了什么", NAMES, ASKED).channels == {}  # not a whole word there
+    assert read_question("在闲聊频道李雷说了什么", NAMES, ASKED).channels == {CHAT: "#闲聊"}  # inside CJK text
+    assert read_question("闲聊的时候说了什么", NAMES, ASKED).channels == {}
     assert read_question("any general advice on trips", NAMES, ASKED).channels == {}
 
 
