@@ -153,7 +153,9 @@ _RULES: tuple[Rule, ...] = (
           lambda m, d: _latest_date(d, _MONTHS[m[2].lower()], int(m[1]), _year_of(m[3]))),
     _rule(rf"({_MONTH})\s+(\d{{4}})", lambda m, d: _month(int(m[2]), _MONTHS[m[1].lower()])),
     # A month's name alone is a common word too ("may", "march"): it names a month after a preposition.
-    _rule(rf"(?:in|during|since|last|this)\s+({_MONTH})", lambda m, d: _latest_month(d, _MONTHS[m[1].lower()], None)),
+    _rule(rf"since\s+({_MONTH})", lambda m, d: (_latest_month(d, _MONTHS[m[1].lower()], None)[0],
+                                                d + timedelta(days=1))),
+    _rule(rf"(?:in|during|last|this)\s+({_MONTH})", lambda m, d: _latest_month(d, _MONTHS[m[1].lower()], None)),
     _rule(r"(?:in|during)\s+((?:19|20)\d{2})", lambda m, d: _year(int(m[1]))),
     # -- relative days
     _rule(r"the\s+day\s+before\s+yesterday", lambda m, d: _day(d, -2)),

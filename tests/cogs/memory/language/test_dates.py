@@ -31,6 +31,7 @@ def days(question: str, asked: datetime = WEDNESDAY) -> list[tuple[date, date]]:
     ("a couple of days ago", date(2024, 5, 13), date(2024, 5, 14)),
     ("in March", date(2024, 3, 1), date(2024, 4, 1)),
     ("in June", date(2023, 6, 1), date(2023, 7, 1)),
+    ("since March", date(2024, 3, 1), date(2024, 5, 16)),
     ("last month", date(2024, 4, 1), date(2024, 5, 1)),
     ("last year", date(2023, 1, 1), date(2024, 1, 1)),
     ("in 2022", date(2022, 1, 1), date(2023, 1, 1)),
