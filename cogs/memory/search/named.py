@@ -28,6 +28,7 @@ __all__ = ("GuildNames", "NameIndex", "Named", "guild_names", "named_boosts", "p
 _MENTION = re.compile(r"<@!?(\d+)>")
 _CHANNEL_LINK = re.compile(r"<#(\d+)>")
 _TOKEN = re.compile(r"[^\W_]+(?:[_'.-][^\W_]+)*")
+_PIECE = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _CHANNEL_WORD = re.compile(r"\s*(?:channel\b|频道|頻道)", re.IGNORECASE)
 MIN_LATIN_NAME = 3
@@ -50,7 +51,9 @@ class NameIndex(NamedTuple):
         """The names that may stand in ``question``: those whose first token it holds, and the CJK names it holds.
         A question costs a look-up per word, not a pass over every name of a large guild."""
         folded = question.casefold()
-        found = [entry for token in dict.fromkeys(_tokens(question)) for entry in self.by_first.get(token, ())]
+        # A name's first word may stand whole ("alice_w") or as a part of a longer token ("Fern's").
+        words = dict.fromkeys([*_tokens(question), *_PIECE.findall(folded)])
+        found = [entry for token in words for entry in self.by_first.get(token, ())]
         return found + [entry for entry in self.cjk if " ".join(entry[0]) in folded]
 
 

@@ -57,6 +57,12 @@ def test_a_plain_name_names_its_member_only_once_the_store_says_it_reads_as_a_pe
     assert read_question("what did alice say", NAMES, ASKED, people={"alice"}).authors == {ALICE: "alice"}
 
 
+def test_a_name_is_found_before_a_possessive_and_a_name_with_punctuation_whole() -> None:
+    names = guild_names({ALICE: "Fern", BOB: "bob_w"}, {})
+    assert plain_names("what did people tell Fern's sister, and bob_w?", names) == {
+        "fern": frozenset({ALICE}), "bob_w": frozenset({BOB})}
+
+
 def test_an_ambiguous_name_names_every_member_who_has_it() -> None:
     assert read_question("what did Sam say", NAMES, ASKED, people={"sam"}).authors == {SAM_A: "sam", SAM_B: "sam"}
 
