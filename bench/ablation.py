@@ -32,6 +32,8 @@ ABLATIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "replies": {"replies_lent": 0},
     # A name in the question adds nothing to that author's messages.
     "name_match": {"author_weight": 0.0},
+    # The question is searched as written: the people, channels and times it names boost nothing (search/named.py).
+    "named": {"named_boost": 0.0},
     # The vector side keeps its full weight whatever share of the question the model reads.
     "coverage": {"embedding_scripts": "all"},
     # Every channel counts as a dialogue: the neighbour spread and the guessed question loan at full strength

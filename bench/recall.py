@@ -18,7 +18,10 @@ messages.jsonl: {"channel", "msg_id", "author", "ts", "text"} a line, optionally
 earlier message it replies to, as Discord's reply does); queries.jsonl: {"channel", "qid", "question",
 "category", "relevant": [msg_id, ...]} a line (the format of ../shared/data/locomo/), optionally with "lang": then the
 result has ``per_language`` as well as ``per_category``. All messages go into one guild, one Discord channel per
-``channel`` value, in file order; each query is searched within its own channel.
+``channel`` value (named by it), in file order; each query is searched within its own channel, or with
+``"guild_wide": true`` across the guild. A query may carry ``"asked_at"`` (an ISO time; default: now) for the times it
+names, and write mentions and channel links by name: ``<@alice>`` and ``<#general>`` become Discord's ``<@id>`` and
+``<#id>`` for the ids the messages gave that author and channel (bench/data/named).
 
 ``--ablate RULE`` (repeatable, a comma list, or ``all``: bench/ablation.py) answers the queries again with each
 rule switched off, one at a time, in each ``--ablate-mode``, and prints the table of every rule's contribution
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -75,6 +79,8 @@ class Query:
     category: str
     relevant: frozenset[int]
     lang: str = ""
+    asked_at: datetime | None = None
+    guild_wide: bool = False
 
 
 # Vectors already computed in this run, by (passage or query, text): an ablation's second ingest and repeated
@@ -153,9 +159,21 @@ def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageR
     for row in read_jsonl(queries_path):
         relevant = frozenset(message_ids[str(m)] for m in row["relevant"] if str(m) in message_ids)
         if relevant and str(row["channel"]) in channels:
-            queries.append(Query(channels[str(row["channel"])], str(row["question"]), str(row.get("category", "")),
-                                 relevant, str(row.get("lang", ""))))
+            asked_at = None if row.get("asked_at") is None else _timestamp(row["asked_at"])
+            queries.append(Query(channels[str(row["channel"])], _with_ids(str(row["question"]), authors, channels),
+                                 str(row.get("category", "")), relevant, str(row.get("lang", "")), asked_at,
+                                 bool(row.get("guild_wide", False))))
     return records, queries
+
+
+def _with_ids(question: str, authors: dict[str, int], channels: dict[str, int]) -> str:
+    """``question`` with ``<@name>`` and ``<#name>`` written as Discord writes them, with the dataset's ids (a name
+    the messages do not hold stays as written)."""
+    def mention(match: re.Match[str]) -> str:
+        ids = authors if match[1] == "@" else channels
+        return f"<{match[1]}{ids[match[2]]}>" if match[2] in ids else match[0]
+
+    return re.sub(r"<([@#])([^<>\s]+)>", mention, question)
 
 
 def channel_names(messages_path: Path) -> dict[int, str]:
@@ -232,6 +250,9 @@ async def ingested(args: argparse.Namespace, records: list[MessageRecord], datab
             started = time.perf_counter()
             await ingest_showing_progress(records, memory)
             ingest_s = time.perf_counter() - started
+            for channel_id, name in channel_names(args.messages).items():  # as capture notes them
+                memory.names.note_channel(GUILD_ID, channel_id, name)
+            await memory.names.flush()
 
             # The model alone, twice, keeping the faster: a first pass over new text lengths pays warm-up,
             # which would flatter ingest by comparison.
@@ -312,8 +333,9 @@ def _searcher(memory: Memory, alone: AloneBaseline | None, mode: str) -> Searche
         return lambda query: alone.search(query.question, query.channel_id, max(KS))
 
     async def search(query: Query) -> list[int]:
-        filters = SearchFilters(guild_id=GUILD_ID, channel_ids=frozenset({query.channel_id}))
-        hits = await memory.search_engine.search(query.question, filters, max(KS), mode=mode)
+        channels = None if query.guild_wide else frozenset({query.channel_id})
+        filters = SearchFilters(guild_id=GUILD_ID, channel_ids=channels)
+        hits = await memory.search_engine.search(query.question, filters, max(KS), mode=mode, asked_at=query.asked_at)
         return [hit.message_id for hit in hits]
 
     return search

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-__all__ = ("Hit", "MessageRecord", "Recall", "RerankFigures", "ScoreParts", "SearchFilters", "MAX_RESULTS",
+
+__all__ = ("Boost", "Hit", "MessageRecord", "Recall", "RerankFigures", "ScoreParts", "SearchFilters", "MAX_RESULTS",
            "MAX_QUERY_CHARS", "checked_limit")
 
 # What a person's search may ask for, the same in /memory search and ``python -m cogs.memory search``.
@@ -54,6 +55,14 @@ class SearchFilters:
 
 
 @dataclass(frozen=True, slots=True)
+class Boost:
+    """A bounded boost a candidate got for answering what the question names (search/named.py): why, and how much."""
+
+    reason: str  # "author @alice named in the question", "in #general, named in the question", ...
+    amount: float
+
+
+@dataclass(frozen=True, slots=True)
 class ScoreParts:
     """What a candidate's first-stage score is made of (search/first_stage.py records it beside the arithmetic).
 
@@ -73,12 +82,14 @@ class ScoreParts:
     question_loan: float = 0.0  # from a question it may answer (questions.answers), and what that one got
     reply_loan: float = 0.0  # from a question it replies to on Discord
     tail: bool = False
+    boosts: tuple[Boost, ...] = ()  # for the people, channels and times the question names (search/named.py)
 
     @property
     def total(self) -> float:
         sides = sum(weight * score for weight, score in ((self.vector_weight, self.vector),
                                                           (self.keyword_weight, self.keyword)) if score is not None)
-        return sides + self.missing + self.neighbour_loan + self.question_loan + self.reply_loan
+        named = sum(boost.amount for boost in self.boosts)
+        return sides + self.missing + self.neighbour_loan + self.question_loan + self.reply_loan + named
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The discord and longchat recall fixtures: they load through bench.recall, every label points at a message, and
+"""The discord, longchat and named recall fixtures: they load through bench.recall, every label points at a message, and
 build.py makes exactly the committed files."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from bench.recall import load_dataset
 
 DATA = Path(__file__).resolve().parents[2] / "bench" / "data"
-FIXTURES = ("discord", "longchat")
+FIXTURES = ("discord", "longchat", "named")
 
 
 def rows(path: Path) -> list[dict]:

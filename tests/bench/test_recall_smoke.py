@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import ingesting, recall
@@ -142,3 +143,15 @@ def test_ingest_progress_counts_messages_stored_not_handed_to_the_queue(tmp_path
                  "--mode", "hybrid", "--candidates", "10", "--db", str(tmp_path), "--json", str(tmp_path / "r.json")])
     assert shown and shown[-1] == (5, 5)
     assert all(done <= stored for done, stored in shown), shown
+
+
+def test_a_query_may_name_members_and_channels_by_name_and_say_when_and_where_it_was_asked(tmp_path: Path) -> None:
+    query = {"channel": "c1", "qid": "q9", "question": "what did <@Ann> say in <#c2>, or <@nobody>?",
+             "relevant": ["c1/3"], "asked_at": "2024-01-03T08:00:00", "guild_wide": True}
+    records, [loaded] = recall.load_dataset(write_jsonl(tmp_path / "m.jsonl", MESSAGES),
+                                            write_jsonl(tmp_path / "q.jsonl", [query]))
+    ann, c2 = records[0].author_id, records[3].channel_id
+    assert loaded.question == f"what did <@{ann}> say in <#{c2}>, or <@nobody>?"
+    assert (loaded.asked_at, loaded.guild_wide) == (datetime(2024, 1, 3, 8, 0, tzinfo=UTC), True)
+    _, [plain] = recall.load_dataset(tmp_path / "m.jsonl", write_jsonl(tmp_path / "p.jsonl", QUERIES[:1]))
+    assert (plain.asked_at, plain.guild_wide) == (None, False)

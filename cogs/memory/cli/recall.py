@@ -104,6 +104,7 @@ def format_parts(score: float, parts: ScoreParts | None) -> str:
         ("not found by a side", parts.missing), ("loan from a neighbour", parts.neighbour_loan),
         ("loan from a question", parts.question_loan),
         ("loan from a question it replies to", parts.reply_loan)) if value]
+    terms += [f"boost ({boost.reason}) {boost.amount:+.4f}" for boost in parts.boosts]
     return f"score {score:.4f} = " + " + ".join(terms or ["0"])
 
 

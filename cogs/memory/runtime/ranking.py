@@ -50,3 +50,8 @@ class RankingTuning:
     keyword_max_terms: int = 32
     # A filtered vector search first asks for this many times k hits, then drops the ones the filters reject.
     vector_overfetch: int = 4
+    # What a candidate gains for each kind of name the question gives that it answers (its author, its channel, its
+    # time: search/named.py), times the share of candidates that do not; never a filter.
+    named_boost: float = 1.0
+    # A guild's member and channel names, as the question is read against them, are read again after this long.
+    names_refresh_s: float = 300.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
@@ -18,13 +19,14 @@ import numpy as np
 from ..language import keywords as text
 from ..language import questions
 from ..language.coverage import model_scripts
-from ..records import Hit, ScoreParts, SearchFilters, checked_limit
+from ..records import Boost, Hit, ScoreParts, SearchFilters, checked_limit
 from ..store.rows import CandidateRow, from_timestamp
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
 from .context import Window, lenders, neighbours_in
 from .fusion import Fused, Hits, fuse_sides
 from .loans import Loans, spread_with_loans
+from .named import GuildNames, Named, guild_names, named_boosts, plain_names, read_question
 from .structure import ChannelStructure, Posted, measure, strength
 from .timed_cache import TimedCache
 
@@ -53,9 +55,10 @@ def narrows(filters: SearchFilters) -> bool:
         filters.channel_ids, filters.author_ids, filters.after, filters.before, filters.allowed_channel_ids))
 
 
-def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool = False) -> ScoreParts:
-    """What ``rowid``'s score is made of: its fused sides (``floor`` for a message no side returned) and its loans;
-    for a message that only fills the ``tail``, nothing its score is made of."""
+def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool = False,
+                boosts: tuple[Boost, ...] = ()) -> ScoreParts:
+    """What ``rowid``'s score is made of: its fused sides (``floor`` for a message no side returned), its loans and
+    its ``boosts`` (search/named.py); for a message that only fills the ``tail``, nothing its score is made of."""
     if tail:
         return ScoreParts(keyword=None, vector=None, vector_weight=0.0, keyword_weight=0.0, tail=True)
     found = {side.name: side.scores[rowid] for side in fused.sides if rowid in side.scores}
@@ -64,7 +67,8 @@ def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool
     neighbour, question, reply = loans.get(rowid, Loans())
     return ScoreParts(keyword=found.get("keyword"), vector=found.get("vector"),
                       vector_weight=weights.get("vector", 0.0), keyword_weight=weights.get("keyword", 0.0),
-                      missing=missing, neighbour_loan=neighbour, question_loan=question, reply_loan=reply)
+                      missing=missing, neighbour_loan=neighbour, question_loan=question, reply_loan=reply,
+                      boosts=boosts)
 
 
 def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Hit:
@@ -88,13 +92,19 @@ class FirstStage:
         # a tuning swapped at run time applies at once); concurrent look-ups of a channel share one read.
         self._structures: TimedCache[tuple[int, int], ChannelStructure] = TimedCache(
             lambda: self.tuning.structure_refresh_s)
+        # Each guild's member and channel names, which questions are read against (search/named.py).
+        self._names: TimedCache[int, GuildNames] = TimedCache(lambda: self.tuning.names_refresh_s)
 
-    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid") -> list[Hit]:
-        """The best ``limit`` messages for ``query`` that pass ``filters``, best first."""
+    async def search(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid",
+                     asked_at: datetime | None = None) -> list[Hit]:
+        """The best ``limit`` messages for ``query`` that pass ``filters``, best first; the people, channels and
+        times it names (read as of ``asked_at``, now by default) boost what answers them (search/named.py)."""
         checked_limit(limit)
         if not query.strip():
             return []
         tuning = self.tuning
+        named = await self._named(query, filters.guild_id, asked_at or datetime.now(UTC))
+        query = named.query
         want_vector, want_keyword = mode in ("hybrid", "vector"), mode in ("hybrid", "keyword")
         keyword_asked = max(self.keyword_candidates, limit)
         vector, keyword = await asyncio.gather(
@@ -115,6 +125,9 @@ class FirstStage:
         scores, loans = spread_with_loans(fused.scores, neighbours, fused.floor,
                                           (tuning.context_weight, tuning.next_context_weight), asking,
                                           tuning.answer_context_weight, replied, dialogue)
+        boosts = named_boosts(named, rows, scores, tuning.named_boost)
+        for rowid, given in boosts.items():
+            scores[rowid] += sum(boost.amount for boost in given)
         # Equal scores (a name that alone matches its author's messages, say) put the latest first, as the keyword
         # side orders them.
         ranked = sorted((rowid for rowid in scores if rowid in rows),
@@ -129,8 +142,23 @@ class FirstStage:
             ranked += tail
             filling.update(tail)
         return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank,
-                           score_parts(fused, loans, rowid, rowid in filling))
+                           score_parts(fused, loans, rowid, rowid in filling, boosts.get(rowid, ())))
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
+
+    async def _named(self, query: str, guild_id: int, asked_at: datetime) -> Named:
+        """What ``query`` names in its guild (search/named.py): the guild's names are read at most every
+        ``names_refresh_s``; the plain names it holds are asked of the store whether they read as persons. With no
+        ``named_boost`` nothing is read."""
+        if self.tuning.named_boost <= 0.0:  # switched off: the question is searched as written
+            return Named({}, {}, (), query)
+        names = await self._names.get(guild_id, lambda: self._read_guild_names(guild_id))
+        plain = plain_names(query, names)
+        people = await self._people(guild_id, sorted(plain)) if plain else set()
+        return read_question(query, names, asked_at, people)
+
+    async def _read_guild_names(self, guild_id: int) -> GuildNames:
+        members, channels = await self._guild_names(guild_id)
+        return await asyncio.to_thread(guild_names, members, channels)
 
     async def _dialogue_of(self, channels: Mapping[int, int], guild_id: int) -> dict[int, float] | None:
         """What share of their weight each lender's rules keep (``channels``: each lender's channel id): its
@@ -182,6 +210,15 @@ class FirstStage:
 
     async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
         """The last ``limit`` messages of a channel, oldest first, as the structure reads them."""
+        raise NotImplementedError
+
+    async def _guild_names(self, guild_id: int) -> tuple[dict[int, str], dict[int, str]]:
+        """One guild's members (author id → their latest stored display name) and channels (id → stored name)."""
+        raise NotImplementedError
+
+    async def _people(self, guild_id: int, names: list[str]) -> set[str]:
+        """Which of ``names`` read as persons: the store finds each at least as often as an author's name as in
+        messages (the keyword side's rule)."""
         raise NotImplementedError
 
 

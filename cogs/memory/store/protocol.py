@@ -24,6 +24,8 @@ from .member_rows import MemberChannel, MemberMessage, Quotation
 from .rows import AuthorName, AuthorSeen, ChannelMessage, PerformanceMinute, PlaceName, RowRef, VectorInput, WriteBatch
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ..records import Hit, SearchFilters
     from ..runtime.profile import MemoryProfile
     from ..runtime.ranking import RankingTuning
@@ -231,7 +233,7 @@ class SearchEngine(Protocol):
     tuning: RankingTuning
 
     async def search(self, query: str, filters: SearchFilters, limit: int,
-                     mode: Mode = "hybrid") -> list[Hit]: ...
+                     mode: Mode = "hybrid", asked_at: datetime | None = None) -> list[Hit]: ...
 
 
 @runtime_checkable

@@ -70,6 +70,13 @@ SELECT message_id, author_id, reply_to_id, content FROM messages
 WHERE guild_id = $1 AND channel_id = $2 ORDER BY created_at DESC, message_id DESC LIMIT $3
 """
 
+# Each member's latest display name in a guild, and the guild's channel names as last seen.
+SELECT_GUILD_MEMBERS = """
+SELECT DISTINCT ON (author_id) author_id, author_name FROM messages WHERE guild_id = $1
+ORDER BY author_id, created_at DESC
+"""
+SELECT_GUILD_CHANNELS = "SELECT id, name FROM place_names WHERE guild_id = $1 AND kind = 'channel'"
+
 
 class PostgresSearchEngine(FirstStage):
     """Hybrid first-stage search over a PostgresStore; same ``search`` as SqliteSearchEngine's."""
@@ -123,6 +130,21 @@ class PostgresSearchEngine(FirstStage):
         queries = [fts.tsquery([word], words if authors else ()) for word in words]
         rows = await self._store.fetch(COUNT_MATCHES, guild_id, queries, self.tuning.keyword_max_postings + 1)
         return {word: row[0] for word, row in zip(words, rows)}
+
+    async def _guild_names(self, guild_id: int) -> tuple[dict[int, str], dict[int, str]]:
+        members = await self._store.fetch(SELECT_GUILD_MEMBERS, guild_id)
+        channels = await self._store.fetch(SELECT_GUILD_CHANNELS, guild_id)
+        return {row[0]: row[1] for row in members}, {row[0]: row[1] for row in channels}
+
+    async def _people(self, guild_id: int, names: list[str]) -> set[str]:
+        """As the SQLite engine's: a name each of whose words the guild holds at least as often as an author's name
+        as anywhere (the keyword side's rule)."""
+        words = {name: fts.query_words(name) for name in names}
+        every = sorted({word for found in words.values() for word in found})
+        counts = await self._count_matches(every, guild_id)
+        authored = await self._count_matches(every, guild_id, authors=True)
+        return {name for name, found in words.items()
+                if found and all(2 * authored[word] >= counts[word] > 0 for word in found)}
 
     async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
         rows = await self._store.fetch(SELECT_RECENT_IN_CHANNEL, guild_id, channel_id, limit)

@@ -68,6 +68,13 @@ SELECT message_id, author_id, reply_to_id, content FROM messages
 WHERE guild_id = ? AND channel_id = ? ORDER BY created_at DESC, message_id DESC LIMIT ?
 """
 
+# Each member's latest display name in a guild (SQLite gives a bare column the row max() picked), and the guild's
+# channel names as last seen.
+SELECT_GUILD_MEMBERS = """
+SELECT author_id, author_name, max(created_at) FROM messages WHERE guild_id = ? GROUP BY author_id
+"""
+SELECT_GUILD_CHANNELS = "SELECT id, name FROM place_names WHERE guild_id = ? AND kind = 'channel'"
+
 
 def select_neighbours(reply_window: int) -> str:
     """The neighbours of the row ids in a JSON array."""
@@ -94,6 +101,12 @@ class SqliteSearchEngine(FirstStage):
 
     async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
         return await self._store.read(read_recent_in_channel, guild_id, channel_id, limit)
+
+    async def _guild_names(self, guild_id: int) -> tuple[dict[int, str], dict[int, str]]:
+        return await self._store.read(read_guild_names, guild_id)
+
+    async def _people(self, guild_id: int, names: list[str]) -> set[str]:
+        return await self._store.read(read_people, names, self.tuning, self._postings)
 
     async def _vector_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
         vectors = await self._embed_query(query)
@@ -138,16 +151,38 @@ def read_keyword_hits(connection: sqlite3.Connection, terms: list[str], filters:
     return [(rowid, -rank) for rowid, rank in rows]
 
 
+def _documents(connection: sqlite3.Connection, term: text.Term, tuning: RankingTuning, counts: PostingCounts) -> int:
+    """The rows ``term`` matches, counted to just above the posting budget (through ``counts``: kept a minute)."""
+    match, cap = text.match_term(term), tuning.keyword_max_postings + 1
+    return counts.count(match, cap, lambda: int(connection.execute(COUNT_MATCHES, [match, cap]).fetchone()[0]))
+
+
+def read_guild_names(connection: sqlite3.Connection, guild_id: int) -> tuple[dict[int, str], dict[int, str]]:
+    members = {row[0]: row[1] for row in connection.execute(SELECT_GUILD_MEMBERS, [guild_id])}
+    return members, dict(connection.execute(SELECT_GUILD_CHANNELS, [guild_id]).fetchall())
+
+
+def read_people(connection: sqlite3.Connection, names: list[str], tuning: RankingTuning,
+                counts: PostingCounts | None = None) -> set[str]:
+    """Which of ``names`` the index holds at least as often as an author's name as anywhere (the keyword side's
+    rule for a word that means a person); a name of several terms reads as a person when each of them does."""
+    kept = PostingCounts(keep_s=0.0) if counts is None else counts
+
+    def person(term: str) -> bool:
+        return 2 * _documents(connection, text.Term(term, column="author"), tuning, kept) >= _documents(
+            connection, text.Term(term), tuning, kept) > 0
+
+    return {name for name in names if (terms := text.keyword_terms(name)) and all(map(person, terms))}
+
+
 def _keyword_query(connection: sqlite3.Connection, terms: list[str], tuning: RankingTuning,
                    counts: PostingCounts) -> tuple[str, list[tuple[str, float]]] | None:
     """The MATCH string for ``terms`` (common terms only rank, author names match their authors' messages), and for
     each term some display name holds, the MATCH string of those names and the score a match adds; each term's
     count of messages read through ``counts`` (kept a minute)."""
-    cap = tuning.keyword_max_postings + 1
 
     def documents(term: text.Term) -> int:
-        match = text.match_term(term)
-        return counts.count(match, cap, lambda: int(connection.execute(COUNT_MATCHES, [match, cap]).fetchone()[0]))
+        return _documents(connection, term, tuning, counts)
 
     postings = {term: documents(text.Term(term)) for term in terms}
     postings.update((term, documents(text.Term(term))) for term in characters_alone(postings))

@@ -13,6 +13,8 @@ import pytest
 from aiohttp import web
 
 from cogs.memory.cli import build_parser, parse_args, version
+from cogs.memory.cli.recall import format_parts
+from cogs.memory.records import Boost, ScoreParts
 from tests.fixtures.discord import chat_completions_server
 
 
@@ -165,3 +167,13 @@ async def test_ask_with_a_reranker_that_cannot_load_says_it_once_and_answers(cli
     said = [record.getMessage() for record in caplog.records if "reranker unavailable" in record.getMessage()]
     assert len(said) == 1 and "to fix it:" in said[0]
     assert "reranker unavailable" not in err  # said by the log, not again
+
+
+def test_a_boost_for_a_name_the_question_gave_is_a_term_of_the_explained_sum() -> None:
+    parts = ScoreParts(keyword=1.0, vector=None, vector_weight=0.4, keyword_weight=0.6, missing=-0.2,
+                       boosts=(Boost("author @alice named in the question", 0.5),
+                               Boost("posted yesterday, as the question says", 0.25)))
+    assert parts.total == pytest.approx(1.15)
+    assert format_parts(parts.total, parts) == (
+        "score 1.1500 = keyword 1.0000 x 0.6000 + not found by a side -0.2000 + "
+        "boost (author @alice named in the question) +0.5000 + boost (posted yesterday, as the question says) +0.2500")
