@@ -55,7 +55,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
                       asking: Collection[int] = (),
                       answer_weight: float = DEFAULT_TUNING.answer_context_weight,
                       replied: Mapping[int, Collection[int]] | None = None,
-                      dialogue: Mapping[int, float] | None = None) -> Spread:
+                      dialogue: Mapping[int, float] | None = None,
+                      informative: Mapping[int, float] | None = None) -> Spread:
     """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
     on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
 
@@ -63,7 +64,9 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     ``strength``; 1.0 for one it does not name): what a message lends by the order of messages (to its neighbours,
     a question to the answer it guesses) is scaled by it, since adjacent messages are one exchange only where
     authors take turns more than chance; a Discord reply says what it answers, so a question's loan to its replies
-    is not.
+    is not. What a message borrows by the order of messages is scaled by its ``informative`` too (1.0 for one it
+    does not name; search/informative.py): a message that says nothing of its own borrows nothing as a neighbour or
+    a guessed answer; a Discord reply says which question it answers, so a short one ("yes") borrows in full.
     """
     spread = dict(scores)
     received: dict[int, float] = {}
@@ -75,10 +78,12 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         spread[target] = spread.get(target, floor) + amount
         lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
 
+    says = informative or {}
+
     def strength(lender: int, target: int) -> float:
-        if dialogue is None or target in on_discord.get(lender, ()):
+        if target in on_discord.get(lender, ()):
             return 1.0
-        return dialogue.get(lender, 1.0)
+        return says.get(target, 1.0) * (1.0 if dialogue is None else dialogue.get(lender, 1.0))
 
     for rowid, (previous, following, answers, following_answers) in neighbours.items():
         score = max(scores[rowid], 0.0)
