@@ -19,7 +19,8 @@ LoCoMo is written) or is the same turn.
 ``reply_to`` where a message names an earlier author's latest message, as a Discord reply would) and queries.jsonl:
 each annotated question of five words or more, searched with its own words, its relevant messages the other authors'
 responses to it as annotated — the case the question loan is for, on real multi-party chat (the question itself
-ranks first and counts as not relevant, in every variant alike).
+ranks first and counts as not relevant, in every variant alike); queries-with-content.jsonl the same questions,
+their relevant messages only the responses with a word beyond chat fillers.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from cogs.memory.language import questions
 from cogs.memory.search.structure import Posted, measure
 
 from .bursts import split_into_bursts
+from .informative import content_free
 from .recall import DEFAULT_DATA, read_jsonl, write_jsonl
 
 __all__ = ("Line", "Log", "main", "measure_irc", "measure_locomo", "read_log")
@@ -217,9 +219,10 @@ def measure_locomo(data: Path) -> dict[str, dict[str, float]]:
 
         def add(kind: str, i: int, j: int, conditions: Iterable[str]) -> None:
             linked = 0 <= turn[j] - turn[i] <= 1
-            tally.add(kind, linked, str(channel[i]["msg_id"]) in evidence and str(channel[j]["msg_id"]) in evidence)
+            both = str(channel[i]["msg_id"]) in evidence and str(channel[j]["msg_id"]) in evidence
+            tally.add(kind, linked, both)
             for condition in conditions:
-                tally.add(f"{kind} | {condition}", linked, None)
+                tally.add(f"{kind} | {condition}", linked, both)
 
         for i in range(len(channel)):
             for distance in range(1, REPLY_WINDOW + 2):
@@ -233,7 +236,7 @@ def measure_locomo(data: Path) -> dict[str, dict[str, float]]:
                 after = [(j, channel[j]["author"]) for j in range(i + 1, min(i + 1 + REPLY_WINDOW, len(channel)))]
                 for place, j in enumerate(questions.answers(channel[i]["author"], previous, after)):
                     add("question", i, j, ("nearest other" if place == 0 else "the one asked", f"d={j - i}"))
-    # same_conversation here: both lender and target are evidence of some question (how often a loan joins two
+    # same_conversation here: both lender and target are evidence of LoCoMo's questions (how often a loan joins two
     # answer-bearing messages), not a conversation label.
     return tally.table()
 
@@ -265,13 +268,16 @@ def export(logs: Sequence[Log], names: Sequence[str], out: Path) -> int:
             rows.append(row)
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "messages.jsonl", rows)
-    write_jsonl(out / "queries.jsonl", _questions(logs, names))
+    write_jsonl(out / "queries.jsonl", _questions(logs, names, with_content=False))
+    write_jsonl(out / "queries-with-content.jsonl", _questions(logs, names, with_content=True))
     return len(rows)
 
 
-def _questions(logs: Sequence[Log], names: Sequence[str]) -> list[dict[str, Any]]:
+def _questions(logs: Sequence[Log], names: Sequence[str], with_content: bool) -> list[dict[str, Any]]:
     """Each annotated message that asks, in five words or more, as a query whose relevant messages are the other
-    authors' messages annotated as responding to it: what the question loan lends to, labelled by people."""
+    authors' messages annotated as responding to it: what the question loan lends to, labelled by people
+    (``with_content``: only the responses with a word beyond chat fillers, bench.informative.content_free: "yes",
+    "oh", "yea" respond but hold nothing to find)."""
     queries: list[dict[str, Any]] = []
     for log, name in zip(logs, names):
         by_index = {line.index: line for line in log.lines}
@@ -279,7 +285,8 @@ def _questions(logs: Sequence[Log], names: Sequence[str]) -> list[dict[str, Any]
             if not (log.annotated(line) and line.asks and len(line.text.split()) >= 5):
                 continue
             answers = [f"{name}/{b}" for a, b in sorted(log.links)
-                       if a == line.index and b in by_index and by_index[b].author != line.author]
+                       if a == line.index and b in by_index and by_index[b].author != line.author
+                       and not (with_content and content_free(by_index[b].text))]
             if answers:
                 queries.append({"channel": name, "qid": f"{name}/q{line.index}", "question": line.text,
                                 "category": "irc", "relevant": answers})
