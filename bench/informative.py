@@ -1,13 +1,13 @@
 """What informativeness (cogs/memory/search/informative.py) reads of a dataset's messages: the worth in terms of
 answer-bearing (evidence) messages against all messages and against content-free ones, per dataset.
 
-python -m bench.informative DIR [DIR ...] [--full-at 1.0]
+python -m bench.informative DIR [DIR ...] [--nothing-at 0.5] [--full-at 1.0]
 
 Each DIR holds bench/recall.py's messages.jsonl (and queries.jsonl, whose ``relevant`` ids are the evidence; none
 for IRC exported by bench.irc). **Content-free** is read here apart from the rule, by a list of chat fillers
 (``FILLERS``): a message none of whose terms is anything else (an emoji or a bare link has no term). Prints, per
 dataset, the share of messages that are content-free, quantiles of the worth of evidence and of content-free
-messages, and the share of evidence and of content-free messages that keep less than full weight at ``--full-at``.
+messages, and the share of evidence and of content-free messages that keep less than full weight at ``--full-at``, and the mean share of a loan each kind borrows.
 """
 
 from __future__ import annotations
@@ -59,7 +59,12 @@ def _quantiles(values: list[float]) -> dict[str, float]:
             for q in (0.05, 0.1, 0.25, 0.5, 0.9)}
 
 
-def measure(data: Path, full_at: float) -> dict[str, Any]:
+def _weight(worth: float, nothing_at: float, full_at: float) -> float:
+    # The share of a loan a message of this worth borrows (search/informative.informativeness).
+    return min(max((worth - nothing_at) / (full_at - nothing_at), 0.0), 1.0)
+
+
+def measure(data: Path, nothing_at: float, full_at: float) -> dict[str, Any]:
     from .recall import read_jsonl  # bench.recall imports this module (content_free)
 
     messages = read_jsonl(data / "messages.jsonl")
@@ -75,16 +80,20 @@ def measure(data: Path, full_at: float) -> dict[str, Any]:
         "worth_all": _quantiles(list(worth.values())),
         "evidence_below_full": round(sum(worth.get(m, 0.0) < full_at for m in evidence) / max(len(evidence), 1), 4),
         "content_free_below_full": round(sum(worth[m] < full_at for m in free) / max(len(free), 1), 4),
-        "content_free_mean_weight": round(sum(min(worth[m] / full_at, 1.0) for m in free) / max(len(free), 1), 4),
+        "evidence_mean_weight": round(sum(_weight(worth.get(m, 0.0), nothing_at, full_at) for m in evidence)
+                                      / max(len(evidence), 1), 4),
+        "content_free_mean_weight": round(sum(_weight(worth[m], nothing_at, full_at) for m in free)
+                                          / max(len(free), 1), 4),
     }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.informative", description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, nargs="+")
+    parser.add_argument("--nothing-at", type=float, default=0.5)
     parser.add_argument("--full-at", type=float, default=1.0)
     args = parser.parse_args(argv)
-    print(json.dumps({str(data): measure(data, args.full_at) for data in args.data}, indent=1))
+    print(json.dumps({str(data): measure(data, args.nothing_at, args.full_at) for data in args.data}, indent=1))
 
 
 if __name__ == "__main__":
