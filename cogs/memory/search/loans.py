@@ -64,9 +64,10 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     ``strength``; 1.0 for one it does not name): what a message lends by the order of messages (to its neighbours,
     a question to the answer it guesses) is scaled by it, since adjacent messages are one exchange only where
     authors take turns more than chance; a Discord reply says what it answers, so a question's loan to its replies
-    is not. What a message borrows by the order of messages is scaled by its ``informative`` too (1.0 for one it
-    does not name; search/informative.py): a message that says nothing of its own borrows nothing as a neighbour or
-    a guessed answer; a Discord reply says which question it answers, so a short one ("yes") borrows in full.
+    is not. What a message keeps of a loan by the order of messages is scaled by its ``informative`` too (1.0 for
+    one it does not name; search/informative.py): a message that says nothing of its own keeps nothing as a
+    neighbour or a guessed answer, though a question it asks ("which one?") still passes on what it got; a Discord
+    reply says which question it answers, so a short one ("yes") keeps all of it.
     """
     spread = dict(scores)
     received: dict[int, float] = {}
@@ -74,16 +75,19 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     lent: dict[int, list[float]] = {}
     on_discord = replied or {}
 
-    def lend(target: int, amount: float, kind: int) -> None:
-        spread[target] = spread.get(target, floor) + amount
-        lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
-
     says = informative or {}
 
+    def lend(target: int, amount: float, kind: int) -> None:
+        if kind != 2:  # a Discord reply keeps all of its loan, however short
+            amount *= says.get(target, 1.0)
+        if amount > 0.0:
+            spread[target] = spread.get(target, floor) + amount
+            lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
+
     def strength(lender: int, target: int) -> float:
-        if target in on_discord.get(lender, ()):
+        if dialogue is None or target in on_discord.get(lender, ()):
             return 1.0
-        return says.get(target, 1.0) * (1.0 if dialogue is None else dialogue.get(lender, 1.0))
+        return dialogue.get(lender, 1.0)
 
     for rowid, (previous, following, answers, following_answers) in neighbours.items():
         score = max(scores[rowid], 0.0)

@@ -61,3 +61,10 @@ def test_a_channel_of_a_few_messages_does_not_make_every_word_common() -> None:
 def test_what_a_message_scores_above_the_floor_is_kept_by_its_informativeness() -> None:
     kept = damped({1: 3.0, 2: 3.0, 3: -2.0}, -1.0, {1: 0.25, 3: 0.0})
     assert kept == {1: pytest.approx(0.0), 2: 3.0, 3: -2.0}
+
+
+def test_a_question_that_says_little_keeps_no_loan_but_passes_it_on_to_its_answer() -> None:
+    # "take it to Hank" (1) -> "who?" (2, says nothing of its own) -> "Hank at Loud Repairs, he did mine for 80" (3).
+    spread = spread_with_loans({1: 1.0}, {1: (None, 2, (2,), (3,))}, 0.0, asking={2}, informative={2: 0.0})
+    assert spread.scores.get(2, 0.0) == 0.0
+    assert spread.scores[3] == pytest.approx(0.5)
