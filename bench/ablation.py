@@ -39,6 +39,11 @@ ABLATIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     # Every channel counts as a dialogue: the neighbour spread and the guessed question loan at full strength
     # whatever the channel's structure (search/structure.py).
     "structure": {"read_structure": False},
+    # Every message lends and borrows in full, however little it says of its own (search/informative.py).
+    "informativeness": {"informative_full_at": 0.0},
+    # A rule kept off: a message that says little also keeps only that share of its own score. Its row puts it
+    # on, so its contribution is what leaving it off is worth (positive: off gains).
+    "informative_own": {"informative_own": True},
     # Each message's vector is the mean of it alone and after its predecessor (the dropped form), not it alone.
     "vector_form": {"vector_input": "mean"},
 })

@@ -61,6 +61,7 @@ from cogs.memory.records import MessageRecord, SearchFilters
 
 from . import ablation, structure
 from .alone import AloneBaseline
+from .informative import content_free
 from .ingesting import ingest_showing_progress
 
 GUILD_ID = 1
@@ -70,6 +71,7 @@ KS = (5, 10, 20, 50)
 MODES = ("vector", "keyword", "hybrid", "alone")
 MRR_AT = 10
 METRICS = (*(f"recall@{k}" for k in KS), f"mrr@{MRR_AT}")
+FREE_AT = f"content_free@{MRR_AT}"  # share of the top 10 that says nothing of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,12 @@ def score(ranked: list[int], relevant: frozenset[int]) -> dict[str, float]:
     return scores
 
 
+def _free_share(ranked: list[int], free: frozenset[int]) -> float:
+    """The share of the top ``MRR_AT`` that says nothing of its own (bench/informative.content_free)."""
+    top = ranked[:MRR_AT]
+    return sum(rowid in free for rowid in top) / len(top) if top else 0.0
+
+
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(statistics.fmean(row[key] for row in rows), 4) for key in rows[0]}
 
@@ -267,6 +275,8 @@ async def ingested(args: argparse.Namespace, records: list[MessageRecord], datab
                 "n_messages": len(records),
                 "n_embedded": len(recorder.texts),
                 "profile": profile.name,
+                # Not printed: the ids of content-free messages (bench/informative.py), read by _answer.
+                "content_free": frozenset(record.message_id for record in records if content_free(record.content)),
             }
         finally:
             await memory.close()
@@ -349,7 +359,8 @@ async def _answer(search: Searcher, queries: list[Query], mode: str, ingest: dic
         started = time.perf_counter()
         ranked = await search(query)
         latencies.append((time.perf_counter() - started) * 1000)
-        per_query.append((query, score(ranked, query.relevant)))
+        per_query.append((query, {**score(ranked, query.relevant),
+                                  FREE_AT: _free_share(ranked, ingest.get("content_free", frozenset()))}))
     languages = {"per_language": _grouped(per_query, lambda query: query.lang)} if any(
         query.lang for query, _ in per_query) else {}
     return {

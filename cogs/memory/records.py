@@ -83,13 +83,16 @@ class ScoreParts:
     reply_loan: float = 0.0  # from a question it replies to on Discord
     tail: bool = False
     boosts: tuple[Boost, ...] = ()  # for the people, channels and times the question names (search/named.py)
+    informativeness: float = 1.0  # share of a loan it may borrow, and of its score above the floor it keeps
+    said_little: float = 0.0  # what it lost for saying little of its own (search/informative.py): 0 or less
 
     @property
     def total(self) -> float:
         sides = sum(weight * score for weight, score in ((self.vector_weight, self.vector),
                                                           (self.keyword_weight, self.keyword)) if score is not None)
         named = sum(boost.amount for boost in self.boosts)
-        return sides + self.missing + self.neighbour_loan + self.question_loan + self.reply_loan + named
+        return (sides + self.missing + self.neighbour_loan + self.question_loan + self.reply_loan + named
+                + self.said_little)
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,7 +103,8 @@ def format_parts(score: float, parts: ScoreParts | None) -> str:
     terms += [f"{name} {value:+.4f}" for name, value in (
         ("not found by a side", parts.missing), ("loan from a neighbour", parts.neighbour_loan),
         ("loan from a question", parts.question_loan),
-        ("loan from a question it replies to", parts.reply_loan)) if value]
+        ("loan from a question it replies to", parts.reply_loan), ("said little of its own", parts.said_little))
+        if value]
     terms += [f"boost ({boost.reason}) {boost.amount:+.4f}" for boost in parts.boosts]
     return f"score {score:.4f} = " + " + ".join(terms or ["0"])
 

@@ -118,7 +118,8 @@ _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_siz
                        "keyword_max_postings", "keyword_max_terms", "vector_overfetch", "structure_messages"})
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",
                            "min_ram_gb", "min_gpu_memory_gb", "timeout_ms", "context_weight", "next_context_weight",
-                           "answer_context_weight", "body_weight", "author_weight", "structure_refresh_s"})
+                           "answer_context_weight", "body_weight", "author_weight", "structure_refresh_s",
+                           "informative_from", "informative_full_at"})
 # Shares: a number from 0 to 1.
 _SHARES = frozenset({"min_score", "vector_weight", "min_covered_share", "dialogue_full_at"})
 # Fields that hold an array of tables ([[reranker.providers]]), and what each table becomes.

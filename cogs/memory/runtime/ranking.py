@@ -32,6 +32,15 @@ class RankingTuning:
     read_structure: bool = True
     # From this dialogue up the rules keep their full weight; below it, in proportion (structure.strength).
     dialogue_full_at: float = 0.5
+    # Informativeness (search/informative.py): a message whose terms are worth informative_from or less (a term is
+    # worth its IDF in the channel over the most an IDF can be there) borrows nothing by the order of messages, from
+    # informative_full_at up in full, linearly between; informative_full_at = 0 switches the rule off. Measured in
+    # docs/loans.md: below the 5th percentile of answer-bearing messages' worth, above most content-free ones'.
+    informative_from: float = 0.5
+    informative_full_at: float = 1.0
+    # Such a message also keeps only that share of what it scores above a message no side returned: off, since on
+    # annotated IRC it also sinks short answers in common words ("terminal") (docs/loans.md).
+    informative_own: bool = False
     structure_messages: int = 2_000
     structure_refresh_s: float = 600.0
     # How many messages after a question, and how many Discord replies to it, may take that loan.

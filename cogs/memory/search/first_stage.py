@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -23,8 +23,9 @@ from ..records import Boost, Hit, ScoreParts, SearchFilters, checked_limit
 from ..store.rows import CandidateRow, from_timestamp
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
-from .context import Window, lenders, neighbours_in
+from .context import Neighbours, Window, lenders, neighbours_in
 from .fusion import Fused, Hits, fuse_sides
+from .informative import NO_VOCABULARY, Vocabulary, informativeness, vocabulary
 from .loans import Loans, spread_with_loans
 from .named import GuildNames, Named, guild_names, named_boosts, plain_names, read_question
 from .structure import ChannelStructure, Posted, measure, strength
@@ -38,6 +39,13 @@ __all__ = ("FirstStage", "Mode", "RecentMessage", "narrows", "score_parts")
 log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "keyword"]
+
+
+class ChannelReading(NamedTuple):
+    """What the first stage reads of a channel's recent messages: its structure and its vocabulary."""
+
+    structure: ChannelStructure
+    vocabulary: Vocabulary
 
 
 class RecentMessage(NamedTuple):
@@ -56,9 +64,12 @@ def narrows(filters: SearchFilters) -> bool:
 
 
 def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool = False,
-                boosts: tuple[Boost, ...] = ()) -> ScoreParts:
-    """What ``rowid``'s score is made of: its fused sides (``floor`` for a message no side returned), its loans and
-    its ``boosts`` (search/named.py); for a message that only fills the ``tail``, nothing its score is made of."""
+                boosts: tuple[Boost, ...] = (), informative: Mapping[int, float] | None = None,
+                said_little: float = 0.0) -> ScoreParts:
+    """What ``rowid``'s score is made of: its fused sides (``floor`` for a message no side returned), its loans, its
+    ``boosts`` (search/named.py) and its informativeness (what share of a loan it may borrow, and of its own score
+    above ``floor`` it keeps: ``said_little`` is what it lost); for a message that only fills the ``tail``, nothing
+    its score is made of."""
     if tail:
         return ScoreParts(keyword=None, vector=None, vector_weight=0.0, keyword_weight=0.0, tail=True)
     found = {side.name: side.scores[rowid] for side in fused.sides if rowid in side.scores}
@@ -68,7 +79,7 @@ def score_parts(fused: Fused, loans: Mapping[int, Loans], rowid: int, tail: bool
     return ScoreParts(keyword=found.get("keyword"), vector=found.get("vector"),
                       vector_weight=weights.get("vector", 0.0), keyword_weight=weights.get("keyword", 0.0),
                       missing=missing, neighbour_loan=neighbour, question_loan=question, reply_loan=reply,
-                      boosts=boosts)
+                      boosts=boosts, informativeness=(informative or {}).get(rowid, 1.0), said_little=said_little)
 
 
 def _candidate(row: CandidateRow, score: float, sources: list[str], rank: int, parts: ScoreParts) -> Hit:
@@ -88,9 +99,10 @@ class FirstStage:
         self.keyword_candidates: int = profile.keyword_candidates
         self.scripts = model_scripts(profile.embedding_model, profile.embedding_scripts)
         self.tuning: RankingTuning = profile.ranking
-        # Each (guild, channel)'s structure, measured again after the tuning's structure_refresh_s (read per look-up:
-        # a tuning swapped at run time applies at once); concurrent look-ups of a channel share one read.
-        self._structures: TimedCache[tuple[int, int], ChannelStructure] = TimedCache(
+        # Each (guild, channel)'s structure and vocabulary, measured again after the tuning's structure_refresh_s
+        # (read per look-up: a tuning swapped at run time applies at once); concurrent look-ups of a channel share
+        # one read.
+        self._structures: TimedCache[tuple[int, int], ChannelReading] = TimedCache(
             lambda: self.tuning.structure_refresh_s)
         # Each guild's member and channel names, which questions are read against (search/named.py).
         self._names: TimedCache[int, GuildNames] = TimedCache(lambda: self.tuning.names_refresh_s)
@@ -121,10 +133,16 @@ class FirstStage:
         asking = {rowid for rowid in heard if rowid in rows and questions.asks(rows[rowid].content)}
         # A question's Discord replies it may lend to (neighbours_in): told apart from the answers it guessed.
         replied = {rowid: surroundings.replies[:tuning.replies_lent] for rowid, surroundings in window.items()}
-        dialogue = await self._dialogue_of(lenders(neighbours, rows), filters.guild_id)
-        scores, loans = spread_with_loans(fused.scores, neighbours, fused.floor,
+        channels = lenders(neighbours, rows)
+        readings = await self._readings_of(channels, filters.guild_id)
+        dialogue = self._dialogue(channels, readings)
+        informative = self._informative(neighbours, rows, readings, fused.scores if tuning.informative_own else ())
+        own = fused.scores if informative is None or not tuning.informative_own else damped(
+            fused.scores, fused.floor, informative)
+        scores, loans = spread_with_loans(own, neighbours, fused.floor,
                                           (tuning.context_weight, tuning.next_context_weight), asking,
-                                          tuning.answer_context_weight, replied, dialogue)
+                                          tuning.answer_context_weight, replied, dialogue,
+                                          informative)
         boosts = named_boosts(named, rows, scores, tuning.named_boost)
         for rowid, given in boosts.items():
             scores[rowid] += sum(boost.amount for boost in given)
@@ -142,7 +160,8 @@ class FirstStage:
             ranked += tail
             filling.update(tail)
         return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank,
-                           score_parts(fused, loans, rowid, rowid in filling, boosts.get(rowid, ())))
+                           score_parts(fused, loans, rowid, rowid in filling, boosts.get(rowid, ()), informative,
+                                       own.get(rowid, 0.0) - fused.scores.get(rowid, 0.0)))
                 for rank, rowid in enumerate(ranked[:limit], start=1)]
 
     async def _named(self, query: str, guild_id: int, asked_at: datetime) -> Named:
@@ -160,34 +179,60 @@ class FirstStage:
         members, channels = await self._guild_names(guild_id)
         return await asyncio.to_thread(guild_names, members, channels)
 
-    async def _dialogue_of(self, channels: Mapping[int, int], guild_id: int) -> dict[int, float] | None:
-        """What share of their weight each lender's rules keep (``channels``: each lender's channel id): its
-        channel's dialogue, measured on the channel's last ``structure_messages`` messages and kept
-        ``structure_refresh_s`` seconds, through ``structure.strength``; None (every channel a dialogue) when the
-        tuning reads no structure."""
+    async def _readings_of(self, channels: Mapping[int, int], guild_id: int) -> dict[int, ChannelReading]:
+        """Each lender's channel's reading (``channels``: each lender's channel id), measured on the channel's last
+        ``structure_messages`` messages and kept ``structure_refresh_s`` seconds; none when the tuning reads neither
+        the structure nor informativeness."""
+        if not self.tuning.read_structure and self.tuning.informative_full_at <= 0.0:
+            return {}
+        ids = sorted(set(channels.values()))
+        # Kept readings are read in place: gathering them too cost a task each, ~3 ms a search over 50 channels
+        # (docs/scale.md). The rest are read together: after a refresh, a search over many channels waits for one
+        # read, not one after another.
+        readings = {channel: self._structures.fresh((guild_id, channel)) for channel in ids}
+        missing = [channel for channel, reading in readings.items() if reading is None]
+        if missing:
+            read = await asyncio.gather(*(self._channel_reading(guild_id, channel) for channel in missing))
+            readings.update(zip(missing, read))
+        return {channel: reading for channel, reading in readings.items() if reading is not None}
+
+    def _dialogue(self, channels: Mapping[int, int],
+                  readings: Mapping[int, ChannelReading]) -> dict[int, float] | None:
+        """What share of their weight each lender's rules keep: its channel's dialogue through
+        ``structure.strength``; None (every channel a dialogue) when the tuning reads no structure."""
         if not self.tuning.read_structure:
             return None
         full_at = self.tuning.dialogue_full_at
-        ids = sorted(set(channels.values()))
-        # Kept structures are read in place: gathering them too cost a task each, ~3 ms a search over 50 channels
-        # (docs/scale.md). The rest are read together: after a refresh, a search over many channels waits for one
-        # read, not one after another.
-        structures = {channel: self._structures.fresh((guild_id, channel)) for channel in ids}
-        missing = [channel for channel, structure in structures.items() if structure is None]
-        if missing:
-            read = await asyncio.gather(*(self.channel_structure(guild_id, channel) for channel in missing))
-            structures.update(zip(missing, read))
-        kept = {channel: strength(structure.dialogue, full_at) for channel, structure in structures.items()
-                if structure is not None}
-        return {rowid: kept[channel] for rowid, channel in channels.items()}
+        kept = {channel: strength(reading.structure.dialogue, full_at) for channel, reading in readings.items()}
+        return {rowid: kept[channel] for rowid, channel in channels.items() if channel in kept}
+
+    def _informative(self, neighbours: Neighbours, rows: Mapping[int, CandidateRow],
+                     readings: Mapping[int, ChannelReading],
+                     candidates: Iterable[int] = ()) -> dict[int, float] | None:
+        """The informativeness (search/informative.py) of every row that may lend or borrow, and of
+        ``candidates``, against its channel's vocabulary; None when the tuning switches the rule off."""
+        tuning = self.tuning
+        if tuning.informative_full_at <= 0.0:
+            return None
+        involved = {other for rowid, (previous, following, answers, later) in neighbours.items()
+                    for other in (rowid, previous, following, *answers, *later) if other is not None}
+        involved.update(candidates)
+        return {rowid: informativeness(rows[rowid].content,
+                                       readings[channel].vocabulary if (channel := rows[rowid].channel_id)
+                                       in readings else NO_VOCABULARY,
+                                       tuning.informative_from, tuning.informative_full_at)
+                for rowid in involved if rowid in rows}
 
     async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
         """A channel's structure (search/structure.py) as of at most ``structure_refresh_s`` seconds ago: its last
         ``structure_messages`` messages read by the store, measured off the event loop; searches that miss together
         share one read."""
+        return (await self._channel_reading(guild_id, channel_id)).structure
+
+    async def _channel_reading(self, guild_id: int, channel_id: int) -> ChannelReading:
         return await self._structures.get((guild_id, channel_id), lambda: self._measure_channel(guild_id, channel_id))
 
-    async def _measure_channel(self, guild_id: int, channel_id: int) -> ChannelStructure:
+    async def _measure_channel(self, guild_id: int, channel_id: int) -> ChannelReading:
         recent = await self._recent_in_channel(guild_id, channel_id, self.tuning.structure_messages)
         return await asyncio.to_thread(_measure_recent, recent)
 
@@ -222,9 +267,17 @@ class FirstStage:
         raise NotImplementedError
 
 
-def _measure_recent(recent: Sequence[RecentMessage]) -> ChannelStructure:
-    return measure([[Posted(message.message_id, message.author_id, message.reply_to_id,
-                            questions.asks(message.content)) for message in recent]])
+def damped(scores: Mapping[int, float], floor: float, informative: Mapping[int, float]) -> dict[int, float]:
+    """``scores`` with what each message scores above ``floor`` (a message no side returned) scaled by its
+    informativeness: a message that says nothing of its own ranks with what matched nothing."""
+    return {rowid: score if score <= floor else floor + (score - floor) * informative.get(rowid, 1.0)
+            for rowid, score in scores.items()}
+
+
+def _measure_recent(recent: Sequence[RecentMessage]) -> ChannelReading:
+    return ChannelReading(measure([[Posted(message.message_id, message.author_id, message.reply_to_id,
+                                           questions.asks(message.content)) for message in recent]]),
+                          vocabulary(message.content for message in recent))
 
 
 async def _none() -> Hits:

@@ -55,7 +55,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
                       asking: Collection[int] = (),
                       answer_weight: float = DEFAULT_TUNING.answer_context_weight,
                       replied: Mapping[int, Collection[int]] | None = None,
-                      dialogue: Mapping[int, float] | None = None) -> Spread:
+                      dialogue: Mapping[int, float] | None = None,
+                      informative: Mapping[int, float] | None = None) -> Spread:
     """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
     on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
 
@@ -63,7 +64,10 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     ``strength``; 1.0 for one it does not name): what a message lends by the order of messages (to its neighbours,
     a question to the answer it guesses) is scaled by it, since adjacent messages are one exchange only where
     authors take turns more than chance; a Discord reply says what it answers, so a question's loan to its replies
-    is not.
+    is not. What a message keeps of a loan by the order of messages is scaled by its ``informative`` too (1.0 for
+    one it does not name; search/informative.py): a message that says nothing of its own keeps nothing as a
+    neighbour or a guessed answer, though a question it asks ("which one?") still passes on what it got; a Discord
+    reply says which question it answers, so a short one ("yes") keeps all of it.
     """
     spread = dict(scores)
     received: dict[int, float] = {}
@@ -71,9 +75,14 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     lent: dict[int, list[float]] = {}
     on_discord = replied or {}
 
+    says = informative or {}
+
     def lend(target: int, amount: float, kind: int) -> None:
-        spread[target] = spread.get(target, floor) + amount
-        lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
+        if kind != 2:  # a Discord reply keeps all of its loan, however short
+            amount *= says.get(target, 1.0)
+        if amount > 0.0:
+            spread[target] = spread.get(target, floor) + amount
+            lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
 
     def strength(lender: int, target: int) -> float:
         if dialogue is None or target in on_discord.get(lender, ()):

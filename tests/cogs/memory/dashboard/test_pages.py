@@ -44,7 +44,7 @@ async def test_the_search_api_returns_the_same_explanation(client: SignedIn) -> 
     assert hit["content"] == "the printer is broken" and hit["rank_before"] == 1 and hit["rank_after"] == 1
     assert hit["parts"] == {"keyword": pytest.approx(0.9167, abs=1e-4), "vector": None, "vector_weight": 0.4,
                             "keyword_weight": 0.6, "missing": -0.2, "neighbour_loan": 0.1, "question_loan": 0.0,
-                            "reply_loan": 0.0, "tail": False,
+                            "reply_loan": 0.0, "tail": False, "informativeness": 1.0, "said_little": 0.0,
                             "boosts": [{"reason": "author @<b>member1</b> named in the question", "amount": 0.05}]}
     assert hit["created_at"].startswith("2024-05-01T12:05")
     assert body["request"]["limit"] == 5

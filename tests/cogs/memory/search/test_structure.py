@@ -161,9 +161,9 @@ async def test_kept_structures_are_read_without_the_search_waiting_on_the_event_
         search_engine: Any, memory_ingest: IngestQueue, memory_store: Store, make_record: RecordFactory) -> None:
     await remember_turns(memory_ingest, memory_store, make_record, 1, 6)
     await remember_turns(memory_ingest, memory_store, make_record, 101, 6)  # channel 11 gets a second message too
-    first = await search_engine._dialogue_of({1: 10, 2: 11}, 1)
-    # Every structure kept: the look-up completes in its first step, no task per channel to wait for.
-    lookup = search_engine._dialogue_of({1: 10, 2: 11}, 1)
+    first = await search_engine._readings_of({1: 10, 2: 11}, 1)
+    # Every reading (structure, vocabulary) kept: the look-up completes in its first step, no task to wait for.
+    lookup = search_engine._readings_of({1: 10, 2: 11}, 1)
     with pytest.raises(StopIteration) as finished:
         lookup.send(None)
     assert finished.value.value == first

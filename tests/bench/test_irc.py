@@ -1,0 +1,56 @@
+"""bench.irc: each loan's precision on an annotated IRC log, and the log as bench.recall's files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import bench.irc as irc
+
+LOG = """\
+[10:00] <ann> how do i mount a usb stick on ubuntu?
+=== bob has joined #ubuntu
+[10:00] <cat> anyone tried the new kernel
+[10:01] <bob> ann: use the disks app or sudo mount /dev/sdb1 /mnt
+[10:01] <bob> it should show up in nautilus too
+[10:02] <ann> thanks
+"""
+# Line numbers count the system line: 0 ann asks, 2 cat, 3 bob answers ann, 4 bob goes on, 5 ann thanks bob.
+LINKS = "0 0 -\n2 2 -\n0 3 -\n3 4 -\n4 5 -\n"
+
+
+@pytest.fixture
+def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> irc.Log:
+    monkeypatch.setattr(irc, "ANNOTATED_FROM", 0)
+    (tmp_path / "x.raw.txt").write_text(LOG, encoding="utf-8")
+    (tmp_path / "x.annotation.txt").write_text(LINKS, encoding="utf-8")
+    return irc.read_log(tmp_path / "x.raw.txt")
+
+
+def test_a_log_is_read_without_its_system_lines_and_with_its_conversations(log: irc.Log) -> None:
+    assert [line.index for line in log.lines] == [0, 2, 3, 4, 5]
+    assert log.lines[0].asks and log.lines[1].asks and not log.lines[4].asks  # "anyone ..." asks too
+    assert log.together(log.lines[0], log.lines[4]) and not log.together(log.lines[0], log.lines[1])
+
+
+def test_the_guessed_answer_to_a_question_is_linked_only_where_the_annotators_linked_it(log: irc.Log) -> None:
+    table = irc.measure_irc([log])
+    # ann's question guesses cat's line (not linked); cat's question guesses bob's line, which answers ann.
+    assert table["question | nearest other"]["linked"] == 0.0
+    # bob names ann: a reply to ann's latest line, which the annotators linked.
+    assert table["reply"] == {"pairs": 1, "linked": 1.0, "same_conversation": 1.0}
+    # bob's burst: his two lines are linked; cat -> bob is not.
+    assert table["neighbour | same author"]["linked"] == 1.0
+    assert table["neighbour | other author, names no one"]["linked"] < 1.0
+
+
+def test_an_export_writes_messages_replies_and_the_annotated_questions(log: irc.Log, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert irc.export([log], ["x"], out) == 5
+    messages = [json.loads(line) for line in (out / "messages.jsonl").read_text().splitlines()]
+    assert messages[2]["reply_to"] == "x/0" and "reply_to" not in messages[1]
+    queries = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
+    assert queries == [{"channel": "x", "qid": "x/q0", "question": "how do i mount a usb stick on ubuntu?",
+                        "category": "irc", "relevant": ["x/3"]}]
