@@ -88,3 +88,22 @@ def test_without_precisions_nothing_is_measured(tiny_reranker_profile: MemoryPro
         service.close()
     assert (measurements, status.precision, status.providers[0].label) == ([], None, "torch float32")
     assert status.depth == tiny_reranker_profile.reranker.candidates
+
+
+def test_injected_measurements_decide_the_backend_and_the_depth(
+        measured_profile: MemoryProfile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fastest within the bars runs (int8 here), a faster one outside them (bf16, its order reversed) does not,
+    and the measured speed grows the candidates offered up to max_candidates."""
+    from tests.cogs.memory.rerank.test_precision import BAD_ORDER, GOOD
+
+    fake = [Measurement("float32", 5.0), Measurement("int8", 40.0, GOOD), Measurement("bf16", 80.0, BAD_ORDER)]
+    monkeypatch.setattr(scorers, "measure", lambda *args, **kwargs: fake)
+    profile = with_reranker(measured_profile, candidates=20, max_candidates=50, time_budget_ms=3000)
+    service = loaded(profile, tmp_path)
+    try:
+        status = service.status()
+        offered = service.score(QUERY, [f"message number {n}" for n in range(60)]).offered
+    finally:
+        service.close()
+    assert (status.providers[0].label, status.depth, offered) == ("onnx int8", 50, 50)
+    assert status.precision == "int8 measured: 40.0 pairs/s (float32 5.0, bf16 80.0)"
