@@ -32,12 +32,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from cogs.memory.rerank.fidelity import FidelityBars, measure_fidelity
 from cogs.memory.rerank.local import DEFAULT_INSTRUCTION, LocalScorer
+from cogs.memory.rerank.precision import candidate_depth
 from cogs.memory.runtime.hardware import HardwareDetector
 from cogs.memory.runtime.profile import MemoryProfile, load_profile
 
 DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp16": ("float16", torch.float16), "fp32": ("float32", torch.float32)}
-BACKENDS = ("torch", "onnx")
+BACKENDS = ("torch", "onnx", "torch-bf16")
 OFFICIAL_BATCH = 8
 MAX_LENGTH = 512
 # The official method's prompt, written out as the Qwen3-Reranker model card has it (not imported from the scorer),
@@ -130,7 +132,7 @@ def make_scorer(backend: str, model_dir: Path, dtype: str, export_dir: Path, int
     if device != "cpu":
         raise SystemExit("--backend onnx runs on the CPU; use --backend torch with --device cuda")
     if dtype != "float32":
-        raise SystemExit("--backend onnx runs float32 (or --int8); use --dtype fp32")
+        raise SystemExit("--backend onnx runs float32 (or --int8); use --dtype fp32 (torch-bf16 for bf16)")
     return OnnxScorer(str(model_dir), max_length, export_dir, int8=int8)
 
 
@@ -163,23 +165,32 @@ def run_budget(scorer: LocalScorer, cases: list[Case], profile: MemoryProfile, b
                 for ms in budgets_ms}}
 
 
-def run_ours(scorer: LocalScorer, cases: list[Case], batch_size: int) -> dict:
-    """Each case timed once, after a warm-up that also fills the instruction's constant-prefix cache (as the bot's
-    first recall does): tokens needed are the query's own prefix tokens and the candidates' tails."""
-    scorer.score("warm up", ["a short message", "another one"], DEFAULT_INSTRUCTION, batch_size)
-    constant = len(scorer.constant_ids(DEFAULT_INSTRUCTION))
-    scores, times, tokens = [], [], 0
+def run_ours(scorers: dict[str, LocalScorer], cases: list[Case], batch_size: int) -> dict[str, dict]:
+    """Each case timed once per scorer, the scorers alternated (the order rotating case by case), after a warm-up
+    that also fills the instruction's constant-prefix cache (as the bot's first recall does): tokens needed are the
+    query's own prefix tokens and the candidates' tails."""
+    names = list(scorers)
+    for scorer in scorers.values():
+        scorer.score("warm up", ["a short message", "another one"], DEFAULT_INSTRUCTION, batch_size)
+    first = scorers[names[0]]
+    constant = len(first.constant_ids(DEFAULT_INSTRUCTION))
+    tokens = 0
     for case in cases:
-        split = scorer.split_prompts(case.query, case.docs, DEFAULT_INSTRUCTION)
+        split = first.split_prompts(case.query, case.docs, DEFAULT_INSTRUCTION)
         tokens += len(split.shared) - constant + sum(len(t) for t in split.tails)
-        started = time.perf_counter()
-        scores.append(scorer.score(case.query, case.docs, DEFAULT_INSTRUCTION, batch_size))
-        times.append(time.perf_counter() - started)
-    full_prompt_tokens = sum(len(p) for c in cases for p in scorer.prompt_ids(c.query, c.docs, DEFAULT_INSTRUCTION))
+    scores: dict[str, list] = {name: [] for name in names}
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for n, case in enumerate(cases):
+        for name in names[n % len(names):] + names[: n % len(names)]:
+            started = time.perf_counter()
+            scores[name].append(scorers[name].score(case.query, case.docs, DEFAULT_INSTRUCTION, batch_size))
+            times[name].append(time.perf_counter() - started)
+    full_prompt_tokens = sum(len(p) for c in cases for p in first.prompt_ids(c.query, c.docs, DEFAULT_INSTRUCTION))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"scores": scores, "times": times, "tokens": tokens, "full_prompt_tokens": full_prompt_tokens,
-            "peak_rss_mb": rss_mb, "peak_gpu_mb": peak_gpu_mb(scorer.device), "constant_prefix_tokens": constant,
-            "constant_prefix_hits": scorer.constant_prefixes.hits}
+    return {name: {"scores": scores[name], "times": times[name], "tokens": tokens,
+                   "full_prompt_tokens": full_prompt_tokens, "peak_rss_mb": rss_mb,
+                   "peak_gpu_mb": peak_gpu_mb(scorer.device), "constant_prefix_tokens": constant,
+                   "constant_prefix_hits": scorer.constant_prefixes.hits} for name, scorer in scorers.items()}
 
 
 def peak_gpu_mb(device: str) -> float | None:
@@ -252,31 +263,36 @@ def max_abs_diff(reference: list[float], ours: list[float]) -> float:
 
 def run_backends(args: argparse.Namespace, model_dir: Path, dtype: str, cases: list[Case],
                  export_dir: Path) -> dict[str, dict]:
-    """Our scorer on every case, once per backend asked for (and int8 ONNX beside fp32 with --int8)."""
+    """Our scorer on every case, once per backend asked for (int8 ONNX beside fp32 with --int8; "torch-bf16" is torch
+    in bfloat16 whatever --dtype says). With several backends they are all loaded first and alternated case by case,
+    the order rotating, so that the load of a shared machine falls on each alike; then each one's budget sweep."""
     names = [b.strip() for b in args.backend.split(",")]
     if unknown := [b for b in names if b not in BACKENDS]:
         raise SystemExit(f"--backend {','.join(unknown)}: allowed: {' | '.join(BACKENDS)}")
     runs = [(name, False) for name in names] + ([("onnx", True)] if args.int8 else [])
     profile = load_profile(args.profile)
     budgets = [int(ms) for ms in args.budgets.split(",") if ms.strip()]
-    rows = {}
+    scorers, load_s = {}, {}
     for name, int8 in runs:
-        if args.device.startswith("cuda"):
-            torch.cuda.reset_peak_memory_stats(args.device)
         started = time.perf_counter()
-        scorer = make_scorer(name, model_dir, dtype, export_dir, int8, device=args.device)
-        load_s = time.perf_counter() - started
-        row = run_ours(scorer, cases, args.batch_size)
-        row.update(load_s=load_s, ms_for_budget=run_budget(scorer, cases, profile, budgets))
+        key = f"{name}-int8" if int8 else name
+        backend, backend_dtype = ("torch", "bfloat16") if name == "torch-bf16" else (name, dtype)
+        scorers[key] = make_scorer(backend, model_dir, backend_dtype, export_dir, int8, device=args.device)
+        load_s[key] = time.perf_counter() - started
+    if args.device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats(args.device)
+    rows = run_ours(scorers, cases, args.batch_size)
+    for key, scorer in scorers.items():
+        rows[key].update(load_s=load_s[key], ms_for_budget=run_budget(scorer, cases, profile, budgets))
         scorer.close()
-        del scorer
-        gc.collect()
-        rows[f"{name}-int8" if int8 else name] = row
+    scorers.clear()
+    gc.collect()
     return rows
 
 
 def summarise(row: dict, cases: list[Case], counts: list[int], keys: list[tuple[int, int]], official: list[float],
-              official_s: float, st: list[float], st_s: float | None, useful_per_token: int, peak: float) -> dict:
+              official_s: float, st: list[float], st_s: float | None, useful_per_token: int, peak: float,
+              reference: dict, profile: MemoryProfile) -> dict:
     """One backend's figures; every comparison is pair by pair over `keys` (case, doc), the pairs the baselines
     scored, in the order they scored them."""
     mine = [row["scores"][case][doc] for case, doc in keys]
@@ -299,7 +315,10 @@ def summarise(row: dict, cases: list[Case], counts: list[int], keys: list[tuple[
         "peak_rss_mb": row["peak_rss_mb"],
         "peak_gpu_mb": row["peak_gpu_mb"],
         "ms_for_budget": row["ms_for_budget"],
+        "depth_within_budget": candidate_depth(profile.reranker, pairs_per_s),
     }
+    fidelity = measure_fidelity(reference["scores"], row["scores"])
+    out["fidelity_vs_first"] = {**fidelity.as_dict(), "misses": FidelityBars().misses(fidelity)}
     for count in counts:
         times = [t for t, c in zip(row["times"], cases, strict=True) if len(c.docs) == count]
         out[f"ms_per_query_{count}"] = 1000 * sum(times) / len(times)
@@ -339,8 +358,10 @@ def measure(args: argparse.Namespace, model_dir: Path) -> dict:
     except Exception as exc:  # reported in the JSON, as the issue asks
         st, st_s, st_error = [], None, f"{type(exc).__name__}: {exc}"
     useful_per_token = non_embedding_params(model_dir)
-    by_backend = {name: summarise(row, cases, counts, keys, official, official_s, st, st_s, useful_per_token, peak)
-                  for name, row in rows.items()}
+    first_row = next(iter(rows.values()))
+    profile = load_profile(args.profile)
+    by_backend = {name: summarise(row, cases, counts, keys, official, official_s, st, st_s, useful_per_token, peak,
+                                  first_row, profile) for name, row in rows.items()}
     first_name = next(iter(by_backend))
     first = by_backend[first_name]
     return {
@@ -385,7 +406,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--device", default="cpu", help="where our torch backend and the baselines run (cpu, cuda)")
     parser.add_argument("--backend", default="torch",
-                        help="our backends, comma-separated (torch, onnx); the first gives the top-level figures")
+                        help="our backends, comma-separated (torch, onnx, torch-bf16), alternated case by case; the "
+                             "first gives the top-level figures and the reference of each one's fidelity_vs_first")
     parser.add_argument("--int8", action="store_true", help="also run ONNX Runtime with int8 weights")
     parser.add_argument("--profile", default="cpu-small", help="profile whose time budget ms_for_budget measures")
     parser.add_argument("--budgets", default="1000,2000,3000,5000",

@@ -410,7 +410,7 @@ class Memory:
             hits = await self.search(query, filters, limit)
             searched_ms = 1000 * (time.perf_counter() - started)
             return Recall(tuple(hits), len(hits), searched_ms, searched_ms)
-        candidates = await self.search(query, filters, max(limit, profile.reranker.candidates))
+        candidates = await self.search(query, filters, max(limit, reranker.depth))
         searched = time.perf_counter()
         # The reranker scores texts only (the first `candidates` of them, within its time budget); the order is ours.
         scored = await reranker.ascore(query, [candidate.content for candidate in candidates])

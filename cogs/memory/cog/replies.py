@@ -195,7 +195,7 @@ def reranking_summary(status: RerankerStatus) -> str:
             f"({queries} {'query' if queries == 1 else 'queries'}) · {hour.scored_per_recall:.1f} of "
             f"{hour.offered_per_recall:.1f} candidates scored per recall · cache hits: "
             f"{status.cache_hits:,} scores" + ("" if prefix is None else f", {prefix:,} prompt prefixes")
-            + scored_by)
+            + scored_by + ("" if status.precision is None else f" · precision {status.precision}"))
 
 
 def catch_up_summary(status: CatchUpStatus | None) -> str:

@@ -98,7 +98,8 @@ class MemorySource:
         return ProcessInfo(
             profile=profile.name, embedding_model=memory.embedder.display_name,
             reranker_model=status.model if status else None,
-            reranker_backend=f"{status.backend} {status.dtype}" if status and status.backend else None,
+            reranker_backend=(f"{status.backend} {status.dtype}" + (f" ({status.precision})" if status.precision else "")
+                              if status and status.backend else None),
             store_backend="sqlite" if db_path is not None else "postgresql", device=memory.embedder.device, dtype=profile.dtype,
             rss_bytes=psutil.Process().memory_info().rss, database_bytes=database_bytes,
             ingest_backlog=memory.queued)

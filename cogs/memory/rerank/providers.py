@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .scorers import LocalBackend
 from .http import HttpScorer
+from .precision import PrecisionChoice
 from ..runtime.profile import ProviderSettings
 
 Backend = LocalBackend | HttpScorer
@@ -43,6 +44,7 @@ class Provider:
         self.backend: Backend | None = None
         self.device: str | None = None
         self.load_error: str | None = None
+        self.precision: PrecisionChoice | None = None  # how the precision was chosen, where it was measured
         self.last_error: str | None = None
         self.loading = False
         self.settled = threading.Event()  # set once a load finished, either way

@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from .cross_encoder import CrossEncoderScorer
+from .fidelity import FidelityBars
 from .local import LocalScorer
 from .onnx import OnnxScorer
-from ..runtime.profile import BACKENDS
+from .onnx_export import model_revision
+from .precision import PrecisionChoice, cache_path, key_fields, measure, select
+from ..runtime.hardware import HardwareInfo
+from ..runtime.profile import BACKENDS, RerankerSettings
 
 log = logging.getLogger(__name__)
 
@@ -83,3 +87,50 @@ def build_local_scorer(model_name: str, *, backend: str, device: str, dtype: str
     if int8:
         log.warning("reranker int8 is an ONNX Runtime option; %s runs on torch in %s", model_name, dtype)
     return LocalScorer(model_name, device, dtype, max_length, tokenizer)
+
+
+def precision_scorer(precision: str, model_name: str, *, backend: str, max_length: int, export_root: Path,
+                     hardware: HardwareInfo, tokenizer: Any = None) -> LocalBackend | str:
+    """The CPU scorer of a Qwen3 reranker in `precision` ("float32", "int8", "bf16"), or why it cannot run here."""
+    if precision == "float32":
+        return build_local_scorer(model_name, backend=backend, device="cpu", dtype="float32", max_length=max_length,
+                                  export_root=export_root, tokenizer=tokenizer)
+    if precision == "int8":
+        if backend == "torch":
+            return "int8 runs on ONNX Runtime, and the profile's backend is torch"
+        if (reason := onnx_runtime_error()) is not None:
+            return f"ONNX Runtime is not available: {reason}"
+        return OnnxScorer(model_name, max_length, export_root, int8=True, tokenizer=tokenizer)
+    if precision == "bf16":
+        if not hardware.cpu_bf16:
+            return "no native bf16 on this CPU (avx512_bf16 or amx_bf16): emulated, slower than float32"
+        return LocalScorer(model_name, "cpu", "bfloat16", max_length, tokenizer)
+    raise ValueError(f"precision {precision!r}; allowed: float32 | int8 | bf16")
+
+
+def build_measured_scorer(model_name: str, settings: RerankerSettings, export_root: Path, hardware: HardwareInfo,
+                          instruction: str, *, threads: int, tokenizer: Any = None,
+                          bars: FidelityBars = FidelityBars()) -> tuple[LocalBackend, PrecisionChoice | None]:
+    """The CPU scorer in the precision `settings.precisions` allows that is fastest here within `bars` of float32
+    (measured once per machine, then cached beside the ONNX exports; see precision.py), and that choice. A model
+    that is not a Qwen3 yes/no LM (a cross-encoder) is built as `build_local_scorer` does, with no choice."""
+    from transformers import AutoConfig
+
+    if model_family(AutoConfig.from_pretrained(model_name)) != YES_NO_LM:
+        return build_local_scorer(model_name, backend=settings.backend, device="cpu", dtype="float32",
+                                  max_length=settings.max_length, export_root=export_root, tokenizer=tokenizer), None
+
+    def build(precision: str) -> LocalBackend | str:
+        return precision_scorer(precision, model_name, backend=settings.backend, max_length=settings.max_length,
+                                export_root=export_root, hardware=hardware, tokenizer=tokenizer)
+
+    fields = key_fields(model_name, model_revision(model_name), hardware.cpu_features, threads, settings.precisions,
+                        bars, settings.backend)
+    choice = select(cache_path(export_root, fields), fields, bars,
+                    lambda: measure(build, settings.precisions, instruction, settings.batch_size))
+    scorer = build(choice.precision)
+    if isinstance(scorer, str):  # the cache says it ran here, and now it cannot: run the reference
+        log.warning("reranker precision %s cannot run now (%s); running float32", choice.precision, scorer)
+        scorer = build("float32")
+        assert not isinstance(scorer, str)
+    return scorer, choice

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .scorers import build_local_scorer
+from .precision import candidate_depth, torch_threads
+from .scorers import LocalBackend, build_local_scorer, build_measured_scorer
 from .cache import ScoreCache
 from .http import HttpRerankError, HttpScorer
 from .load_help import UNAVAILABLE, load_failure
@@ -73,6 +74,8 @@ class RerankerStatus:
     cache_hits: int
     cache_misses: int
     prefix_cache_hits: int | None  # None when no backend caches prompt prefixes
+    precision: str | None  # the measured precision choice, in one line; None where the profile asks for none
+    depth: int  # candidates a recall offers the reranker (profile's, or grown by the measured speed)
     last_hour: RerankSummary
 
 
@@ -124,6 +127,13 @@ class RerankerService:
     def _backend(self) -> Backend | None:
         """The first provider's backend, once loaded."""
         return self._providers[0].backend if self._providers else None
+
+    @property
+    def depth(self) -> int:
+        """How many candidates a recall offers: the profile's `candidates`, or more up to its `max_candidates` where
+        the precision measured at load scores them within the time budget."""
+        choice = self._providers[0].precision if self._providers else None
+        return candidate_depth(self._profile.reranker, None if choice is None else choice.pairs_per_s)
 
     def score(self, query: str, texts: Sequence[str], *, instruction: str | None = None) -> RerankScores:
         """Blocking form (for threads, CLIs and benchmarks, never the event loop): waits for the models to load
@@ -185,6 +195,8 @@ class RerankerService:
             cache_hits=self._cache.hits,
             cache_misses=self._cache.misses,
             prefix_cache_hits=next((c.hits for c in prefixes if c is not None), None),
+            precision=None if first.precision is None else first.precision.short(),
+            depth=self.depth,
             last_hour=self._stats.summary(),
         )
 
@@ -298,11 +310,18 @@ class RerankerService:
         settings = profile.reranker
         if provider.kind == "http":
             return HttpScorer(provider.settings.http_url or "", provider.model_name, provider.settings.http_api), None
-        device = device or resolve_device(profile, self._detector.detect())
+        hardware = self._detector.detect()
+        device = device or resolve_device(profile, hardware)
         started = time.perf_counter()
-        scorer = build_local_scorer(provider.model_name, backend=settings.backend, device=device,
-                                    dtype=profile.dtype, max_length=settings.max_length,
-                                    export_root=self._export_dir, int8=settings.int8, tokenizer=tokenizer)
+        scorer: LocalBackend
+        if settings.precisions and device == "cpu":  # measured once per machine, on this (the loader) thread
+            scorer, provider.precision = build_measured_scorer(
+                provider.model_name, settings, self._export_dir, hardware,
+                settings.instruction or DEFAULT_INSTRUCTION, threads=torch_threads(), tokenizer=tokenizer)
+        else:
+            scorer = build_local_scorer(provider.model_name, backend=settings.backend, device=device,
+                                        dtype=profile.dtype, max_length=settings.max_length,
+                                        export_root=self._export_dir, int8=settings.int8, tokenizer=tokenizer)
         log.info("reranker %s loaded on %s (%s, %s) in %.1f s", provider.model_name, device, scorer.backend,
                  scorer.dtype, time.perf_counter() - started)
         return scorer, device
@@ -330,7 +349,7 @@ class RerankerService:
             settings = self._profile.reranker
             if fallback or not texts or not self._providers:
                 return RerankScores((None,) * len(texts))
-            head = texts[: settings.candidates]
+            head = texts[: self.depth]
             scored = self._score(query, head, instruction or settings.instruction or DEFAULT_INSTRUCTION, deadline)
             return replace(scored, scores=scored.scores + (None,) * (len(texts) - len(head)))
 

@@ -25,6 +25,8 @@ PROVIDERS = ("local", "http", "none")
 BACKENDS = ("auto", "onnx", "torch")
 # Request/response shapes of the http provider: Cohere/Jina/vLLM `/v1/rerank`, text-embeddings-inference `/rerank`.
 HTTP_APIS = ("cohere", "tei")
+# CPU precisions a reranker may be measured in (`precisions`); float32 is the reference.
+RERANKER_PRECISIONS = ("int8", "bf16", "float32")
 
 
 class ProfileError(ValueError):
@@ -51,9 +53,15 @@ class RerankerSettings:
     http_api: str = "cohere"
     backend: str = "auto"
     int8: bool = False  # ONNX Runtime only: int8 weights (dynamic, per channel); faster, not exact
+    # CPU precisions the bot may choose from, measured once per machine (rerank/precision.py); () = float32, or int8
+    # where `int8` says so. The fastest within the fidelity bars of float32 runs.
+    precisions: tuple[str, ...] = ()
     batch_size: int = 8
     max_length: int = 512
     candidates: int = 20
+    # With measured precisions: up to this many candidates where the measured speed fits them in the time budget
+    # (0 = always `candidates`).
+    max_candidates: int = 0
     top_k: int = 5
     min_score: float = 0.0
     time_budget_ms: int = 3000
@@ -119,7 +127,9 @@ _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_siz
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",
                            "min_ram_gb", "min_gpu_memory_gb", "timeout_ms", "context_weight", "next_context_weight",
                            "answer_context_weight", "body_weight", "author_weight", "structure_refresh_s",
-                           "informative_from", "informative_full_at"})
+                           "informative_from", "informative_full_at", "max_candidates"})
+# Arrays of strings, and the strings each may hold.
+_STRING_ARRAYS: dict[str, tuple[str, ...]] = {"precisions": RERANKER_PRECISIONS}
 # Shares: a number from 0 to 1.
 _SHARES = frozenset({"min_score", "vector_weight", "min_covered_share", "dialogue_full_at"})
 # Fields that hold an array of tables ([[reranker.providers]]), and what each table becomes.
@@ -151,6 +161,13 @@ def _check_value(source: str, qualified: str, value: Any, annotation: str) -> An
             value = float(value)
         if base == "str" and not isinstance(value, str):
             raise fail("a string")
+        if base == "tuple[str, ...]":
+            if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                raise fail("an array of strings")
+            allowed = _STRING_ARRAYS.get(key)
+            if allowed is not None and (wrong := [item for item in value if item not in allowed]):
+                raise ProfileError(f"{source}: field {qualified!r} holds {wrong[0]!r}; allowed: {' | '.join(allowed)}")
+            value = tuple(value)
     if key in _CHOICES and value is not None and value not in _CHOICES[key]:
         raise fail(" | ".join(_CHOICES[key]))
     if key in _POSITIVE and value < 1:

@@ -110,6 +110,8 @@ class HeldReranker:
     """Scores every text 1.0 and says which query it scored (``by``), but answers a query only once the test lets
     it (``answer``); ``last`` is what a reranker's own last-query record would hold, as ``status()`` reads it."""
 
+    depth = 20  # candidates a recall offers it, as RerankerService.depth says
+
     def __init__(self, *queries: str) -> None:
         self.scored = {query: asyncio.Event() for query in queries}
         self.answer = {query: asyncio.Event() for query in queries}

@@ -76,18 +76,35 @@ async def test_a_recall_on_cpu_small_attaches_a_rerank_score_to_each_candidate(m
     assert len(scores) == 5 and all(score is not None and 0.0 <= score <= 1.0 for score in scores)
 
 
-async def test_cpu_small_reranks_on_onnx_runtime_in_float32(memory: Memory) -> None:
-    await memory.reranker.aload()
+async def test_cpu_small_reranks_on_onnx_runtime_in_float32(
+    cpu_small: MemoryProfile, db_path: Path, index_dir: Path, make_record: RecordFactory
+) -> None:
+    """Without the measured choice of precision (test_precision_service.py has it), float32 on ONNX Runtime."""
+    async with memory_with_messages(with_reranker(cpu_small, precisions=()), db_path, index_dir,
+                                    make_record) as memory:
+        await memory.reranker.aload()
+        await recall(memory)
+        status = memory.reranker.status()
+    assert (status.backend, status.dtype, status.loaded) == ("onnx", "float32", True)
+
+
+async def test_cpu_small_measures_its_precision_on_the_loader_thread(
+    memory: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="cogs.memory.rerank"):
+        await memory.reranker.aload()
     await recall(memory)
     status = memory.reranker.status()
-    assert (status.backend, status.dtype, status.loaded) == ("onnx", "float32", True)
+    assert status.loaded and (status.precision or "").split(" ")[0] in ("int8", "bf16", "float32")
+    [line] = [r for r in caplog.records if r.getMessage().startswith("reranker precision ")]
+    assert line.threadName == "reranker-loader-cpu-small"
 
 
 async def test_cpu_small_falls_back_to_torch_when_onnx_runtime_cannot_load(
     cpu_small: MemoryProfile, db_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # makes `import onnxruntime` raise ImportError
-    memory = await Memory.open(cpu_small, db_path, index_dir)
+    memory = await Memory.open(with_reranker(cpu_small, precisions=()), db_path, index_dir)
     try:
         await memory.reranker.aload()
         status = memory.reranker.status()
@@ -130,6 +147,7 @@ async def test_the_first_onnx_export_runs_on_the_loader_thread_with_progress_in_
         slow_export.release.set()
         await memory.reranker.aload()
     lines = [r.getMessage() for r in caplog.records]
-    assert slow_export.threads == ["reranker-loader-cpu-small"]
+    # Every export runs there: float32, and int8 for the measured choice of precision (the profile allows it).
+    assert set(slow_export.threads) == {"reranker-loader-cpu-small"} and slow_export.threads
     assert any(line.startswith("exporting reranker ") for line in lines)
     assert any(line.startswith("ONNX export of ") and "layers written" in line for line in lines)

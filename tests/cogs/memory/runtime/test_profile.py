@@ -52,6 +52,8 @@ def test_shipped_cpu_small_profile_reranks_on_onnx_float32_within_a_time_budget(
     assert (provider_chain(settings), profile.device, profile.dtype) == ((ProviderSettings("local"),), "cpu", "float32")
     assert (settings.backend, settings.int8, settings.preload, settings.time_budget_ms > 0) == (
         "onnx", False, True, True)
+    assert (settings.precisions, settings.candidates, settings.max_candidates) == (
+        ("int8", "bf16", "float32"), 20, 50)
 
 
 def test_shipped_cpu_tiny_profile_reranks_with_a_multilingual_cross_encoder_within_a_time_budget() -> None:
