@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.output import report
 from cogs.memory.language.keywords import fts_document
 from cogs.memory.privacy.member_export import ExportRequest, write_member_export
 from cogs.memory.privacy.subject_access import Readable, SubjectAccess
@@ -93,10 +94,7 @@ def main(argv: list[str] | None = None) -> None:
                                 "--child", str(db_path), str(Path(workdir) / "out")],
                                check=True, capture_output=True, text=True)
     figures = {"bench": "member_export", "messages_stored": args.messages, **json.loads(child.stdout)}
-    text = json.dumps(figures, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
+    report(figures, args.json)
 
 
 if __name__ == "__main__":

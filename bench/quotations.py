@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import statistics
 import tempfile
@@ -23,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.output import report
 from cogs.memory.memory import Memory
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.runtime.profile import load_profile
@@ -93,10 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     figures = asyncio.run(run(args))
-    text = json.dumps(figures, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
+    report(figures, args.json)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from bench.output import report
 from cogs.memory.rerank.fidelity import FidelityBars, measure_fidelity
 from cogs.memory.rerank.local import DEFAULT_INSTRUCTION, LocalScorer
 from cogs.memory.rerank.precision import candidate_depth
@@ -424,15 +425,6 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     report(benchmark(args), args.json)
-
-
-def report(result: dict, path: Path | None) -> None:
-    """Print `result` as JSON, and write it to `path` too when one is given."""
-    text = json.dumps(result, indent=2)
-    print(text)
-    if path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -62,9 +62,11 @@ def test_comparison_is_pair_by_pair_on_the_baseline_pairs_in_their_order() -> No
            "constant_prefix_hits": 0, "load_s": 0.0, "peak_rss_mb": 0.0, "peak_gpu_mb": None, "ms_for_budget": {}}
     keys = [(0, 0), (0, 1), (0, 2), (1, 0)]
     official = [0.1, 0.2, 0.3, 0.4 + 1e-3]  # the pairs the baselines scored, in their order; one differs
-    figures = rerank.summarise(row, cases, [3, 2], keys, official, 1.0, official[:3] + [0.4], 1.0, 1, 1.0)
+    figures = rerank.summarise(row, cases, [3, 2], keys, official, 1.0, official[:3] + [0.4], 1.0, 1, 1.0,
+                               reference=row, profile=rerank.load_profile("cpu-small"))
     assert figures["max_abs_diff_vs_official"] == pytest.approx(1e-3)
     assert figures["st_max_abs_diff_vs_ours"] == 0.0 and figures["bitwise_equal_pairs_vs_official"] == 3
+    assert figures["fidelity_vs_first"]["misses"] == []  # the first backend against itself
 
 
 def test_bench_reports_candidates_scored_for_each_budget(bench_result: dict) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from cogs.memory.dashboard.config import DashboardConfig
@@ -14,7 +13,7 @@ from cogs.memory.dashboard.server import Dashboard
 from cogs.memory.dashboard.memory_source import MemorySource
 from cogs.memory.memory import Memory
 from tests.fixtures.core import RecordFactory
-from tests.fixtures.dashboard import SignedIn
+from tests.fixtures.dashboard import SignedIn, signed_in_over
 
 GUILD, CHANNEL = 1, 10
 BURST = range(21, 26)  # five messages of one timestamp, as a bot's burst or an import leaves them
@@ -33,16 +32,8 @@ async def stored(any_memory: Memory, make_record: RecordFactory) -> Memory:
 
 @pytest.fixture
 async def client(stored: Memory, tmp_path: Path) -> AsyncIterator[SignedIn]:
-    source = MemorySource(lambda: stored, profiles_dir=tmp_path)
-    server = Dashboard(source, DashboardConfig(port=0, data_dir=tmp_path / "dashboard"))
-    await server.start()
-    try:
-        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-            signed_in = SignedIn(server, http)
-            await signed_in.login()
-            yield signed_in
-    finally:
-        await server.stop()
+    async with signed_in_over(stored, tmp_path) as signed_in:
+        yield signed_in
 
 
 async def test_the_overview_counts_what_the_store_holds(client: SignedIn, store_kind: str) -> None:

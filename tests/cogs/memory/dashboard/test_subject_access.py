@@ -10,16 +10,12 @@ import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 
-from cogs.memory.dashboard.config import DashboardConfig
-from cogs.memory.dashboard.memory_source import MemorySource
-from cogs.memory.dashboard.server import Dashboard
 from cogs.memory.memory import Memory
 from cogs.memory.records import Hit
 from tests.fixtures.core import RecordFactory
-from tests.fixtures.dashboard import SignedIn, csrf_from
+from tests.fixtures.dashboard import SignedIn, signed_in_over, csrf_from
 
 MEMBER = 100
 
@@ -33,16 +29,8 @@ async def client(any_memory: Memory, make_record: RecordFactory, tmp_path: Path)
     any_memory.quotations.note([Hit(1, 1, 10, MEMBER, "alice", "", first.created_at, 1.0, ("keyword",), 1)], "search",
                                200)
     await any_memory.quotations.flush()
-    server = Dashboard(MemorySource(lambda: any_memory, profiles_dir=tmp_path),
-                       DashboardConfig(port=0, data_dir=tmp_path / "dashboard"))
-    await server.start()
-    try:
-        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-            signed_in = SignedIn(server, http)
-            await signed_in.login()
-            yield signed_in
-    finally:
-        await server.stop()
+    async with signed_in_over(any_memory, tmp_path) as signed_in:
+        yield signed_in
 
 
 async def test_the_page_counts_what_memory_holds_of_a_member(client: SignedIn) -> None:
