@@ -31,13 +31,15 @@ _MARKUP = re.compile(r"<(?:[@#][!&]?|a?:\w+:)\d+>")
 
 
 class Vocabulary(NamedTuple):
-    """How many of a channel's recent messages hold each term (by ``terms_of``), and how many were read."""
+    """How many of a channel's recent messages hold each term (by ``terms_of``), and how many were read; ``idf``
+    each of those terms' IDF there, worked out once when the channel is read (a search asks for some 2,800 terms'
+    worth), ``None`` to work each out when asked."""
 
     messages: int
     counts: Mapping[str, int]
+    idf: Mapping[str, float] | None = None
 
 
-NO_VOCABULARY = Vocabulary(0, {})
 # Rarity reads as if a channel held at least this many messages (the ones it lacks holding none of the terms): in a
 # channel of three messages every word is in a third of them, which says nothing of how common it is in chat.
 MIN_MESSAGES = 100
@@ -56,7 +58,11 @@ def vocabulary(contents: Iterable[str]) -> Vocabulary:
     for content in contents:
         messages += 1
         counts.update(terms_of(content))
-    return Vocabulary(messages, counts)
+    rows = max(messages, MIN_MESSAGES)
+    return Vocabulary(messages, counts, {term: bm25_idf(rows, min(count, rows)) for term, count in counts.items()})
+
+
+NO_VOCABULARY = vocabulary(())
 
 
 def worth(content: str, known: Vocabulary) -> float:
@@ -67,7 +73,10 @@ def worth(content: str, known: Vocabulary) -> float:
         return 0.0
     rows = max(known.messages, MIN_MESSAGES)
     most = math.log((rows + 0.5) / 0.5)
-    return sum(bm25_idf(rows, min(known.counts.get(term, 0), rows)) for term in terms) / most
+    if known.idf is None:
+        return sum(bm25_idf(rows, min(known.counts.get(term, 0), rows)) for term in terms) / most
+    unseen, idf = bm25_idf(rows, 0), known.idf
+    return sum(idf.get(term, unseen) for term in terms) / most
 
 
 def informativeness(content: str, known: Vocabulary, nothing_at: float, full_at: float) -> float:
