@@ -180,8 +180,11 @@ def named_boosts(named: Named, rows: Mapping[int, CandidateRow], ranked: Collect
                      if found.start.timestamp() <= row.created_at < found.end.timestamp()), None)
 
     given: dict[int, list[Boost]] = {}
-    for kind, label in ((author, "author {} named in the question"), (channel, "in {}, named in the question"),
-                        (window, "posted {}, as the question says")):
+    for kind, label, asked in ((author, "author {} named in the question", named.authors),
+                               (channel, "in {}, named in the question", named.channels),
+                               (window, "posted {}, as the question says", named.windows)):
+        if not asked:  # nothing of this kind named: no candidate answers it (a search's rows are not read for it)
+            continue
         answering = {rowid: found for rowid in present if (found := kind(rows[rowid])) is not None}
         amount = weight * (1.0 - len(answering) / len(present))
         if amount > 0.0:
