@@ -25,7 +25,7 @@ from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
 from .context import Neighbours, Window, lenders, neighbours_in
 from .fusion import Fused, Hits, fuse_sides
-from .informative import NO_VOCABULARY, Vocabulary, informativeness, vocabulary
+from .informative import NO_VOCABULARY, Vocabulary, scaled, vocabulary, worth
 from .loans import Loans, spread_with_loans
 from .named import GuildNames, Named, guild_names, named_boosts, plain_names, read_question
 from .structure import ChannelStructure, Posted, measure, strength
@@ -42,10 +42,14 @@ Mode = Literal["hybrid", "vector", "keyword"]
 
 
 class ChannelReading(NamedTuple):
-    """What the first stage reads of a channel's recent messages: its structure and its vocabulary."""
+    """What the first stage reads of a channel's recent messages: its structure, its vocabulary, and each of those
+    messages' worth against it (search/informative.py) with the hash of the text it was worked out from, so that a
+    search weighs a recent message's terms once a reading, off the event loop, not each time (an edit since is
+    weighed again)."""
 
     structure: ChannelStructure
     vocabulary: Vocabulary
+    worth: Mapping[int, tuple[int, float]] = {}
 
 
 class RecentMessage(NamedTuple):
@@ -217,10 +221,8 @@ class FirstStage:
         involved = {other for rowid, (previous, following, answers, later) in neighbours.items()
                     for other in (rowid, previous, following, *answers, *later) if other is not None}
         involved.update(candidates)
-        return {rowid: informativeness(rows[rowid].content,
-                                       readings[channel].vocabulary if (channel := rows[rowid].channel_id)
-                                       in readings else NO_VOCABULARY,
-                                       tuning.informative_from, tuning.informative_full_at)
+        return {rowid: scaled(_worth(rows[rowid], readings.get(rows[rowid].channel_id)), tuning.informative_from,
+                              tuning.informative_full_at)
                 for rowid in involved if rowid in rows}
 
     async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
@@ -275,9 +277,22 @@ def damped(scores: Mapping[int, float], floor: float, informative: Mapping[int, 
 
 
 def _measure_recent(recent: Sequence[RecentMessage]) -> ChannelReading:
+    known = vocabulary(message.content for message in recent)
     return ChannelReading(measure([[Posted(message.message_id, message.author_id, message.reply_to_id,
                                            questions.asks(message.content)) for message in recent]]),
-                          vocabulary(message.content for message in recent))
+                          known,
+                          {message.message_id: (hash(message.content), worth(message.content, known))
+                           for message in recent})
+
+
+def _worth(row: CandidateRow, reading: ChannelReading | None) -> float:
+    """A row's worth against its channel's vocabulary: the one its reading worked out, unless the text changed."""
+    if reading is None:
+        return worth(row.content, NO_VOCABULARY)
+    kept = reading.worth.get(row.message_id)
+    if kept is not None and kept[0] == hash(row.content):
+        return kept[1]
+    return worth(row.content, reading.vocabulary)
 
 
 async def _none() -> Hits:

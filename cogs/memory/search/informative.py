@@ -22,7 +22,7 @@ from typing import NamedTuple
 from ..language import keywords as text
 from .terms import bm25_idf
 
-__all__ = ("NO_VOCABULARY", "Vocabulary", "informativeness", "terms_of", "vocabulary", "worth")
+__all__ = ("NO_VOCABULARY", "Vocabulary", "informativeness", "scaled", "terms_of", "vocabulary", "worth")
 
 # A link says where, not what: its parts ("https", "com", "watch") are not the message's own words.
 _LINK = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
@@ -84,6 +84,12 @@ def informativeness(content: str, known: Vocabulary, nothing_at: float, full_at:
     message when ``full_at`` is 0 (the rule switched off)."""
     if full_at <= 0.0:
         return 1.0
+    return scaled(worth(content, known), nothing_at, full_at)
+
+
+def scaled(value: float, nothing_at: float, full_at: float) -> float:
+    """A worth (``worth``) as informativeness: 0 at ``nothing_at`` or less, 1 at ``full_at`` or more, linearly
+    between (``full_at`` above 0)."""
     if full_at <= nothing_at:
-        return 1.0 if worth(content, known) > nothing_at else 0.0
-    return min(max((worth(content, known) - nothing_at) / (full_at - nothing_at), 0.0), 1.0)
+        return 1.0 if value > nothing_at else 0.0
+    return min(max((value - nothing_at) / (full_at - nothing_at), 0.0), 1.0)
