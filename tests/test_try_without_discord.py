@@ -18,7 +18,9 @@ def readme_section(title: str) -> str:
 
 def test_the_script_runs_each_command_the_readme_shows() -> None:
     shown = re.findall(r"-m cogs\.memory ([a-z-]+)", readme_section("Try it without Discord"))
-    run = set(re.findall(r"^(?:if )?memory ([a-z-]+)", SCRIPT.read_text(encoding="utf-8"), flags=re.M))
+    script = SCRIPT.read_text(encoding="utf-8")
+    run = set(re.findall(r"^(?:if )?memory ([a-z-]+)", script, flags=re.M))
+    run |= set(re.findall(r'^"\$PYTHON" -m cogs\.memory ([a-z-]+)', script, flags=re.M))  # one served meanwhile
     assert shown and set(shown) <= run, set(shown) - run
 
 

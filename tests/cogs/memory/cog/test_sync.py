@@ -9,7 +9,7 @@ import pytest
 from tests.fixtures.discord import bot_replies, give_role, make_role, say
 from tests.fixtures.interactions import snowflake
 
-MEMORY_SUBCOMMANDS = ["backfill", "forget", "optin", "optout", "profile", "search", "settings", "stats"]
+MEMORY_SUBCOMMANDS = ["backfill", "export", "forget", "mine", "optin", "optout", "profile", "search", "settings", "stats"]
 
 
 @dataclass

@@ -71,14 +71,29 @@ class Browser:
             from selenium.webdriver.support import expected_conditions
             from selenium.webdriver.support.ui import Select, WebDriverWait
 
-            form = self.driver.find_element("css selector", form_css)
-            for name, value in fields.items():
-                element = form.find_element("name", name)
-                if element.tag_name == "select":
-                    Select(element).select_by_value(value)
-                else:
-                    element.clear()
-                    element.send_keys(value)
+            from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+            def filled() -> Any:
+                form = self.driver.find_element("css selector", form_css)
+                for name, value in fields.items():
+                    element = form.find_element("name", name)
+                    if element.tag_name == "select":
+                        Select(element).select_by_value(value)
+                    else:
+                        element.clear()
+                        element.send_keys(value)
+                return form
+
+            # On a loaded box Chromium may hand back a node of the document it is still replacing ("does not belong
+            # to the document"): the form is found and filled again, before anything is submitted.
+            for attempt in range(3):
+                try:
+                    form = filled()
+                    break
+                except (StaleElementReferenceException, WebDriverException) as error:
+                    if attempt == 2 or "document" not in str(error) and not isinstance(
+                            error, StaleElementReferenceException):
+                        raise
             form.find_element("css selector", "button[type=submit]").click()
             # A click does not wait for the next page: the old form going stale says it was replaced.
             WebDriverWait(self.driver, 60).until(expected_conditions.staleness_of(form))
