@@ -49,7 +49,7 @@ from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord, SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
 GUILD = 1

@@ -10,7 +10,6 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import models
@@ -31,7 +30,8 @@ from .runtime.config import PROFILE_CHOICE_PATH
 from .runtime.hub_probe import settle_hub_mode
 from .runtime.private_files import tighten_memory_files
 from .runtime.profile import MemoryProfile, reranks, resolve_device
-from .records import Hit, MessageRecord, Recall, RerankFigures, SearchFilters, checked_limit
+from .records import (ChannelActivity, Hit, MemoryStats, MessageRecord, Recall, RerankFigures, SearchFilters,
+                      checked_limit)
 from .search.second_stage import reranked
 from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
@@ -39,7 +39,7 @@ from .store.rows import AuthorSeen
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
                              VectorIndexes)
 from .vectors.files import disk_nearly_full
-from .vectors.index import IndexSaveError, IndexUsage
+from .vectors.index import IndexSaveError
 
 if TYPE_CHECKING:
     from .rerank.service import RerankerService
@@ -59,25 +59,6 @@ class MemoryOpenError(RuntimeError):
 
 class DatabaseUnreachableError(MemoryOpenError):
     """The database server cannot be reached now: opening again later may work (other errors need a person)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryStats:
-    """One guild's memory as /memory stats shows it: its messages, its vector index, and what waits for ingest."""
-
-    messages: int
-    index: IndexUsage
-    embedding_model: str
-    queued: int
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelActivity:
-    """One channel (or thread) as memory holds it: how many of its messages, and when the newest was written."""
-
-    channel_id: int
-    messages: int
-    last_message_at: datetime | None
 
 
 # After every stored message: the newest is the one just before it.
@@ -162,7 +143,7 @@ class Memory:
             except EmbeddingModelError as exc:
                 raise MemoryOpenError(f"{exc}. Set embedding_model in profile {profile.name!r} to an installed "
                                       "sentence-transformers model id or a local model directory.") from None
-            # Dimension 0: each guild's index loads on first use, with its own (vectors/index.py).
+            # Dimension 0: each guild's index loads on first use, with its own (vectors/registry.py).
             indexes = backend.indexes(index_dir, embedder.model_name, embedder.dimension if load_models else 0)
             undo.push_async_callback(indexes.close)
             await indexes.load_all()

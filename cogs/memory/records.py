@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-__all__ = ("Boost", "Hit", "MessageRecord", "Recall", "RerankFigures", "ScoreParts", "SearchFilters", "MAX_RESULTS",
-           "MAX_QUERY_CHARS", "checked_limit")
+if TYPE_CHECKING:
+    from .vectors.index import IndexUsage
+
+__all__ = ("Boost", "ChannelActivity", "Hit", "MemoryStats", "MessageRecord", "Recall", "RerankFigures", "ScoreParts",
+           "SearchFilters", "MAX_RESULTS", "MAX_QUERY_CHARS", "checked_limit")
 
 # What a person's search may ask for, the same in /memory search and ``python -m cogs.memory search``.
 MAX_RESULTS = 50
@@ -151,3 +155,22 @@ def checked_limit(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a whole number of at least 1, not {limit!r}")
     return limit
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStats:
+    """One guild's memory as /memory stats shows it: its messages, its vector index, and what waits for ingest."""
+
+    messages: int
+    index: IndexUsage
+    embedding_model: str
+    queued: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelActivity:
+    """One channel (or thread) as memory holds it: how many of its messages, and when the newest was written."""
+
+    channel_id: int
+    messages: int
+    last_message_at: datetime | None

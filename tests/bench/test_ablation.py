@@ -17,7 +17,7 @@ from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.vectors.embedding import EmbeddingService
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from cogs.memory.vectors.stored import VectorSource
 from tests.bench.test_recall_smoke import MESSAGES, QUERIES, write_jsonl
 from tests.fixtures.core import T0, RecordFactory

@@ -10,7 +10,8 @@ from ..runtime.safe_text import terminal_text
 from .options import OK, USAGE, Terminal, chosen_guild, discord_id, guild_label, utc_text
 
 if TYPE_CHECKING:
-    from ..memory import ChannelActivity, Memory
+    from ..memory import Memory
+    from ..records import ChannelActivity
 
 NAME_UNKNOWN = "name unknown"
 NAMES_UNKNOWN = ("some names are unknown: memory learns a guild's or channel's name when the bot sees it (or an "

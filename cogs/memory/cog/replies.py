@@ -10,7 +10,7 @@ import discord
 
 if TYPE_CHECKING:
     from .catchup import CatchUpStatus
-    from ..memory import MemoryStats
+    from ..records import MemoryStats
     from ..guild_policy import GuildSettings
     from ..runtime.profile import MemoryProfile
     from ..rerank.providers import ProviderStatus

@@ -11,7 +11,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.guild_policy import GuildPolicy, GuildSettings
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.cogs.memory.ingest.queue_checks import (consistent_ids, contents, expected_vector, stored_vector,
                                                   vector_bytes)
 from tests.fixtures.core import T0, RecordFactory

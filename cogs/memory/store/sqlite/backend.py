@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...vectors.index import IndexRegistry
+from ...vectors.registry import IndexRegistry
 from ..protocol import VectorIndexes
 from .history import SqliteHistory
 from .search import SqliteSearchEngine

@@ -13,7 +13,7 @@ from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store.sqlite.store import SqliteStore
 from cogs.memory.language.keywords import embedding_input
 from cogs.memory.vectors.stored import VectorSource
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.fixtures.core import fetchall
 
 

@@ -18,7 +18,7 @@ from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.cogs.memory.ingest.queue_checks import consistent_ids, expected_vector, mean_form, stored_vector
 from tests.cogs.memory.ingest.test_tombstones import GatedEmbedder
 from tests.fixtures.core import RecordFactory, fetchall

@@ -12,7 +12,7 @@ from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import ATTACHMENT_PREFIX, IngestQueue, stored_content
 from cogs.memory.language.keywords import embedding_input
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.cogs.memory.ingest.queue_checks import (BatchRecorder, consistent_ids, contents, expected_vector,
                                                    stored_vector, vector_bytes)
 from tests.cogs.memory.ingest.queue_checks import mean_form, recorded  # noqa: F401  (fixtures, found by name)

@@ -11,7 +11,7 @@ from pathlib import Path
 from cogs.memory.vectors.embedding import EmbeddingService
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.cogs.memory.ingest.queue_checks import consistent_ids
 from tests.fixtures.core import fetchall
 

@@ -10,7 +10,7 @@ import pytest
 
 from cogs.memory.ingest.queue import IngestQueue
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.cogs.memory.ingest.queue_checks import BatchRecorder, consistent_ids, contents, vector_bytes
 from tests.cogs.memory.ingest.queue_checks import recorded  # noqa: F401  (a fixture, found by name)
 from tests.fixtures.core import T0, RecordFactory

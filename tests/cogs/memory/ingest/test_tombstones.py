@@ -19,7 +19,7 @@ from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import MessageRecord
 from cogs.memory.store.sqlite.store import SqliteStore, WriteBatch
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.cogs.memory.ingest.queue_checks import consistent_ids, contents
 from tests.fixtures.core import RecordFactory, fetchall
 from tests.fixtures.waiting import eventually

@@ -18,7 +18,7 @@ from cogs.memory.ingest.queue import IngestError, IngestQueue, RetryPolicy
 from cogs.memory.ingest.spool import IngestSpool
 from cogs.memory.records import MessageRecord
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.cogs.memory.ingest.queue_checks import consistent_ids, contents
 from tests.fixtures.core import T0, RecordFactory
 from tests.fixtures.waiting import eventually

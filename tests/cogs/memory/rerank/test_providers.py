@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from cogs.memory.cog.replies import stats_embed
-from cogs.memory.memory import MemoryStats
+from cogs.memory.records import MemoryStats
 from cogs.memory.vectors.index import IndexUsage
 from cogs.memory.runtime.profile import MemoryProfile, ProviderSettings, RerankerSettings
 from cogs.memory.rerank.providers import Provider

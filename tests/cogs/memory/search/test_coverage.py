@@ -16,7 +16,7 @@ from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.records import Hit, SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.fixtures.core import RecordFactory, core_profile_for
 
 MESSAGES = ["上周我报了一个陶艺课，每周六上午", "陶艺课一共八节，学费是1200块", "Daniel在Ridgeway Cycles上班，天天修自行车",

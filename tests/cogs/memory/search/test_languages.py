@@ -17,7 +17,7 @@ from cogs.memory.records import SearchFilters
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore, NewRow, WriteBatch
 from cogs.memory.language.keywords import fts_document
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 
 DATA = Path(__file__).resolve().parents[4] / "bench" / "data" / "bilingual"
 

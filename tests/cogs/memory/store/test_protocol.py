@@ -26,7 +26,8 @@ from cogs.memory.store.sqlite.backend import SqliteBackend
 from cogs.memory.store.sqlite.history import SqliteHistory
 from cogs.memory.store.sqlite.search import SqliteSearchEngine
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import EmbeddingSource, IndexRegistry
+from cogs.memory.vectors.index import EmbeddingSource
+from cogs.memory.vectors.registry import IndexRegistry
 
 ROLES = (MessageWrites, PendingVectors, MessageRefs, IngestStore, MessageReads, Reembedding, GuildRulesSource,
          GuildPolicyStore, PlaceNameStore, ErasureRecords, StoreUpkeep, MessageAuthors, PerformanceHistory, MemberRecords,

@@ -13,7 +13,8 @@ from cogs.memory.vectors import hnsw
 from cogs.memory.vectors import files as index_files
 from cogs.memory.vectors import index as vector_index
 from cogs.memory.store.sqlite.store import SqliteStore, NewRow, WriteBatch
-from cogs.memory.vectors.index import IndexFileError, IndexRegistry, VectorIndex
+from cogs.memory.vectors.index import IndexFileError, VectorIndex
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.fixtures.core import RecordFactory
 
 DIM = 16

@@ -24,7 +24,7 @@ from cogs.memory.store.postgres.indexes import DatabaseIndexes
 from cogs.memory.store.postgres.store import PostgresStore
 from cogs.memory.store.rows import from_timestamp
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory
 from tests.fixtures.postgres import fresh_database
 from tests.fixtures.stores import backend_for, insert

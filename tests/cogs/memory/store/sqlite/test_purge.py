@@ -21,7 +21,7 @@ from cogs.memory.vectors import index as vector_index
 from cogs.memory.memory import Memory
 from cogs.memory.runtime.profile import MemoryProfile
 from cogs.memory.store.sqlite.store import SqliteStore
-from cogs.memory.vectors.index import IndexRegistry
+from cogs.memory.vectors.registry import IndexRegistry
 from tests.fixtures.core import T0, RecordFactory, fetchall
 from tests.fixtures.stores import fill, query
 from tests.fixtures.waiting import eventually
