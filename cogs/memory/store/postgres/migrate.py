@@ -67,6 +67,32 @@ SQLITE_COUNTS = {
     "history_exclusions": ("SELECT guild_id, COUNT(*) FROM history_exclusions GROUP BY guild_id", False),
     "place_names": ("SELECT guild_id, COUNT(*) FROM place_names GROUP BY guild_id", False),
 }
+# Tables a later migration added (a SQLite file older than it has none to copy), with what reads and writes them:
+# the quotation log (no key: a row already there is not written again), members' last exports, the dashboards'
+# Performance minutes.
+LATER_TABLES: dict[str, tuple[str, str]] = {
+    "quotations": (
+        "SELECT message_id, guild_id, author_id, channel_id, quoted_at, kind, answer_channel_id, answer_message_id "
+        "FROM quotations ORDER BY quoted_at",
+        """INSERT INTO quotations (message_id, guild_id, author_id, channel_id, quoted_at, kind, answer_channel_id,
+                                   answer_message_id)
+           SELECT $1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::double precision, $6::text, $7::bigint,
+                  $8::bigint
+           WHERE NOT EXISTS (SELECT 1 FROM quotations WHERE message_id = $1 AND quoted_at = $5 AND kind = $6
+                             AND answer_message_id IS NOT DISTINCT FROM $8)"""),
+    "member_exports": ("SELECT guild_id, user_id, exported_at FROM member_exports",
+                       "INSERT INTO member_exports (guild_id, user_id, exported_at) VALUES ($1, $2, $3) "
+                       "ON CONFLICT DO NOTHING"),
+    "performance_minutes": ("SELECT origin, minute, figures FROM performance_minutes",
+                            "INSERT INTO performance_minutes (origin, minute, figures) VALUES ($1, $2, $3) "
+                            "ON CONFLICT DO NOTHING"),
+}
+SQLITE_HAS_TABLE = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+SQLITE_COUNTS.update({
+    "quotations": ("SELECT guild_id, COUNT(*) FROM quotations GROUP BY guild_id", False),
+    "member_exports": ("SELECT guild_id, COUNT(*) FROM member_exports GROUP BY guild_id", False),
+    "performance_minutes": ("SELECT NULL, COUNT(*) FROM performance_minutes", False),
+})
 SQLITE_TOTAL_MESSAGES = "SELECT COUNT(*) FROM messages"
 SQLITE_TOTAL_VECTORS = "SELECT COUNT(*) FROM embeddings WHERE model = ?"
 
@@ -127,6 +153,11 @@ PG_COUNTS = {
     "history_exclusions": "SELECT guild_id, COUNT(*) FROM history_exclusions GROUP BY guild_id",
     "place_names": "SELECT guild_id, COUNT(*) FROM place_names GROUP BY guild_id",
 }
+PG_COUNTS.update({
+    "quotations": "SELECT guild_id, COUNT(*) FROM quotations GROUP BY guild_id",
+    "member_exports": "SELECT guild_id, COUNT(*) FROM member_exports GROUP BY guild_id",
+    "performance_minutes": "SELECT NULL::bigint, COUNT(*) FROM performance_minutes",
+})
 PG_WAITING = "SELECT COUNT(*) FROM pending_vectors WHERE rejected_at IS NULL"
 
 # (table, rows done, rows in all, rows skipped because they were already there)
@@ -229,6 +260,11 @@ async def _has_place_names(conn: sqlite3.Connection) -> bool:
     return int(tables) > 0
 
 
+async def _has_table(conn: sqlite3.Connection, table: str) -> bool:
+    [(tables,)] = await _sqlite(conn, SQLITE_HAS_TABLE, table)
+    return int(tables) > 0
+
+
 async def _copy_messages(source: sqlite3.Connection, target: asyncpg.Connection, progress: ProgressCallback) -> None:
     total, done, skipped, after = await _total(source, SQLITE_TOTAL_MESSAGES), 0, 0, 0
     while rows := await _sqlite(source, SQLITE_MESSAGES_PAGE, after, PAGE):
@@ -297,6 +333,9 @@ async def _copy(source: sqlite3.Connection, url: str, model: str, progress: Prog
                               progress)
         if await _has_place_names(source):
             await _copy_small(source, target, "place_names", SQLITE_PLACE_NAMES, PG_INSERT_PLACE_NAME, progress)
+        for table, (select, insert) in LATER_TABLES.items():
+            if await _has_table(source, table):
+                await _copy_small(source, target, table, select, insert, progress)
         [(has_erasures,)] = await _sqlite(source, SQLITE_HAS_ERASURES)
         if has_erasures:
             await target.executemany(PG_INSERT_ERASURE, await _sqlite(source, SQLITE_ERASURES))
@@ -310,6 +349,8 @@ async def _sqlite_counts(conn: sqlite3.Connection, table: str, model: str) -> di
         return {}
     if table == "place_names" and not await _has_place_names(conn):
         return {}
+    if table in LATER_TABLES and not await _has_table(conn, table):
+        return {}
     sql, takes_model = SQLITE_COUNTS[table]
     return dict(await _sqlite(conn, sql, *((model,) if takes_model else ())))
 
@@ -322,7 +363,7 @@ async def count_tables(source: sqlite3.Connection, target: asyncpg.Connection, m
         lite = await _sqlite_counts(source, table, model)
         pg = {row[0]: row[1] for row in await target.fetch(sql, *((model,) if "$1" in sql else ()))}
         totals.append(TableCount(table, sum(lite.values()), sum(pg.values())))
-        whole = table == "message_tombstones"
+        whole = table in ("message_tombstones", "performance_minutes")
         for guild_id in sorted(lite.keys() | pg.keys(), key=lambda g: (g is not None, g or 0)):
             count = TableCount(table, lite.get(guild_id, 0), pg.get(guild_id, 0), guild_id, whole)
             if not count.matches:

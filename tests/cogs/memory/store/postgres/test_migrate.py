@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import asyncpg
@@ -37,7 +38,8 @@ NAMES = [PlaceName(1, "guild", 1, "Harbour Club", seen_at=1_700_000_000.0),
 @pytest.fixture
 async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
     """Three messages in two guilds with MODEL vectors, one more with another model's, settings, opt-out, tombstone,
-    a history exclusion, guild 1's name and a thread's."""
+    a history exclusion, guild 1's name and a thread's, a quotation of message 1, a member's export and a Performance
+    minute."""
     path = tmp_path / "memory.sqlite3"
     store = await SqliteStore.open(path)
     try:
@@ -51,6 +53,10 @@ async def sqlite_memory(tmp_path: Path, make_record: RecordFactory) -> Path:
         await store.write_place_names(NAMES)
     finally:
         await store.close()
+    with sqlite3.connect(path) as connection:  # a quotation, a member's export, a Performance minute
+        connection.execute("INSERT INTO quotations VALUES (1, 1, 100, 10, 1700000000.0, 'answer', 10, 555)")
+        connection.execute("INSERT INTO member_exports VALUES (1, 100, 1700000100.0)")
+        connection.execute("INSERT INTO performance_minutes VALUES ('bot', 28333333.0, '{}')")
     return path
 
 
@@ -82,6 +88,9 @@ COUNTS_TABLE = (
     "message_tombstones            1          1\n"
     "history_exclusions            1          1\n"
     "place_names                   2          2\n"
+    "quotations                    1          1\n"
+    "member_exports                1          1\n"
+    "performance_minutes           1          1\n"
     "not copied: 1 vectors under 'other-model' (another model or an earlier form of it)\n"
     "1 copied messages have no test-model vector; memory embeds them in the background when it opens on PostgreSQL\n"
 )
@@ -164,7 +173,8 @@ async def test_progress_goes_to_stderr_as_plain_lines_away_from_a_terminal(migra
         "messages: 4/4 (100%), 0 already there\nembeddings: 3/3 (100%), 0 already there\n"
         "guild_settings: 1/1 (100%), 0 already there\nopt_outs: 1/1 (100%), 0 already there\n"
         "message_tombstones: 1/1 (100%), 0 already there\nhistory_exclusions: 1/1 (100%), 0 already there\n"
-        "place_names: 2/2 (100%), 0 already there\n")
+        "place_names: 2/2 (100%), 0 already there\nquotations: 1/1 (100%), 0 already there\n"
+        "member_exports: 1/1 (100%), 0 already there\nperformance_minutes: 1/1 (100%), 0 already there\n")
 
 
 async def test_running_again_skips_what_is_there(migrate_cli) -> None:
@@ -295,3 +305,16 @@ async def test_guild_and_channel_names_are_copied(migrate_cli, database_url: str
     finally:
         await store.close()
     assert names == NAMES
+
+
+async def test_the_quotation_log_exports_and_performance_minutes_are_copied_once(migrate_cli, database_url: str
+                                                                                ) -> None:
+    await migrate_cli()
+    code, _, _ = await migrate_cli()  # again: nothing is written twice
+    quotations = await fetch(database_url, "SELECT message_id, kind, answer_message_id FROM quotations")
+    exports = await fetch(database_url, "SELECT guild_id, user_id, exported_at FROM member_exports")
+    minutes = await fetch(database_url, "SELECT origin, minute FROM performance_minutes")
+    assert code == 0
+    assert [tuple(row) for row in quotations] == [(1, "answer", 555)]
+    assert [tuple(row) for row in exports] == [(1, 100, 1700000100.0)]
+    assert [tuple(row) for row in minutes] == [("bot", 28333333.0)]
