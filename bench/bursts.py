@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .recall import DEFAULT_DATA, read_jsonl, write_jsonl
+from .dataset import read_jsonl, write_jsonl
+from .recall import DEFAULT_DATA
 
 __all__ = ("main", "split_into_bursts")
 

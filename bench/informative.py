@@ -65,7 +65,7 @@ def _weight(worth: float, nothing_at: float, full_at: float) -> float:
 
 
 def measure(data: Path, nothing_at: float, full_at: float) -> dict[str, Any]:
-    from .recall import read_jsonl  # bench.recall imports this module (content_free)
+    from .dataset import read_jsonl
 
     messages = read_jsonl(data / "messages.jsonl")
     queries = read_jsonl(data / "queries.jsonl") if (data / "queries.jsonl").exists() else []

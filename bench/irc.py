@@ -40,7 +40,8 @@ from cogs.memory.search.structure import Posted, measure
 
 from .bursts import split_into_bursts
 from .informative import content_free
-from .recall import DEFAULT_DATA, read_jsonl, write_jsonl
+from .dataset import read_jsonl, write_jsonl
+from .recall import DEFAULT_DATA
 
 __all__ = ("Line", "Log", "main", "measure_irc", "measure_locomo", "read_log")
 

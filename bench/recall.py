@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -48,8 +47,7 @@ import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 import numpy as np
@@ -61,10 +59,10 @@ from cogs.memory.records import MessageRecord, SearchFilters
 
 from . import ablation, structure
 from .alone import AloneBaseline
+from .dataset import GUILD_ID, Query, channel_names, load_dataset
 from .informative import content_free
 from .ingesting import ingest_showing_progress
 
-GUILD_ID = 1
 # LoCoMo, beside the repository (never copied into it): see ../shared/data/locomo/README.md.
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
 KS = (5, 10, 20, 50)
@@ -72,17 +70,6 @@ MODES = ("vector", "keyword", "hybrid", "alone")
 MRR_AT = 10
 METRICS = (*(f"recall@{k}" for k in KS), f"mrr@{MRR_AT}")
 FREE_AT = f"content_free@{MRR_AT}"  # share of the top 10 that says nothing of its own
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    channel_id: int
-    question: str
-    category: str
-    relevant: frozenset[int]
-    lang: str = ""
-    asked_at: datetime | None = None
-    guild_wide: bool = False
 
 
 # Vectors already computed in this run, by (passage or query, text): an ablation's second ingest and repeated
@@ -120,72 +107,6 @@ class _TextRecorder:
             vectors = np.asarray(await embed(missing), dtype=np.float32)
             self._memo.update(((kind, text), vector) for text, vector in zip(missing, vectors, strict=True))
         return np.stack([self._memo[kind, text] for text in texts])
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """A dataset file's rows (messages.jsonl, queries.jsonl), blank lines skipped."""
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    """``rows`` as a dataset file, one JSON object a line (what ``read_jsonl`` reads)."""
-    with path.open("w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-
-
-def _timestamp(value: str) -> datetime:
-    moment = datetime.fromisoformat(value)
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def load_dataset(messages_path: Path, queries_path: Path) -> tuple[list[MessageRecord], list[Query]]:
-    """Records with integer ids (file order) and queries whose relevant ids are mapped the same way."""
-    channels: dict[str, int] = {}
-    authors: dict[str, int] = {}
-    message_ids: dict[str, int] = {}
-    records: list[MessageRecord] = []
-    for position, row in enumerate(read_jsonl(messages_path), start=1):
-        parent = row.get("parent")
-        parent_id = None if parent is None else channels.setdefault(str(parent), 100 + len(channels))
-        channel_id = channels.setdefault(str(row["channel"]), 100 + len(channels))
-        author_id = authors.setdefault(str(row["author"]), 1000 + len(authors))
-        reply_to = row.get("reply_to")
-        reply_to_id = None if reply_to is None else message_ids.get(str(reply_to))  # an earlier message's, or none
-        message_ids[str(row["msg_id"])] = position
-        records.append(MessageRecord(message_id=position, guild_id=GUILD_ID, channel_id=channel_id,
-                                     parent_channel_id=parent_id, author_id=author_id, author_name=str(row["author"]),
-                                     content=str(row["text"]), created_at=_timestamp(row["ts"]),
-                                     reply_to_id=reply_to_id))
-    queries = []
-    for row in read_jsonl(queries_path):
-        relevant = frozenset(message_ids[str(m)] for m in row["relevant"] if str(m) in message_ids)
-        if relevant and str(row["channel"]) in channels:
-            asked_at = None if row.get("asked_at") is None else _timestamp(row["asked_at"])
-            queries.append(Query(channels[str(row["channel"])], _with_ids(str(row["question"]), authors, channels),
-                                 str(row.get("category", "")), relevant, str(row.get("lang", "")), asked_at,
-                                 bool(row.get("guild_wide", False))))
-    return records, queries
-
-
-def _with_ids(question: str, authors: dict[str, int], channels: dict[str, int]) -> str:
-    """``question`` with ``<@name>`` and ``<#name>`` written as Discord writes them, with the dataset's ids (a name
-    the messages do not hold stays as written)."""
-    def mention(match: re.Match[str]) -> str:
-        ids = authors if match[1] == "@" else channels
-        return f"<{match[1]}{ids[match[2]]}>" if match[2] in ids else match[0]
-
-    return re.sub(r"<([@#])([^<>\s]+)>", mention, question)
-
-
-def channel_names(messages_path: Path) -> dict[int, str]:
-    """Each channel id load_dataset gives, and the channel's name in the file."""
-    channels: dict[str, int] = {}
-    for row in read_jsonl(messages_path):
-        for name in (row.get("parent"), row["channel"]):
-            if name is not None:
-                channels.setdefault(str(name), 100 + len(channels))
-    return {channel_id: name for name, channel_id in channels.items()}
 
 
 def score(ranked: list[int], relevant: frozenset[int]) -> dict[str, float]:
