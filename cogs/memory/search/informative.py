@@ -32,12 +32,12 @@ _MARKUP = re.compile(r"<(?:[@#][!&]?|a?:\w+:)\d+>")
 
 class Vocabulary(NamedTuple):
     """How many of a channel's recent messages hold each term (by ``terms_of``), and how many were read; ``idf``
-    each of those terms' IDF there, worked out once when the channel is read (a search asks for some 2,800 terms'
-    worth), ``None`` to work each out when asked."""
+    each of those terms' IDF there, worked out once when the channel is read (``vocabulary``: a search asks for some
+    2,800 terms' worth)."""
 
     messages: int
     counts: Mapping[str, int]
-    idf: Mapping[str, float] | None = None
+    idf: Mapping[str, float]
 
 
 # Rarity reads as if a channel held at least this many messages (the ones it lacks holding none of the terms): in a
@@ -73,8 +73,6 @@ def worth(content: str, known: Vocabulary) -> float:
         return 0.0
     rows = max(known.messages, MIN_MESSAGES)
     most = math.log((rows + 0.5) / 0.5)
-    if known.idf is None:
-        return sum(bm25_idf(rows, min(known.counts.get(term, 0), rows)) for term in terms) / most
     unseen, idf = bm25_idf(rows, 0), known.idf
     return sum(idf.get(term, unseen) for term in terms) / most
 
