@@ -157,9 +157,9 @@ class MemorySource:
 
     # -- controls -------------------------------------------------------------------------------------------
 
-    async def members_named(self, guild_id: int, name: str) -> Sequence[MemberView]:
-        return [MemberView(author.author_id, author.name, author.messages)
-                for author in await self.memory().store.authors_named(guild_id, name)]
+    async def member_names(self, guild_id: int) -> Sequence[MemberView]:
+        return [MemberView(author.author_id, author.name, author.messages, author.last_at)
+                for author in await self.memory().store.author_names(guild_id)]
 
     async def forget_preview(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetPreview:
         memory = self.memory()

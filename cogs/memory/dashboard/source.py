@@ -102,12 +102,13 @@ class StoredMessageView:
 
 @dataclass(frozen=True, slots=True)
 class MemberView:
-    """A member as memory knows them: the id, the name on their newest stored message (a member typed it: escape),
-    and how many of their messages memory holds in the guild."""
+    """One name a member wrote under in the guild: the id, the name (a member typed it: escape), how many of their
+    stored messages carry it and the newest one's time (seconds since the epoch)."""
 
     author_id: int
     name: str
     messages: int
+    last_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +206,8 @@ class DashboardSource(Protocol):
         """Messages created before ``before``, or at it with an id below ``before_id``, newest first."""
         ...
 
-    async def members_named(self, guild_id: int, name: str) -> Sequence[MemberView]:
-        """The guild's members whose stored messages carry ``name`` (case aside), most messages first."""
+    async def member_names(self, guild_id: int) -> Sequence[MemberView]:
+        """Each name each author of the guild's stored messages wrote under (a row per author and name)."""
         ...
 
     async def forget_preview(self, kind: ForgetKind, guild_id: int, target_id: int) -> ForgetPreview:

@@ -1,12 +1,14 @@
-"""Members and channels named as an admin knows them: an id, ``@name`` or ``#channel``. A name is taken only where it
-is unambiguous; otherwise the answer is a 400 listing the candidates, with their ids, to pick from."""
+"""Members and channels named as an admin knows them: an id, a mention, ``@name`` or ``#channel``, resolved by the core
+(``cogs.memory.names``). A name is taken only where it is unambiguous; otherwise the answer is a 400 listing the
+candidates, with their ids, to pick from (the page escapes it)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..names import Ambiguous, Candidate, NotFound, Resolved, Sign, channels, members, resolve
 from .controls import PendingForget, PendingForgets
 from .params import BadParam, forget_kind, optional_id, required_id, search_request
 from .source import DashboardSource, ForgetKind, ForgetPreview, SearchRequest
@@ -44,45 +46,44 @@ def _wanted(params: Mapping[str, Any], field: str, sign: str, other: str) -> int
     return optional_id(params, field) if name is None else name
 
 
-def _listed(candidates: list[str]) -> str:
-    shown = ", ".join(candidates[:MAX_CANDIDATES])
-    more = len(candidates) - MAX_CANDIDATES
-    return shown + (f" and {more} more" if more > 0 else "")
+def _refused(found: Ambiguous | NotFound, kind: str, sign: Sign, missing: str,
+             label: Callable[[Candidate], str]) -> BadParam:
+    """The 400 for a name that names no one (``missing``) or several (each ``label``led, at most ``MAX_CANDIDATES``)."""
+    if isinstance(found, NotFound):
+        return BadParam(missing)
+    shown = ", ".join(f"{sign}{label(candidate)}" for candidate in found.candidates[:MAX_CANDIDATES])
+    more = len(found.candidates) - MAX_CANDIDATES
+    listed = shown + (f" and {more} more" if more > 0 else "")
+    return BadParam(f"{len(found.candidates)} {kind}s are named {found.wanted!r}: {listed}. Give the id of the one "
+                    "you mean")
 
 
 async def resolved_member(source: DashboardSource, guild_id: int, params: Mapping[str, Any],
                           field: str) -> int | None:
-    """The member ``params[field]`` names: an id as it is, ``@name`` (or a bare name) when one member of the guild
-    wrote under it; None when the field is empty."""
+    """The member ``params[field]`` names: an id (or ``<@id>``) as it is, ``@name`` (or a bare name) when one member
+    of the guild wrote under it; None when the field is empty."""
     name = _wanted(params, field, "@", "#")
     if not isinstance(name, str):
         return name
-    members = await source.members_named(guild_id, name)
-    if len(members) == 1:
-        return members[0].author_id
-    if not members:
-        raise BadParam(f"No member named {name!r} has messages in memory in this guild; give their id")
-    candidates = [f"@{m.name} (id {m.author_id}, {m.messages} messages)" for m in members]
-    raise BadParam(f"{len(members)} members are named {name!r}: {_listed(candidates)}. Give the id of the one you "
-                   "mean")
+    found = resolve(name, members(await source.member_names(guild_id)), "@")
+    if isinstance(found, Resolved):
+        return found.id
+    raise _refused(found, "member", "@", f"No member named {name!r} has messages in memory in this guild; give "
+                   "their id", lambda member: f"{member.name} (id {member.id}, {member.messages} messages)")
 
 
 async def resolved_channel(source: DashboardSource, guild_id: int, params: Mapping[str, Any],
                            field: str) -> int | None:
-    """The channel ``params[field]`` names: an id as it is, ``#name`` (or a bare name) when one channel or thread of
-    the guild carries it (by the names memory last saw); None when the field is empty."""
+    """The channel ``params[field]`` names: an id (or ``<#id>``) as it is, ``#name`` (or a bare name) when one
+    channel or thread of the guild carries it (by the names memory last saw); None when the field is empty."""
     name = _wanted(params, field, "#", "@")
     if not isinstance(name, str):
         return name
-    names = await source.channel_names(guild_id)
-    matches = sorted(channel_id for channel_id, known in names.items() if known.casefold() == name.casefold())
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise BadParam(f"No channel named {name!r} is known in this guild; give its id (Browse lists them)")
-    candidates = [f"#{names[channel_id]} (id {channel_id})" for channel_id in matches]
-    raise BadParam(f"{len(matches)} channels are named {name!r}: {_listed(candidates)}. Give the id of the one you "
-                   "mean")
+    found = resolve(name, channels(await source.channel_names(guild_id)), "#")
+    if isinstance(found, Resolved):
+        return found.id
+    raise _refused(found, "channel", "#", f"No channel named {name!r} is known in this guild; give its id (Browse "
+                   "lists them)", lambda channel: f"{channel.name} (id {channel.id})")
 
 
 async def forget_target(source: DashboardSource, kind: ForgetKind, guild_id: int, params: Mapping[str, Any],

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..vectors.stored import VectorSource
 from .member_rows import MemberChannel, MemberMessage, Quotation
-from .rows import AuthorName, AuthorSeen, ChannelMessage, PerformanceMinute, PlaceName, RowRef, VectorInput, WriteBatch
+from .rows import AuthorSeen, ChannelMessage, PerformanceMinute, PlaceName, RowRef, VectorInput, WriteBatch
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -180,9 +180,10 @@ class StoreUpkeep(Protocol):
 
 
 class MessageAuthors(Protocol):
-    """Who wrote what, for an admin who names a member instead of giving an id (the dashboard's ``@name``)."""
+    """Who wrote what: every name a member wrote under, for an admin who names them instead of giving an id (the
+    terminal's and the dashboard's ``@name``, cogs/memory/names.py), and who wrote each of some messages."""
 
-    async def authors_named(self, guild_id: int, name: str) -> list[AuthorName]: ...  # case-insensitive (ASCII)
+    async def author_names(self, guild_id: int) -> list[AuthorSeen]: ...  # one row per (author, name)
     async def message_authors(self, message_ids: Sequence[int]) -> dict[int, tuple[int, str]]: ...  # id, name
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
-__all__ = ("AuthorName", "AuthorSeen", "CandidateRow", "ChannelMessage", "EditRow", "NewRow", "PerformanceMinute",
+__all__ = ("AuthorSeen", "CandidateRow", "ChannelMessage", "EditRow", "NewRow", "PerformanceMinute",
            "PlaceName", "RowRef", "VectorInput", "WriteBatch", "candidate_row", "from_timestamp", "to_timestamp",
            "vector_input")
 
@@ -187,15 +187,6 @@ def vector_input(row: Sequence[Any]) -> VectorInput:
     rowid, message_id, guild_id, author_name, content, previous_author, previous_content = row
     previous = (previous_author, previous_content) if previous_author is not None else None
     return VectorInput(rowid, message_id, guild_id, VectorSource(author_name, content, previous))
-
-
-@dataclass(frozen=True, slots=True)
-class AuthorName:
-    """A guild's member as memory knows them: the id, the name on their newest stored message, how many are stored."""
-
-    author_id: int
-    name: str
-    messages: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..rows import AuthorName, PerformanceMinute
+from ..rows import AuthorSeen, PerformanceMinute
 from .faults import GuardedPool
 
 __all__ = ("DashboardRowsMixin",)
 
-SELECT_AUTHORS_NAMED = """
-SELECT DISTINCT ON (author_id) author_id, author_name, COUNT(*) OVER (PARTITION BY author_id) AS messages
-FROM messages WHERE guild_id = $1 AND lower(author_name) = lower($2)
-ORDER BY author_id, created_at DESC
+SELECT_AUTHOR_NAMES = """
+SELECT author_id, author_name, COUNT(*) AS messages, MAX(created_at) AS last_at FROM messages WHERE guild_id = $1
+GROUP BY author_id, author_name ORDER BY author_id, last_at DESC, author_name
 """
 SELECT_MESSAGE_AUTHORS = "SELECT message_id, author_id, author_name FROM messages WHERE message_id = ANY($1::bigint[])"
 SELECT_MINUTES = ("SELECT origin, minute, figures FROM performance_minutes WHERE origin = $1 AND minute >= $2 "
@@ -34,10 +33,9 @@ class DashboardRowsMixin:
 
     _pool: GuardedPool
 
-    async def authors_named(self, guild_id: int, name: str) -> list[AuthorName]:
-        """The guild's members whose stored messages carry ``name`` (case aside), with how many messages each."""
-        rows = await self._pool.fetch(SELECT_AUTHORS_NAMED, guild_id, name)
-        return sorted((AuthorName(*row) for row in rows), key=lambda author: (-author.messages, author.author_id))
+    async def author_names(self, guild_id: int) -> list[AuthorSeen]:
+        """Each name each author of the guild's stored messages wrote under, with how many and the newest's time."""
+        return [AuthorSeen(*row) for row in await self._pool.fetch(SELECT_AUTHOR_NAMES, guild_id)]
 
     async def message_authors(self, message_ids: Sequence[int]) -> dict[int, tuple[int, str]]:
         rows = await self._pool.fetch(SELECT_MESSAGE_AUTHORS, list(message_ids))

@@ -1,6 +1,7 @@
-"""What the dashboard asks of SQLite beyond messages: members by name and each message's author (``@name``, and a
-forget that says whose messages go), and its Performance figures by the minute (``performance_minutes``, a few
-rows, no message text) so that a restart keeps them."""
+"""What the terminal and the dashboard ask of SQLite beyond messages: every name each member wrote under (``@name``,
+resolved by cogs/memory/names.py), each message's author (a page's, and a forget that says whose messages go), and
+the dashboard's Performance figures by the minute (``performance_minutes``, a few rows, no message text) so
+that a restart keeps them."""
 
 from __future__ import annotations
 
@@ -8,15 +9,14 @@ from collections.abc import Sequence
 
 import aiosqlite
 
-from ..rows import AuthorName, PerformanceMinute
+from ..rows import AuthorSeen, PerformanceMinute
 
 __all__ = ("DashboardRowsMixin",)
 
-# The newest name each author used in the guild among the messages that match; lower() folds ASCII letters only.
-SELECT_AUTHORS_NAMED = """
-SELECT author_id, author_name, COUNT(*) OVER (PARTITION BY author_id) AS messages
-FROM messages WHERE guild_id = ? AND lower(author_name) = lower(?)
-ORDER BY author_id, created_at DESC
+# One row per (author, name): a member renamed since still answers to the names they wrote under.
+SELECT_AUTHOR_NAMES = """
+SELECT author_id, author_name, COUNT(*) AS messages, MAX(created_at) AS last_at FROM messages WHERE guild_id = ?
+GROUP BY author_id, author_name ORDER BY author_id, last_at DESC, author_name
 """
 SELECT_MESSAGE_AUTHORS = "SELECT message_id, author_id, author_name FROM messages WHERE message_id IN ({marks})"
 SELECT_MINUTES = "SELECT origin, minute, figures FROM performance_minutes WHERE origin = ? AND minute >= ? ORDER BY minute"
@@ -38,13 +38,9 @@ class DashboardRowsMixin:
 
     _conn: aiosqlite.Connection
 
-    async def authors_named(self, guild_id: int, name: str) -> list[AuthorName]:
-        """The guild's members whose stored messages carry ``name`` (case aside), with how many messages each."""
-        found: dict[int, AuthorName] = {}
-        for author_id, author_name, messages in await self._conn.execute_fetchall(SELECT_AUTHORS_NAMED,
-                                                                                   (guild_id, name)):
-            found.setdefault(author_id, AuthorName(author_id, author_name, messages))
-        return sorted(found.values(), key=lambda author: (-author.messages, author.author_id))
+    async def author_names(self, guild_id: int) -> list[AuthorSeen]:
+        """Each name each author of the guild's stored messages wrote under, with how many and the newest's time."""
+        return [AuthorSeen(*row) for row in await self._conn.execute_fetchall(SELECT_AUTHOR_NAMES, (guild_id,))]
 
     async def message_authors(self, message_ids: Sequence[int]) -> dict[int, tuple[int, str]]:
         authors: dict[int, tuple[int, str]] = {}

@@ -59,3 +59,11 @@ async def test_a_name_of_another_guild_is_not_found(cli, two_guilds: Path) -> No
     """Guild 2's alice is not guild 1's: a name resolves within the guild given."""
     code, _, err = await cli("forget", "--guild", "2", "--channel", "#general", "--yes")
     assert code == 2 and err.startswith("error: no channel #general in guild 2's memory")
+
+
+async def test_forget_takes_a_member_and_a_channel_by_their_mentions(cli, two_guilds: Path) -> None:
+    """What Discord's client copies for a member (``<@id>``) or a channel (``<#id>``) is their id."""
+    code, out, err = await cli("forget", "--guild", "1", "--channel", "<#21>", "--yes")
+    assert (code, out, err) == (0, "forgot 1 message in channel 21 (and its threads) of guild 1\n", "")
+    code, out, err = await cli("forget", "--guild", "1", "--member", "<@5>", "--yes")
+    assert (code, out, err) == (0, "forgot 2 messages of member 5 in guild 1\n", "")

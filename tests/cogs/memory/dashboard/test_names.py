@@ -86,3 +86,13 @@ async def test_the_api_forget_takes_a_name_and_answers_what_goes(client: SignedI
     assert asked["will_forget"] == "every message of member 102 in guild 456"
     assert asked["preview"]["count"] == 2 and asked["preview"]["author_name"] == "member2"
     assert asked["preview"]["text"] == "the printer is broken"
+
+
+async def test_a_member_mention_is_their_id_and_another_guilds_member_is_not_found(
+        client: SignedIn, fake_source: FakeSource) -> None:
+    status, confirm = await ask_forget(client, "member", "<@102>")
+    assert status == 200 and "Forget every message of member 102 in guild 456?" in confirm
+    fake_source.messages.append(FakeMessage(3000, GUILD + 1, 77, 777, "elsewhere", "another guild", T0))
+    status, answer = await ask_forget(client, "member", "@elsewhere")
+    assert status == 400 and "No member named &#39;elsewhere&#39; has messages in memory in this guild" in answer
+    assert fake_source.calls == []

@@ -1,25 +1,35 @@
-"""The dashboard's rows in both stores: members found by the name they wrote under (case aside), each message's
-author, and the Performance figures by the minute, kept across a reopen and bounded per origin."""
+"""The dashboard's rows in both stores: each name each member wrote under, each message's author, and the Performance
+figures by the minute, kept across a reopen and bounded per origin."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cogs.memory.store.rows import AuthorName, PerformanceMinute
+from cogs.memory.store.rows import AuthorSeen, PerformanceMinute, to_timestamp
 from cogs.memory.store.sqlite.store import SqliteStore
+from tests.fixtures.core import T0
 from tests.fixtures.stores import insert
 
 
-async def test_members_are_found_by_name_in_their_guild_alone(memory_store, make_record) -> None:
+async def test_each_name_each_author_wrote_under_is_a_row_of_their_guild_alone(memory_store, make_record) -> None:
     await insert(memory_store,
                  make_record(1, "hello", author_id=7, author_name="Alice"),
                  make_record(2, "again", author_id=7, author_name="alice"),
-                 make_record(3, "me too", author_id=8, author_name="ALICE"),
+                 make_record(3, "and again", author_id=7, author_name="alice"),
                  make_record(4, "bob here", author_id=9, author_name="bob"),
                  make_record(5, "other guild", guild_id=2, channel_id=20, author_id=10, author_name="alice"))
-    assert await memory_store.authors_named(1, "aLiCe") == [AuthorName(7, "alice", 2), AuthorName(8, "ALICE", 1)]
-    assert await memory_store.authors_named(1, "bob") == [AuthorName(9, "bob", 1)]
-    assert await memory_store.authors_named(1, "carol") == []
+    at = to_timestamp(T0)
+    assert await memory_store.author_names(1) == [AuthorSeen(7, "alice", 2, at + 180),
+                                                  AuthorSeen(7, "Alice", 1, at + 60), AuthorSeen(9, "bob", 1, at + 240)]
+    assert await memory_store.author_names(3) == []
+
+
+async def test_each_message_has_the_author_and_name_it_was_stored_with(memory_store, make_record) -> None:
+    await insert(memory_store,
+                 make_record(1, "hello", author_id=7, author_name="Alice"),
+                 make_record(2, "again", author_id=7, author_name="alice"),
+                 make_record(4, "bob here", author_id=9, author_name="bob"),
+                 make_record(5, "other guild", guild_id=2, channel_id=20, author_id=10, author_name="alice"))
     assert await memory_store.message_authors([1, 4, 99]) == {1: (7, "Alice"), 4: (9, "bob")}
 
 
