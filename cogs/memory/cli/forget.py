@@ -27,9 +27,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     forget.add_argument("--guild", type=discord_id, required=True, help="the guild id")
     what = forget.add_mutually_exclusive_group(required=True)
     what.add_argument("--member", type=member_or_name, metavar="ID|@NAME",
-                      help="every message of this member (user id, or @name as memory last saw it)")
+                      help="every message of this member (user id, <@id>, or @name under any name memory saw)")
     what.add_argument("--channel", type=channel_or_name, metavar="ID|#NAME",
-                      help="every message in this channel and its threads (channel id, or #name)")
+                      help="every message in this channel and its threads (channel id, <#id>, or #name)")
     what.add_argument("--message", type=discord_id, metavar="ID", help="this one message")
     what.add_argument("--all", action="store_true", help="every message of the guild")
     forget.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
