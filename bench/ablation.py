@@ -39,6 +39,8 @@ ABLATIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     # Every channel counts as a dialogue: the neighbour spread and the guessed question loan at full strength
     # whatever the channel's structure (search/structure.py).
     "structure": {"read_structure": False},
+    # A channel's Discord replies say nothing of what its guessed loans are worth: the dialogue alone decides.
+    "calibration": {"reply_calibration": False},
     # Every message lends and borrows in full, however little it says of its own (search/informative.py).
     "informativeness": {"informative_full_at": 0.0},
     # A rule kept off: a message that says little also keeps only that share of its own score. Its row puts it

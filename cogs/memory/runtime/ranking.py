@@ -32,6 +32,10 @@ class RankingTuning:
     read_structure: bool = True
     # From this dialogue up the rules keep their full weight; below it, in proportion (structure.strength).
     dialogue_full_at: float = 0.5
+    # Where a channel's members use Discord's reply, the neighbour spread and the guessed question loan keep at least
+    # what its replies say they are worth (structure.reply_lifts: measured precision shrunk toward annotated chat's,
+    # as a lift over the base rate); false reads the dialogue alone (docs/loans.md, "Calibration from replies").
+    reply_calibration: bool = True
     # Informativeness (search/informative.py): a message whose terms are worth informative_from or less (a term is
     # worth its IDF in the channel over the most an IDF can be there) borrows nothing by the order of messages, from
     # informative_full_at up in full, linearly between; informative_full_at = 0 switches the rule off. Measured in

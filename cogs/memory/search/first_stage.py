@@ -28,7 +28,7 @@ from .fusion import Fused, Hits, fuse_sides
 from .informative import NO_VOCABULARY, Vocabulary, scaled, vocabulary, worth
 from .loans import Loans, spread_with_loans
 from .named import GuildNames, Named, guild_names, named_boosts, plain_names, read_question
-from .structure import ChannelStructure, Posted, measure, strength
+from .structure import ChannelStructure, Posted, measure, reply_lifts, strength
 from .timed_cache import TimedCache
 
 if TYPE_CHECKING:
@@ -139,14 +139,14 @@ class FirstStage:
         replied = {rowid: surroundings.replies[:tuning.replies_lent] for rowid, surroundings in window.items()}
         channels = lenders(neighbours, rows)
         readings = await self._readings_of(channels, filters.guild_id)
-        dialogue = self._dialogue(channels, readings)
+        dialogue, guessed = self._dialogue(channels, readings)
         informative = self._informative(neighbours, rows, readings, fused.scores if tuning.informative_own else ())
         own = fused.scores if informative is None or not tuning.informative_own else damped(
             fused.scores, fused.floor, informative)
         scores, loans = spread_with_loans(own, neighbours, fused.floor,
                                           (tuning.context_weight, tuning.next_context_weight), asking,
                                           tuning.answer_context_weight, replied, dialogue,
-                                          informative)
+                                          informative, guessed)
         boosts = named_boosts(named, rows, scores, tuning.named_boost)
         for rowid, given in boosts.items():
             scores[rowid] += sum(boost.amount for boost in given)
@@ -200,15 +200,24 @@ class FirstStage:
             readings.update(zip(missing, read))
         return {channel: reading for channel, reading in readings.items() if reading is not None}
 
-    def _dialogue(self, channels: Mapping[int, int],
-                  readings: Mapping[int, ChannelReading]) -> dict[int, float] | None:
-        """What share of their weight each lender's rules keep: its channel's dialogue through
-        ``structure.strength``; None (every channel a dialogue) when the tuning reads no structure."""
-        if not self.tuning.read_structure:
-            return None
-        full_at = self.tuning.dialogue_full_at
-        kept = {channel: strength(reading.structure.dialogue, full_at) for channel, reading in readings.items()}
-        return {rowid: kept[channel] for rowid, channel in channels.items() if channel in kept}
+    def _dialogue(self, channels: Mapping[int, int], readings: Mapping[int, ChannelReading]
+                  ) -> tuple[dict[int, float] | None, dict[int, float] | None]:
+        """What share of their weight each lender's rules keep, to its neighbours and to the answers it guesses: its
+        channel's dialogue through ``structure.strength``, or with ``reply_calibration`` what the channel's Discord
+        replies say each is worth (``structure.reply_lifts``) where that is more; None, None (every channel a
+        dialogue) when the tuning reads no structure."""
+        tuning = self.tuning
+        if not tuning.read_structure:
+            return None, None
+        neighbour: dict[int, float] = {}
+        answer: dict[int, float] = {}
+        for channel, reading in readings.items():
+            kept = strength(reading.structure.dialogue, tuning.dialogue_full_at)
+            lifts = reply_lifts(reading.structure) if tuning.reply_calibration else None
+            neighbour[channel], answer[channel] = (kept, kept) if lifts is None else (max(kept, lifts[0]),
+                                                                                     max(kept, lifts[1]))
+        return ({rowid: neighbour[channel] for rowid, channel in channels.items() if channel in neighbour},
+                {rowid: answer[channel] for rowid, channel in channels.items() if channel in answer})
 
     def _informative(self, neighbours: Neighbours, rows: Mapping[int, CandidateRow],
                      readings: Mapping[int, ChannelReading],
@@ -236,7 +245,7 @@ class FirstStage:
 
     async def _measure_channel(self, guild_id: int, channel_id: int) -> ChannelReading:
         recent = await self._recent_in_channel(guild_id, channel_id, self.tuning.structure_messages)
-        return await asyncio.to_thread(_measure_recent, recent)
+        return await asyncio.to_thread(_measure_recent, recent, self.tuning.reply_window)
 
     async def _embed_query(self, query: str) -> np.ndarray:
         """The query's vector as a one-row matrix, read as every store's vector side reads it."""
@@ -276,10 +285,10 @@ def damped(scores: Mapping[int, float], floor: float, informative: Mapping[int, 
             for rowid, score in scores.items()}
 
 
-def _measure_recent(recent: Sequence[RecentMessage]) -> ChannelReading:
+def _measure_recent(recent: Sequence[RecentMessage], window: int) -> ChannelReading:
     known = vocabulary(message.content for message in recent)
     return ChannelReading(measure([[Posted(message.message_id, message.author_id, message.reply_to_id,
-                                           questions.asks(message.content)) for message in recent]]),
+                                           questions.asks(message.content)) for message in recent]], window),
                           known,
                           {message.message_id: (hash(message.content), worth(message.content, known))
                            for message in recent})

@@ -56,7 +56,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
                       answer_weight: float = DEFAULT_TUNING.answer_context_weight,
                       replied: Mapping[int, Collection[int]] | None = None,
                       dialogue: Mapping[int, float] | None = None,
-                      informative: Mapping[int, float] | None = None) -> Spread:
+                      informative: Mapping[int, float] | None = None,
+                      guessed: Mapping[int, float] | None = None) -> Spread:
     """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
     on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
 
@@ -64,7 +65,9 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     ``strength``; 1.0 for one it does not name): what a message lends by the order of messages (to its neighbours,
     a question to the answer it guesses) is scaled by it, since adjacent messages are one exchange only where
     authors take turns more than chance; a Discord reply says what it answers, so a question's loan to its replies
-    is not. What a message keeps of a loan by the order of messages is scaled by its ``informative`` too (1.0 for
+    is not. ``guessed``, where given, is what a question's loan to the answer it guesses keeps instead (the
+    dialogue, or what its channel's Discord replies say such a guess is worth: structure.reply_lifts, whichever is
+    more). What a message keeps of a loan by the order of messages is scaled by its ``informative`` too (1.0 for
     one it does not name; search/informative.py): a message that says nothing of its own keeps nothing as a
     neighbour or a guessed answer, though a question it asks ("which one?") still passes on what it got; a Discord
     reply says which question it answers, so a short one ("yes") keeps all of it.
@@ -84,10 +87,12 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
             spread[target] = spread.get(target, floor) + amount
             lent.setdefault(target, [0.0, 0.0, 0.0])[kind] += amount
 
-    def strength(lender: int, target: int) -> float:
-        if dialogue is None or target in on_discord.get(lender, ()):
+    def strength(lender: int, target: int, answer: bool = False) -> float:
+        if target in on_discord.get(lender, ()):
             return 1.0
-        return dialogue.get(lender, 1.0)
+        if answer and guessed is not None and lender in guessed:
+            return guessed[lender]
+        return 1.0 if dialogue is None else dialogue.get(lender, 1.0)
 
     for rowid, (previous, following, answers, following_answers) in neighbours.items():
         score = max(scores[rowid], 0.0)
@@ -96,7 +101,7 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         if rowid in asking:  # a question's loan is added below, with what it got itself
             replies[rowid] = answers
             for reply in answers:
-                received[reply] = received.get(reply, 0.0) + answer_weight * score * strength(rowid, reply)
+                received[reply] = received.get(reply, 0.0) + answer_weight * score * strength(rowid, reply, True)
         elif following is not None:
             loan = weights[1] * score * strength(rowid, following)
             received[following] = received.get(following, 0.0) + loan
@@ -108,6 +113,6 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         loan = answer_weight * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
         if loan > 0.0:
             for reply in answers:
-                if (kept := loan * strength(question, reply)) > 0.0:
+                if (kept := loan * strength(question, reply, True)) > 0.0:
                     lend(reply, kept, 2 if reply in on_discord.get(question, ()) else 1)
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})

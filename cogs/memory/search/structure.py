@@ -4,6 +4,10 @@ replies, and from them how far its adjacent messages are a dialogue (what the co
 Issue 25: a question's loan to the next message and the neighbour spread assume that adjacent messages are turns of
 one exchange, as in a two-person chat. Where people write in bursts and topics interleave, they are not, and the
 rules lift the wrong messages (docs/recall-fixtures.md). ``dialogue`` measures that assumption per channel.
+
+Issue 34: where a channel's members use Discord's reply, their replies label which message answers which, and
+``calibrated`` reads from them how often the answer a question's loan guesses is its answer there, shrunk toward the
+precision measured on annotated chat (docs/loans.md, "Calibration from replies").
 """
 
 from __future__ import annotations
@@ -13,7 +17,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ("ChannelStructure", "Posted", "dialogue", "measure", "strength")
+from ..language import questions
+
+__all__ = ("ANSWER_PRIOR", "BASE_RATE", "ChannelStructure", "MIN_REPLIES", "NEIGHBOUR_PRIOR", "PRIOR_WEIGHT",
+           "Posted", "calibrated", "dialogue", "lift", "measure", "reply_lifts", "strength")
+
+# Measured on the Ubuntu IRC disentanglement corpus (docs/loans.md, "Precision of each loan on annotated IRC"): the
+# share of the answers a question's loan guesses (the next other author's message, the one asked) that answer it,
+# of adjacent messages one of which responds to the other, and of any two messages 1 to 4 apart (the base rate).
+ANSWER_PRIOR = 0.18
+NEIGHBOUR_PRIOR = 0.238
+BASE_RATE = 0.146
+# The prior's weight, in pairs: a channel's replies outweigh it from some twenty labelled pairs on.
+PRIOR_WEIGHT = 20.0
+# Replies label a channel's pairs only where its members use them: below this many among the messages read, a
+# missing reply says nothing (the channel keeps the rules read from its turn-taking alone).
+MIN_REPLIES = 20
 
 
 class Posted(NamedTuple):
@@ -51,6 +70,11 @@ class ChannelStructure:
     question_other_next: float
     replies: float
     reply_distance: float
+    replying: int = 0
+    guessed: int = 0
+    guessed_replied: int = 0
+    pairs: int = 0
+    pairs_replied: int = 0
 
 
 NO_MESSAGES = ChannelStructure(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -83,10 +107,47 @@ def _share(part: float, whole: float) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def measure(channels: Iterable[Sequence[Posted]]) -> ChannelStructure:
+def calibrated(hits: int, trials: int, prior: float, weight: float = PRIOR_WEIGHT) -> float:
+    """The mean of a Beta posterior: ``hits`` of ``trials`` labelled pairs, over a prior of mean ``prior`` worth
+    ``weight`` pairs (a channel with few labels keeps nearly the prior)."""
+    return (hits + prior * weight) / (trials + weight)
+
+
+def lift(precision: float, base: float = BASE_RATE) -> float:
+    """How far ``precision`` stands above the ``base`` rate of any nearby pair, as a share of the most it could
+    (0 at or below the base rate): the weight a loan of that precision keeps."""
+    return max((precision - base) / (1.0 - base), 0.0)
+
+
+def reply_lifts(structure: ChannelStructure) -> tuple[float, float] | None:
+    """What a channel's Discord replies say its loans are worth: the lift (``lift``) of a neighbour and of a guessed
+    answer, each ``calibrated`` from the channel's reply labels toward the precision measured on annotated chat;
+    None where its members use replies too little (``MIN_REPLIES``) for a missing one to say anything.
+
+    A reply only ever marks a link, so the rates are lower bounds of a channel's precision: they can lend where
+    members answer by replying, and never take from what the turn-taking lends."""
+    if structure.replying < MIN_REPLIES:
+        return None
+    return (lift(calibrated(structure.pairs_replied, structure.pairs, NEIGHBOUR_PRIOR)),
+            lift(calibrated(structure.guessed_replied, structure.guessed, ANSWER_PRIOR)))
+
+
+def _guessed(channel: Sequence[Posted], i: int, window: int) -> tuple[bool, bool]:
+    """Whether message ``i`` is a question the loan guesses an answer for among the next ``window`` messages, and
+    whether one of those replies to it on Discord."""
+    asked = channel[i - 1].author_id if i else None
+    after = channel[i + 1:i + 1 + window]
+    if not questions.answers(channel[i].author_id, asked, [(j, posted.author_id) for j, posted in enumerate(after)]):
+        return False, False
+    return True, any(posted.reply_to_id == channel[i].message_id for posted in after)
+
+
+def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStructure:
     """The structure of each channel's messages (each sequence one channel, oldest first), pooled: rates over all
-    of them, chance turn-taking weighted by each channel's followers."""
+    of them, chance turn-taking weighted by each channel's followers; ``window``: how many messages after a
+    question its loan reads (RankingTuning.reply_window)."""
     messages = followers = same = runs = asking = asked_with_next = other_next = replying = 0
+    guessed = guessed_replied = pairs_replied = 0
     chance_followers = 0.0
     authors: set[int] = set()
     distances: list[int] = []
@@ -108,8 +169,12 @@ def measure(channels: Iterable[Sequence[Posted]]) -> ChannelStructure:
             if i + 1 < len(channel) and posted.asks:
                 asked_with_next += 1
                 other_next += channel[i + 1].author_id != posted.author_id
+                guesses, replied = _guessed(channel, i, window)
+                guessed += guesses
+                guessed_replied += replied
             if i:
                 followers += 1
+                pairs_replied += posted.reply_to_id is not None and posted.reply_to_id == channel[i - 1].message_id
                 if posted.author_id == channel[i - 1].author_id:
                     same += 1
                 else:
@@ -123,4 +188,5 @@ def measure(channels: Iterable[Sequence[Posted]]) -> ChannelStructure:
         chance_turn_taking=chance, dialogue=round(dialogue(turn_taking, chance), 4),
         mean_burst=round(messages / runs, 3), questions=_share(asking, messages),
         question_other_next=_share(other_next, asked_with_next), replies=_share(replying, messages),
-        reply_distance=float(distances[len(distances) // 2]) if distances else 0.0)
+        reply_distance=float(distances[len(distances) // 2]) if distances else 0.0, replying=replying,
+        guessed=guessed, guessed_replied=guessed_replied, pairs=followers, pairs_replied=pairs_replied)
