@@ -2,7 +2,7 @@
 
 python -m bench.fidelity [--data ../shared/data/locomo,bench/data/chat,bench/data/discord] [--models tiny,real]
                          [--head-scales 1,16] [--queries tiny:10,real:2] [--candidates 20] [--threads 2]
-                         [--work-dir bench/out/fidelity] [--json OUT]
+                         [--work-dir bench/out/fidelity] [--trim-cuts 256,384,512,64] [--json OUT]
 
 For each random-weight Qwen3 (the tiny test shape, and Qwen3-Reranker-0.6B's real shape; the real Qwen3 tokenizer)
 and each head scale, every precision the bot can choose (ONNX Runtime float32 = the reference, ONNX Runtime int8 as
@@ -17,6 +17,10 @@ Random weights give near-uniform P(yes) (the real-shape model's spread over 20 c
 tiny numeric error reorders candidates that a trained model would keep apart: Kendall τ on them is a worst case.
 `--head-scales` multiplies the final RMSNorm's weight (what feeds the yes/no head) so the scores spread over most of
 [0, 1], as a trained reranker's do; both are reported.
+
+`--trim-cuts`: for the first model and head scale, per data folder, how many candidates are longer than each cut (in
+tokens) and, where some are, how far ONNX float32's scores of those queries move when the candidates are cut there;
+and the padding share of every forward pass (tokens fed beyond the candidates' own: 0 when packed without padding).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -36,6 +41,7 @@ from bench.rerank import Case, load_cases, report
 from cogs.memory.rerank.fidelity import FidelityBars, measure_fidelity
 from cogs.memory.rerank.local import DEFAULT_INSTRUCTION, LocalScorer
 from cogs.memory.rerank.onnx import OnnxScorer
+from cogs.memory.rerank.onnx_graph import LOGITS
 from cogs.memory.rerank.onnx_export import int8_variant
 from cogs.memory.runtime.hardware import HardwareDetector
 
@@ -107,6 +113,50 @@ def run(model_dir: Path, export_dir: Path, sets: dict[str, list[Case]], bf16: bo
     return out
 
 
+def trim_effect(model_dir: Path, export_dir: Path, sets: dict[str, list[Case]], cuts: list[int]) -> dict:
+    """Per data folder and cut: candidates longer than the cut, and for the queries that have any, the change in
+    ONNX float32's scores when every candidate is cut to that many tokens; and the padding share of every pass."""
+    scorer = OnnxScorer(str(model_dir), 512, export_dir)
+    fed = {"tokens": 0, "candidate_tokens": 0}
+    forward, run = scorer.forward_tails, scorer._run
+
+    def counted(prefix_kv: list, tails: list[list[int]]) -> list[float]:
+        fed["candidate_tokens"] += sum(len(t) for t in tails)
+        return forward(prefix_kv, tails)
+
+    def session_run(past: list, ids: list[int], *rest: Any) -> list[Any]:
+        if LOGITS in rest[-1]:  # a scoring pass (the prefix's passes return only the KV cache)
+            fed["tokens"] += len(ids)  # the input_ids the session is fed
+        return run(past, ids, *rest)
+
+    scorer.forward_tails, scorer._run = counted, session_run  # type: ignore[method-assign]
+    out: dict = {}
+    for set_name, cases in sets.items():
+        lengths = [[len(ids) for ids in scorer.tokenizer(c.docs, add_special_tokens=False)["input_ids"]] for c in cases]
+        row: dict = {"candidates": sum(map(len, lengths)), "max_tokens": max(map(max, lengths))}
+        for cut in cuts:
+            affected = [i for i, ls in enumerate(lengths) if max(ls) > cut]
+            entry: dict = {"longer": sum(n > cut for ls in lengths for n in ls), "queries_affected": len(affected)}
+            if affected:
+                full, trimmed = [], []
+                for i in affected:
+                    cut_docs = [scorer.tokenizer.decode(ids[:cut]) for ids in
+                                scorer.tokenizer(cases[i].docs, add_special_tokens=False)["input_ids"]]
+                    full.append(_floats(scorer.score(cases[i].query, cases[i].docs, DEFAULT_INSTRUCTION, BATCH_SIZE)))
+                    trimmed.append(_floats(scorer.score(cases[i].query, cut_docs, DEFAULT_INSTRUCTION, BATCH_SIZE)))
+                entry["fidelity_vs_uncut"] = measure_fidelity(full, trimmed).as_dict()
+            row[f"cut_{cut}"] = entry
+        out[set_name] = row
+    scorer.close()
+    out["padding_share"] = 1 - fed["candidate_tokens"] / fed["tokens"] if fed["tokens"] else None
+    out["tokens_fed"] = fed["tokens"]
+    return out
+
+
+def _floats(scores: list[float | None]) -> list[float]:
+    return [float("nan") if s is None else s for s in scores]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=DEFAULT_DATA, help="data folders (messages.jsonl, queries.jsonl), commas")
@@ -117,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--work-dir", type=Path, default=Path("bench/out/fidelity"),
                         help="models and ONNX exports, kept for reruns (the real shape: about 6 GB per scale)")
+    parser.add_argument("--trim-cuts", default="", help="token cuts to measure on the first model (commas)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -135,6 +186,9 @@ def main(argv: list[str] | None = None) -> None:
             result["runs"][f"{model}-x{scale:g}"] = run(model_dir, args.work_dir / "onnx", sets, hardware.cpu_bf16,
                                                          check=model == "tiny")
             print(json.dumps({f"{model}-x{scale:g}": result["runs"][f"{model}-x{scale:g}"]}), file=sys.stderr)
+            if args.trim_cuts and "trim" not in result:
+                cuts = [int(c) for c in args.trim_cuts.split(",")]
+                result["trim"] = trim_effect(model_dir, args.work_dir / "onnx", sets, cuts)
     result["load_avg_1m_after"] = os.getloadavg()[0]
     report(result, args.json)
 

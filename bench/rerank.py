@@ -284,7 +284,9 @@ def run_backends(args: argparse.Namespace, model_dir: Path, dtype: str, cases: l
         torch.cuda.reset_peak_memory_stats(args.device)
     rows = run_ours(scorers, cases, args.batch_size)
     for key, scorer in scorers.items():
-        rows[key].update(load_s=load_s[key], ms_for_budget=run_budget(scorer, cases, profile, budgets))
+        export = getattr(scorer, "export_dir", None)  # an ONNX scorer's export: its name says the variant
+        rows[key].update(load_s=load_s[key], ms_for_budget=run_budget(scorer, cases, profile, budgets),
+                         export=None if export is None else export.name)
         scorer.close()
     scorers.clear()
     gc.collect()
@@ -313,6 +315,7 @@ def summarise(row: dict, cases: list[Case], counts: list[int], keys: list[tuple[
         "constant_prefix_tokens": row["constant_prefix_tokens"],
         "constant_prefix_hits": row["constant_prefix_hits"],
         "load_s": row["load_s"],
+        "export": row.get("export"),
         "peak_rss_mb": row["peak_rss_mb"],
         "peak_gpu_mb": row["peak_gpu_mb"],
         "ms_for_budget": row["ms_for_budget"],

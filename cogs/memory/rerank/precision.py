@@ -20,6 +20,7 @@ from typing import Protocol
 
 from .calibration import CALIBRATION, CALIBRATION_VERSION
 from .fidelity import Fidelity, FidelityBars, measure_fidelity
+from .onnx_export import int8_variant, variant_settings
 from ..runtime.profile import RerankerSettings
 
 log = logging.getLogger(__name__)
@@ -188,10 +189,13 @@ def cache_key(fields: dict[str, object]) -> str:
 def key_fields(model_name: str, revision: str, cpu_features: Sequence[str], threads: int, allowed: Sequence[str],
                bars: FidelityBars, backend: str) -> dict[str, object]:
     """What a cached choice is valid for: another CPU, model revision, library version, thread count, allowed list,
-    bars or calibration set means measuring again."""
+    bars, calibration set or way of making the int8 export (a choice measured on the dynamic int8 says nothing of
+    the block-wise one) means measuring again."""
+    variant = int8_variant(tuple(cpu_features))
     return {"format": CACHE_FORMAT, "model": model_name, "revision": revision, "cpu_features": sorted(cpu_features),
             "threads": threads, "allowed": sorted(allowed), "bars": bars.as_dict(), "backend": backend,
-            "calibration": CALIBRATION_VERSION, "libraries": _library_versions()}
+            "calibration": CALIBRATION_VERSION, "libraries": _library_versions(),
+            "int8_export": {"variant": variant, **variant_settings(variant)}}
 
 
 def _library_versions() -> dict[str, str | None]:

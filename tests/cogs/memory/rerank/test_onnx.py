@@ -95,7 +95,7 @@ def test_int8_has_8_bit_weights_only_where_the_cpu_has_vnni(tiny_reranker_dir: P
     with caplog.at_level(logging.INFO, logger="cogs.memory.rerank.onnx_export"):
         vnni = ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152, int8=True,
                              cpu_features=("avx2", "avx_vnni"))
-    assert vnni.name.endswith("-int8") and "dynamic, 8-bit weights" in caplog.text
+    assert vnni.name.endswith("-int8-b32") and "block-wise: 8-bit weights in blocks of 32" in caplog.text
 
 
 def test_changed_weights_mean_a_new_export_folder(tmp_path: Path) -> None:
@@ -222,10 +222,13 @@ def test_int8_runs_and_stays_close_to_fp32(
     assert 0 < max_diff(int8_scores, fp32_scores) <= 0.05
 
 
-def test_int8_export_multiplies_int8_weights(tiny_reranker_dir: Path, onnx_export_root: Path) -> None:
-    folder = ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152, int8=True)
+@pytest.mark.parametrize(("cpu_features", "int8_ops"), [(("avx2",), {"DynamicQuantizeMatMul", "MatMulInteger"}),
+                                                       (("avx2", "avx512_vnni"), {"MatMulNBits"})])
+def test_int8_export_multiplies_int8_weights(tiny_reranker_dir: Path, onnx_export_root: Path,
+                                             cpu_features: tuple[str, ...], int8_ops: set[str]) -> None:
+    folder = ensure_export(onnx_export_root, str(tiny_reranker_dir), 9693, 2152, int8=True, cpu_features=cpu_features)
     ops = {node.op_type for node in onnx.load(str(folder / "model.onnx"), load_external_data=False).graph.node}
-    assert {"DynamicQuantizeMatMul", "MatMulInteger"} & ops
+    assert int8_ops & ops
 
 
 @pytest.fixture
