@@ -21,7 +21,8 @@ import numpy as np
 
 from ..vectors.stored import VectorSource
 from .member_rows import MemberChannel, MemberMessage, Quotation
-from .rows import AuthorName, AuthorSeen, ChannelMessage, PerformanceMinute, PlaceName, RowRef, VectorInput, WriteBatch
+from .rows import (AuthorName, AuthorSeen, CandidateRow, ChannelMessage, PerformanceMinute, PlaceName, RowRef,
+                   VectorInput, WriteBatch)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ..records import Hit, SearchFilters
     from ..runtime.profile import MemoryProfile
     from ..runtime.ranking import RankingTuning
+    from ..search.context import Window
     from ..search.first_stage import Mode
     from ..vectors.embedding import Embedder
     from ..vectors.index import IndexUsage
@@ -234,6 +236,10 @@ class SearchEngine(Protocol):
 
     async def search(self, query: str, filters: SearchFilters, limit: int,
                      mode: Mode = "hybrid", asked_at: datetime | None = None) -> list[Hit]: ...
+    # The channel window (search/context.py) of each of ``message_ids`` in the filters' guild, by row id, and the
+    # rows that pass ``filters`` of those messages, their windows and the messages they reply to (search/pool.py).
+    async def context(self, message_ids: Sequence[int],
+                      filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]: ...
 
 
 @runtime_checkable
