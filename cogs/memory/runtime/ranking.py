@@ -49,12 +49,13 @@ class RankingTuning:
     # lends nothing through Discord replies (bench.recall --ablate replies).
     replies_lent: int = 3
     # The reranker's pool (search/pool.py): each of the first pool_lenders first-stage hits brings up to
-    # pool_per_hit messages of its context right after it (its Discord replies, the message it replies to, its
-    # author's adjacent messages; with pool_guessed also the answers a question guesses and the question before a
-    # hit), judged by the reranker with the hit beside them; they displace the first stage's tail. 0 lenders: the
-    # pool is the first stage's top hits (measured in docs/loans.md).
+    # pool_per_hit messages of its context right after it (its Discord replies and the message it replies to; with
+    # pool_burst its author's adjacent messages; with pool_guessed the answers a question guesses and the question
+    # before a hit), judged by the reranker with the hit beside them; they displace the first stage's tail. 0
+    # lenders: the pool is the first stage's top hits (measured in docs/loans.md).
     pool_lenders: int = 0
-    pool_per_hit: int = 2
+    pool_per_hit: int = 1
+    pool_burst: bool = False
     pool_guessed: bool = False
     # How many of the strongest fused hits lend to their neighbours.
     context_sources: int = 50

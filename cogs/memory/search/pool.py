@@ -46,11 +46,11 @@ class Pooled(NamedTuple):
 
 
 def context_of(source: CandidateRow, window: ChannelWindow, rows: Mapping[int, CandidateRow],
-               reply_window: int, guessed: bool) -> list[Lent]:
+               reply_window: int, guessed: bool, burst: bool = True) -> list[Lent]:
     """What ``source`` may bring into the pool, best first and each once: its Discord replies (of ``window``), the
-    message it replies to, its author's previous and next message, and with ``guessed`` the answers its question
-    guesses (questions.answers) and the previous message when another author asked it. Only messages in ``rows``
-    (those that passed the search's filters) are brought."""
+    message it replies to, with ``burst`` its author's previous and next message, and with ``guessed`` the answers
+    its question guesses (questions.answers) and the previous message when another author asked it. Only messages
+    in ``rows`` (those that passed the search's filters) are brought."""
     by_message = {row.message_id: row for row in rows.values()}
 
     def passing(rowids: Sequence[int | None]) -> list[CandidateRow]:
@@ -61,7 +61,8 @@ def context_of(source: CandidateRow, window: ChannelWindow, rows: Mapping[int, C
     lent = [Lent(row, "reply") for row in passing(window.replies)]
     if source.reply_to_id is not None and source.reply_to_id in by_message:
         lent.append(Lent(by_message[source.reply_to_id], "replied"))
-    lent += [Lent(row, "burst") for row in (*previous, *following) if row.author_id == source.author_id]
+    if burst:
+        lent += [Lent(row, "burst") for row in (*previous, *following) if row.author_id == source.author_id]
     if guessed:
         if questions.asks(source.content):
             after = [(rowid, rows[rowid].author_id) for rowid in window.after[:reply_window] if rowid in rows]
@@ -88,7 +89,7 @@ def lent_by_hits(hits: Sequence[Hit], window: Window, rows: Mapping[int, Candida
         rowid = rowid_of.get(hit.message_id)
         if rowid is not None and rowid in window:
             lent[hit.message_id] = context_of(rows[rowid], window[rowid], rows, tuning.reply_window,
-                                              tuning.pool_guessed)
+                                              tuning.pool_guessed, tuning.pool_burst)
     return lent
 
 

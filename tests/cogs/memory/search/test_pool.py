@@ -23,7 +23,7 @@ from tests.fixtures.core import T0, RecordFactory
 GUILD, OTHER_GUILD = 1, 2
 GENERAL, SECRET = 10, 12
 ALICE, BOB, CAROL = 100, 200, 300
-WIDE = RankingTuning(pool_lenders=3, pool_per_hit=3, pool_guessed=True)
+WIDE = RankingTuning(pool_lenders=3, pool_per_hit=3, pool_burst=True, pool_guessed=True)
 
 # (message_id, channel, author_id, author_name, content, reply_to_id); message ids double as minutes after T0.
 PICNIC = [
@@ -71,7 +71,7 @@ def test_a_message_enters_the_pool_once_where_it_first_comes() -> None:
     assert pooled[2].text == "bob: nine?\nalice: ten"  # the question came first
 
 
-def test_a_hits_context_comes_known_links_first_and_guessed_ones_only_when_asked() -> None:
+def test_a_hits_context_comes_discord_links_first_and_the_burst_and_guessed_ones_only_when_asked() -> None:
     rows = {1: row(1, BOB, "what time?"), 2: row(2, ALICE, "is the picnic on saturday?", reply_to_id=1),
             3: row(3, ALICE, "I can bring food"), 4: row(4, BOB, "yes at noon"), 5: row(5, CAROL, "gg")}
     window = ChannelWindow(previous=1, after=(3, 4, 5), replies=(5,))
@@ -79,6 +79,8 @@ def test_a_hits_context_comes_known_links_first_and_guessed_ones_only_when_asked
     assert guessed == [(5, "reply"), (1, "replied"), (3, "burst"), (4, "answer")]
     known = [(item.row.message_id, item.kind) for item in context_of(rows[2], window, rows, 3, guessed=False)]
     assert known == [(5, "reply"), (1, "replied"), (3, "burst")]
+    linked = [(item.row.message_id, item.kind) for item in context_of(rows[2], window, rows, 3, False, burst=False)]
+    assert linked == [(5, "reply"), (1, "replied")]
     # A message the filters left out (not in rows) is never brought.
     del rows[5]
     assert [item.kind for item in context_of(rows[2], window, rows, 3, guessed=False)] == ["replied", "burst"]
