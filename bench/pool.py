@@ -40,15 +40,19 @@ from . import ablation
 from .dataset import GUILD_ID, Query, load_dataset
 from .recall import DEFAULT_DATA, ingested, score
 
-# (lenders, per hit, burst, guessed): the rules measured; the first stage's pool is lenders = 0. Without burst or
-# guessed, a hit brings only what Discord links to it: its replies and the message it replies to.
-RULES = ((1, 1, False, False), (3, 1, False, False), (5, 1, False, False), (10, 1, False, False),
-         (3, 2, False, False), (1, 1, True, False), (3, 1, True, False), (3, 2, True, False),
-         (3, 1, True, True), (3, 2, True, True))
+# (lenders, per hit, burst, guessed, groups only): the rules measured; the first stage's pool is lenders = 0.
+# Without burst or guessed, a hit brings only what Discord links to it: its replies and the message it replies to;
+# groups only: the burst and the guessed only in a channel the first stage reads as a group.
+Rule = tuple[int, int, bool, bool, bool]
+RULES: tuple[Rule, ...] = (
+    (1, 1, False, False, False), (3, 1, False, False, False), (5, 1, False, False, False),
+    (3, 1, True, False, False), (3, 1, True, True, False),
+    (1, 1, True, True, True), (3, 1, True, True, True), (3, 2, True, True, True), (5, 1, True, True, True))
 
 
-def rule_name(lenders: int, per_hit: int, burst: bool, guessed: bool) -> str:
-    return f"{lenders}x{per_hit}{'+burst' if burst else ''}{'+guessed' if guessed else ''}"
+def rule_name(lenders: int, per_hit: int, burst: bool, guessed: bool, groups_only: bool) -> str:
+    where = " in groups" if groups_only and (burst or guessed) else ""
+    return f"{lenders}x{per_hit}{'+burst' if burst else ''}{'+guessed' if guessed else ''}{where}"
 
 
 def _filters(query: Query) -> SearchFilters:
@@ -61,7 +65,7 @@ def share_in(ids: Sequence[int], relevant: frozenset[int]) -> float:
 
 
 async def measure(memory: Memory, queries: list[Query], depths: Sequence[int],
-                  rules: Sequence[tuple[int, int, bool, bool]]) -> dict[str, Any]:
+                  rules: Sequence[Rule]) -> dict[str, Any]:
     """Each depth's pool recall, first stage and widened by each rule, and the first stage's R@10 and MRR@10."""
     engine = memory.search_engine
     first: dict[int, list[float]] = {depth: [] for depth in depths}
@@ -76,10 +80,10 @@ async def measure(memory: Memory, queries: list[Query], depths: Sequence[int],
         ranking.append(score(ranked, query.relevant))
         for depth in depths:
             first[depth].append(share_in(ranked[:depth], query.relevant))
-            for lenders, per_hit, burst, guessed in rules:
-                name = rule_name(lenders, per_hit, burst, guessed)
+            for lenders, per_hit, burst, guessed, groups_only in rules:
+                name = rule_name(lenders, per_hit, burst, guessed, groups_only)
                 tuning = replace(engine.tuning, pool_lenders=lenders, pool_per_hit=per_hit, pool_burst=burst,
-                                 pool_guessed=guessed)
+                                 pool_guessed=guessed, pool_groups_only=groups_only)
                 pooled = await pool(engine, hits[:depth], filters, depth, tuning)
                 widened.setdefault((depth, name), []).append(
                     share_in([entry.hit.message_id for entry in pooled], query.relevant))
@@ -119,7 +123,8 @@ async def smoke_rerank(memory: Memory, queries: list[Query], count: int) -> dict
         memory.profile, memory.reranker = profile, reranker
         engine = memory.search_engine
         saved = engine.tuning
-        engine.tuning = replace(saved, pool_lenders=3, pool_per_hit=2, pool_burst=True, pool_guessed=True)
+        engine.tuning = replace(saved, pool_lenders=3, pool_per_hit=2, pool_burst=True, pool_guessed=True,
+                                pool_groups_only=False)
         try:
             recalls = [await memory.recall(query.question, _filters(query), 10) for query in queries[:count]]
         finally:

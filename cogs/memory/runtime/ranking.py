@@ -51,12 +51,15 @@ class RankingTuning:
     # The reranker's pool (search/pool.py): each of the first pool_lenders first-stage hits brings up to
     # pool_per_hit messages of its context right after it (its Discord replies and the message it replies to; with
     # pool_burst its author's adjacent messages; with pool_guessed the answers a question guesses and the question
-    # before a hit), judged by the reranker with the hit beside them; they displace the first stage's tail. 0
-    # lenders: the pool is the first stage's top hits (measured in docs/loans.md).
+    # before a hit), judged by the reranker with the hit beside them; they displace the first stage's tail. With
+    # pool_groups_only, the burst and the guessed context only in a channel the first stage reads as a group
+    # (structure.strength below 1: where it lends little by the order of messages). 0 lenders: the pool is the
+    # first stage's top hits (measured in docs/loans.md).
     pool_lenders: int = 0
     pool_per_hit: int = 1
     pool_burst: bool = False
     pool_guessed: bool = False
+    pool_groups_only: bool = True
     # How many of the strongest fused hits lend to their neighbours.
     context_sources: int = 50
     # bm25() weight of the body column; a name match adds its term's IDF times author_weight.

@@ -11,8 +11,9 @@ member may not read, another guild's, or a forgotten one never enters the pool.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from ..language import questions
@@ -20,6 +21,7 @@ from ..records import Hit, PooledBy, SearchFilters
 from ..runtime.ranking import RankingTuning
 from ..store.rows import CandidateRow, from_timestamp
 from .context import ChannelWindow, Window
+from .structure import ChannelStructure, strength
 
 __all__ = ("ContextReader", "Lent", "Pooled", "context_of", "lent_by_hits", "pool", "widen")
 
@@ -28,6 +30,7 @@ class ContextReader(Protocol):
 
     async def context(self, message_ids: Sequence[int],
                       filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]: ...
+    async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure: ...
 
 
 class Lent(NamedTuple):
@@ -79,17 +82,19 @@ def context_of(source: CandidateRow, window: ChannelWindow, rows: Mapping[int, C
     return kept
 
 
-def lent_by_hits(hits: Sequence[Hit], window: Window, rows: Mapping[int, CandidateRow],
-                 tuning: RankingTuning) -> dict[int, list[Lent]]:
+def lent_by_hits(hits: Sequence[Hit], window: Window, rows: Mapping[int, CandidateRow], tuning: RankingTuning,
+                 dialogues: Collection[int] = ()) -> dict[int, list[Lent]]:
     """``context_of`` each of ``hits`` that passed (``rows``; ``window`` by row id, as the engine read them), by
-    the hit's message id."""
+    the hit's message id; with the tuning's ``pool_groups_only``, a hit in one of ``dialogues`` (channel ids)
+    brings only what Discord links to it."""
     rowid_of = {row.message_id: rowid for rowid, row in rows.items()}
     lent: dict[int, list[Lent]] = {}
     for hit in hits:
         rowid = rowid_of.get(hit.message_id)
         if rowid is not None and rowid in window:
+            ordered = not tuning.pool_groups_only or hit.channel_id not in dialogues
             lent[hit.message_id] = context_of(rows[rowid], window[rowid], rows, tuning.reply_window,
-                                              tuning.pool_guessed, tuning.pool_burst)
+                                              ordered and tuning.pool_guessed, ordered and tuning.pool_burst)
     return lent
 
 
@@ -128,7 +133,23 @@ async def pool(engine: ContextReader, hits: Sequence[Hit], filters: SearchFilter
     if lenders <= 0 or tuning.pool_per_hit <= 0:
         return [Pooled(hit, hit.content) for hit in hits[:depth]]
     window, rows = await engine.context([hit.message_id for hit in hits[:lenders]], filters)
-    return widen(hits, lent_by_hits(hits[:lenders], window, rows, tuning), depth, lenders, tuning.pool_per_hit)
+    dialogues = await _dialogues(engine, hits[:lenders], filters.guild_id, tuning)
+    return widen(hits, lent_by_hits(hits[:lenders], window, rows, tuning, dialogues), depth, lenders,
+                 tuning.pool_per_hit)
+
+
+async def _dialogues(engine: ContextReader, hits: Sequence[Hit], guild_id: int,
+                     tuning: RankingTuning) -> set[int]:
+    """The channels of ``hits`` the first stage lends in by the order of messages at full weight (every one when
+    it reads no structure); read only when the tuning's pool_groups_only needs them."""
+    channels = sorted({hit.channel_id for hit in hits})
+    if not tuning.pool_groups_only or not (tuning.pool_burst or tuning.pool_guessed):
+        return set()
+    if not tuning.read_structure:
+        return set(channels)
+    read = await asyncio.gather(*(engine.channel_structure(guild_id, channel) for channel in channels))
+    return {channel for channel, structure in zip(channels, read, strict=True)
+            if strength(structure.dialogue, tuning.dialogue_full_at) >= 1.0}
 
 
 def _as_hit(row: CandidateRow, lender: Hit) -> Hit:

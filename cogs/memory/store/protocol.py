@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..runtime.ranking import RankingTuning
     from ..search.context import Window
     from ..search.first_stage import Mode
+    from ..search.structure import ChannelStructure
     from ..vectors.embedding import Embedder
     from ..vectors.index import IndexUsage
     from .history import HistoryLedger
@@ -240,6 +241,7 @@ class SearchEngine(Protocol):
     # rows that pass ``filters`` of those messages, their windows and the messages they reply to (search/pool.py).
     async def context(self, message_ids: Sequence[int],
                       filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]: ...
+    async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure: ...
 
 
 @runtime_checkable

@@ -17,13 +17,14 @@ from cogs.memory.rerank.service import RerankScores
 from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.search.context import ChannelWindow
 from cogs.memory.search.pool import Lent, context_of, pool, widen
+from cogs.memory.search.structure import ChannelStructure
 from cogs.memory.store.rows import CandidateRow
 from tests.fixtures.core import T0, RecordFactory
 
 GUILD, OTHER_GUILD = 1, 2
 GENERAL, SECRET = 10, 12
 ALICE, BOB, CAROL = 100, 200, 300
-WIDE = RankingTuning(pool_lenders=3, pool_per_hit=3, pool_burst=True, pool_guessed=True)
+WIDE = RankingTuning(pool_lenders=3, pool_per_hit=3, pool_burst=True, pool_guessed=True, pool_groups_only=False)
 
 # (message_id, channel, author_id, author_name, content, reply_to_id); message ids double as minutes after T0.
 PICNIC = [
@@ -84,6 +85,31 @@ def test_a_hits_context_comes_discord_links_first_and_the_burst_and_guessed_ones
     # A message the filters left out (not in rows) is never brought.
     del rows[5]
     assert [item.kind for item in context_of(rows[2], window, rows, 3, guessed=False)] == ["replied", "burst"]
+
+
+class StubEngine:
+    """Reads a fixed window and rows, and every channel at one ``dialogue``."""
+
+    def __init__(self, dialogue: float) -> None:
+        self.dialogue = dialogue
+
+    async def context(self, message_ids: Any, filters: SearchFilters) -> Any:
+        rows = {1: row(1, BOB, "what time?"), 2: row(2, ALICE, "I can bring food"), 3: row(3, BOB, "yes at noon"),
+                4: row(4, ALICE, "and a blanket")}
+        return {1: ChannelWindow(previous=None, after=(2, 3, 4), replies=(3,))}, rows
+
+    async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
+        return ChannelStructure(10, 2, 0.9, 0.1, 0.5, self.dialogue, 1.1, 0.3, 0.9, 0.1, 1.0)
+
+
+@pytest.mark.parametrize(("dialogue", "expected"), [(1.0, [1, 3]), (0.1, [1, 3, 2])])
+async def test_the_burst_and_guessed_context_enter_only_where_the_channel_reads_a_group(
+        dialogue: float, expected: list[int]) -> None:
+    # In a dialogue the first stage already lends by the order of messages: only Discord's links widen the pool.
+    tuning = dataclasses.replace(WIDE, pool_groups_only=True)
+    question = dataclasses.replace(hit(1, "what time?", "bob"), author_id=BOB)
+    pooled = await pool(StubEngine(dialogue), [question], SearchFilters(guild_id=GUILD), 10, tuning)
+    assert [entry.hit.message_id for entry in pooled] == expected
 
 
 @pytest.fixture
