@@ -45,7 +45,7 @@ from .recall import DEFAULT_DATA, ingested, score
 # groups only: the burst and the guessed only in a channel the first stage reads as a group.
 Rule = tuple[int, int, bool, bool, bool]
 RULES: tuple[Rule, ...] = (
-    (1, 1, False, False, False), (3, 1, False, False, False), (5, 1, False, False, False),
+    (1, 1, False, False, False), (2, 1, False, False, False), (3, 1, False, False, False), (5, 1, False, False, False),
     (3, 1, True, False, False), (3, 1, True, True, False),
     (1, 1, True, True, True), (3, 1, True, True, True), (3, 2, True, True, True), (5, 1, True, True, True))
 
@@ -53,6 +53,13 @@ RULES: tuple[Rule, ...] = (
 def rule_name(lenders: int, per_hit: int, burst: bool, guessed: bool, groups_only: bool) -> str:
     where = " in groups" if groups_only and (burst or guessed) else ""
     return f"{lenders}x{per_hit}{'+burst' if burst else ''}{'+guessed' if guessed else ''}{where}"
+
+
+def as_tuning(tuning: RankingTuning, rule: Rule) -> RankingTuning:
+    """``tuning`` with ``rule``'s pool settings, at every depth."""
+    lenders, per_hit, burst, guessed, groups_only = rule
+    return replace(tuning, pool_lenders=lenders, pool_per_hit=per_hit, pool_burst=burst, pool_guessed=guessed,
+                   pool_groups_only=groups_only, pool_full_from=0)
 
 
 def _filters(query: Query) -> SearchFilters:
@@ -80,10 +87,9 @@ async def measure(memory: Memory, queries: list[Query], depths: Sequence[int],
         ranking.append(score(ranked, query.relevant))
         for depth in depths:
             first[depth].append(share_in(ranked[:depth], query.relevant))
-            for lenders, per_hit, burst, guessed, groups_only in rules:
-                name = rule_name(lenders, per_hit, burst, guessed, groups_only)
-                tuning = replace(engine.tuning, pool_lenders=lenders, pool_per_hit=per_hit, pool_burst=burst,
-                                 pool_guessed=guessed, pool_groups_only=groups_only)
+            for rule in (*rules, None):  # None: the tuning's own pool rule (the default, unless a profile sets it)
+                name = "default" if rule is None else rule_name(*rule)
+                tuning = engine.tuning if rule is None else as_tuning(engine.tuning, rule)
                 pooled = await pool(engine, hits[:depth], filters, depth, tuning)
                 widened.setdefault((depth, name), []).append(
                     share_in([entry.hit.message_id for entry in pooled], query.relevant))

@@ -35,7 +35,7 @@ def test_pool_bench_measures_each_depth_first_stage_and_widened(tmp_path: Path) 
     assert result["n_queries"] == 1
     depths = result["full"]["depths"]
     assert set(depths) == {"2", "5"}
-    assert set(depths["2"]["rules"]) == {pool.rule_name(*rule) for rule in pool.RULES}
+    assert set(depths["2"]["rules"]) == {"default", *(pool.rule_name(*rule) for rule in pool.RULES)}
     # All five messages fit a pool of 5: the reply is in it either way.
     assert depths["5"]["first_stage"] == 1.0 == depths["5"]["rules"]["1x1"]["pool_recall"]
     # The question ranks first; its Discord reply comes in right after it.

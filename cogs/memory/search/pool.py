@@ -23,7 +23,7 @@ from ..store.rows import CandidateRow, from_timestamp
 from .context import ChannelWindow, Window
 from .structure import ChannelStructure, strength
 
-__all__ = ("ContextReader", "Lent", "Pooled", "context_of", "lent_by_hits", "pool", "widen")
+__all__ = ("ContextReader", "Lent", "Pooled", "context_of", "judged", "lent_by_hits", "pool", "widen")
 
 class ContextReader(Protocol):
     """The search engine's context read (store/protocol.SearchEngine.context)."""
@@ -128,7 +128,10 @@ async def pool(engine: ContextReader, hits: Sequence[Hit], filters: SearchFilter
                tuning: RankingTuning) -> list[Pooled]:
     """The reranker's pool for ``hits`` (the first stage's, best first): ``widen`` by the tuning's pool rule, the
     context read by ``engine`` under ``filters`` (the store's reads run off the event loop). Without lenders, the
-    first ``depth`` hits as they are."""
+    first ``depth`` hits as they are; below the tuning's ``pool_full_from``, only the first hit's Discord links."""
+    if depth < tuning.pool_full_from:
+        tuning = dataclasses.replace(tuning, pool_lenders=min(tuning.pool_lenders, 1), pool_burst=False,
+                                     pool_guessed=False)
     lenders = min(tuning.pool_lenders, len(hits))
     if lenders <= 0 or tuning.pool_per_hit <= 0:
         return [Pooled(hit, hit.content) for hit in hits[:depth]]
@@ -150,6 +153,19 @@ async def _dialogues(engine: ContextReader, hits: Sequence[Hit], guild_id: int,
     read = await asyncio.gather(*(engine.channel_structure(guild_id, channel) for channel in channels))
     return {channel for channel, structure in zip(channels, read, strict=True)
             if strength(structure.dialogue, tuning.dialogue_full_at) >= 1.0}
+
+
+def judged(pooled: Sequence[Pooled], scores: Sequence[float | None],
+           first: Sequence[Hit]) -> tuple[list[Hit], list[float | None]]:
+    """The candidates and scores second_stage.reranked orders: each pool candidate the reranker scored (``scores[i]``
+    is ``pooled[i]``'s), then every first-stage hit it did not, in first-stage order and unscored. A context candidate
+    enters only when judged: what nothing scored (a reranker still loading, past its time budget) keeps the first
+    stage's order, the hits context displaced included."""
+    kept: list[tuple[Hit, float | None]] = [(entry.hit, score) for entry, score in zip(pooled, scores, strict=True)
+                                            if score is not None]
+    scored = {hit.message_id for hit, _ in kept}
+    kept += [(hit, None) for hit in first if hit.message_id not in scored]
+    return [hit for hit, _ in kept], [score for _, score in kept]
 
 
 def _as_hit(row: CandidateRow, lender: Hit) -> Hit:

@@ -16,7 +16,7 @@ from cogs.memory.records import Hit, PooledBy, SearchFilters
 from cogs.memory.rerank.service import RerankScores
 from cogs.memory.runtime.ranking import RankingTuning
 from cogs.memory.search.context import ChannelWindow
-from cogs.memory.search.pool import Lent, context_of, pool, widen
+from cogs.memory.search.pool import Lent, context_of, judged, pool, widen
 from cogs.memory.search.structure import ChannelStructure
 from cogs.memory.store.rows import CandidateRow
 from tests.fixtures.core import T0, RecordFactory
@@ -24,7 +24,8 @@ from tests.fixtures.core import T0, RecordFactory
 GUILD, OTHER_GUILD = 1, 2
 GENERAL, SECRET = 10, 12
 ALICE, BOB, CAROL = 100, 200, 300
-WIDE = RankingTuning(pool_lenders=3, pool_per_hit=3, pool_burst=True, pool_guessed=True, pool_groups_only=False)
+WIDE = RankingTuning(pool_lenders=3, pool_per_hit=3, pool_burst=True, pool_guessed=True, pool_groups_only=False,
+                     pool_full_from=0)
 
 # (message_id, channel, author_id, author_name, content, reply_to_id); message ids double as minutes after T0.
 PICNIC = [
@@ -72,6 +73,18 @@ def test_a_message_enters_the_pool_once_where_it_first_comes() -> None:
     assert pooled[2].text == "bob: nine?\nalice: ten"  # the question came first
 
 
+def test_what_the_reranker_did_not_score_keeps_the_first_stages_order_and_context_enters_only_when_judged() -> None:
+    first = [hit(10, "ten"), hit(20, "twenty", rank=2), hit(30, "thirty", rank=3)]
+    pooled = widen(first, {10: [Lent(row(11, BOB, "eleven"), "reply")]}, depth=3, lenders=1, per_hit=1)
+    assert [entry.hit.message_id for entry in pooled] == [10, 11, 20]  # 30 gave way
+    # Nothing scored (a reranker still loading): the first stage's hits, as they ranked, 30 included.
+    candidates, scores = judged(pooled, [None, None, None], first)
+    assert ([found.message_id for found in candidates], scores) == ([10, 20, 30], [None, None, None])
+    # Only the first two scored (its time budget): the judged context stays, the rest follow in first-stage order.
+    candidates, scores = judged(pooled, [0.2, 0.9, None], first)
+    assert ([found.message_id for found in candidates], scores) == ([10, 11, 20, 30], [0.2, 0.9, None, None])
+
+
 def test_a_hits_context_comes_discord_links_first_and_the_burst_and_guessed_ones_only_when_asked() -> None:
     rows = {1: row(1, BOB, "what time?"), 2: row(2, ALICE, "is the picnic on saturday?", reply_to_id=1),
             3: row(3, ALICE, "I can bring food"), 4: row(4, BOB, "yes at noon"), 5: row(5, CAROL, "gg")}
@@ -110,6 +123,15 @@ async def test_the_burst_and_guessed_context_enter_only_where_the_channel_reads_
     question = dataclasses.replace(hit(1, "what time?", "bob"), author_id=BOB)
     pooled = await pool(StubEngine(dialogue), [question], SearchFilters(guild_id=GUILD), 10, tuning)
     assert [entry.hit.message_id for entry in pooled] == expected
+
+
+async def test_a_small_pool_takes_only_the_first_hits_discord_links() -> None:
+    tuning = dataclasses.replace(WIDE, pool_groups_only=True, pool_full_from=20)
+    question = dataclasses.replace(hit(1, "what time?", "bob"), author_id=BOB)
+    small = await pool(StubEngine(0.1), [question, hit(9, "nine", rank=2)], SearchFilters(guild_id=GUILD), 6, tuning)
+    assert [entry.hit.message_id for entry in small] == [1, 3, 9]
+    full = await pool(StubEngine(0.1), [question, hit(9, "nine", rank=2)], SearchFilters(guild_id=GUILD), 20, tuning)
+    assert [entry.hit.message_id for entry in full] == [1, 3, 2, 9]
 
 
 @pytest.fixture
@@ -202,10 +224,12 @@ async def test_a_widened_recall_reranks_the_context_with_its_lender_and_says_whe
     judge = JudgingReranker("picnic?\nbob: Saturday")
     memory.reranker = judge  # type: ignore[assignment]
     filters = SearchFilters(guild_id=GUILD, allowed_channel_ids=frozenset({GENERAL}))
+    tuning = memory.search_engine.tuning
+    memory.search_engine.tuning = dataclasses.replace(tuning, pool_lenders=0)
     plain = await memory.recall("picnic", filters, 3)
-    assert not any("\n" in text for text in judge.texts)  # off by default: the first stage's texts, as before
+    assert not any("\n" in text for text in judge.texts)  # no lenders: the first stage's texts, as before
     assert all(found.pooled_by is None for found in plain.hits)
-    memory.search_engine.tuning = dataclasses.replace(memory.search_engine.tuning, pool_lenders=1)
+    memory.search_engine.tuning = tuning  # the default widens the pool
     widened = await memory.recall("picnic", filters, 3)
     best = widened.hits[0]
     assert (best.message_id, best.content, best.rerank_score, best.pooled_by) == (3, "Saturday at 3", 1.0,
