@@ -32,6 +32,7 @@ from .runtime.private_files import tighten_memory_files
 from .runtime.profile import MemoryProfile, reranks, resolve_device
 from .records import (ChannelActivity, Hit, MemoryStats, MessageRecord, Recall, RerankFigures, SearchFilters,
                       checked_limit)
+from .search.pool import judged, pool
 from .search.second_stage import reranked
 from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
@@ -391,14 +392,18 @@ class Memory:
             hits = await self.search(query, filters, limit)
             searched_ms = 1000 * (time.perf_counter() - started)
             return Recall(tuple(hits), len(hits), searched_ms, searched_ms)
-        candidates = await self.search(query, filters, max(limit, reranker.depth))
+        depth = max(limit, reranker.depth)
+        # The pool (search/pool.py): the first stage's hits, the strongest bringing their context if the tuning says.
+        engine = self.search_engine
+        first = await engine.search(query, filters, depth)
+        pooled = await pool(engine, first, filters, depth, engine.tuning)
         searched = time.perf_counter()
         # The reranker scores texts only (the first `candidates` of them, within its time budget); the order is ours.
-        scored = await reranker.ascore(query, [candidate.content for candidate in candidates])
+        scored = await reranker.ascore(query, [entry.text for entry in pooled])
         done = time.perf_counter()
         figures = RerankFigures(1000 * (done - searched), scored.offered, scored.scored, scored.cached, scored.by)
-        hits = reranked(candidates, scored.scores, profile.reranker.min_score, limit)
-        return Recall(tuple(hits), len(candidates), 1000 * (searched - started), 1000 * (done - started),
+        hits = reranked(*judged(pooled, scored.scores, first), profile.reranker.min_score, limit)
+        return Recall(tuple(hits), len(pooled), 1000 * (searched - started), 1000 * (done - started),
                       figures if scored.offered else None)
 
     async def load_reranker(self) -> bool:

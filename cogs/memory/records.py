@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .vectors.index import IndexUsage
 
-__all__ = ("Boost", "ChannelActivity", "Hit", "MemoryStats", "MessageRecord", "Recall", "RerankFigures", "ScoreParts",
+__all__ = ("Boost", "ChannelActivity", "Hit", "MemoryStats", "MessageRecord", "PooledBy", "Recall", "RerankFigures", "ScoreParts",
            "SearchFilters", "MAX_RESULTS", "MAX_QUERY_CHARS", "checked_limit")
 
 # What a person's search may ask for, the same in /memory search and ``python -m cogs.memory search``.
@@ -100,6 +100,17 @@ class ScoreParts:
 
 
 @dataclass(frozen=True, slots=True)
+class PooledBy:
+    """Why a message entered the reranker's pool as context (search/pool.py): the hit that lent it its place
+    (``lender``, a message id) and how it relates to that hit: "reply" (a Discord reply to it), "replied" (the
+    message it replies to), "burst" (its author's adjacent message), "answer" (a guessed answer to its question),
+    "question" (the question before it, by another author)."""
+
+    lender: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One search result, best first by ``rank``; recall's copy carries ``rerank_score`` (search/second_stage.py)."""
 
@@ -115,6 +126,7 @@ class Hit:
     rank: int  # in the first stage, from 1
     parts: ScoreParts | None = None  # what ``score`` is made of, as the first stage worked it out
     rerank_score: float | None = None  # None when nothing reranked it
+    pooled_by: PooledBy | None = None  # set when it entered the reranker's pool as a hit's context
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,20 @@ class RankingTuning:
     # How many of a question's Discord replies take its loan (at most reply_window, the replies a window reads); 0
     # lends nothing through Discord replies (bench.recall --ablate replies).
     replies_lent: int = 3
+    # The reranker's pool (search/pool.py): each of the first pool_lenders first-stage hits brings up to
+    # pool_per_hit messages of its context right after it (its Discord replies and the message it replies to; with
+    # pool_burst its author's adjacent messages; with pool_guessed the answers a question guesses and the question
+    # before a hit), judged by the reranker with the hit beside them; they displace the first stage's tail. With
+    # pool_groups_only, the burst and the guessed context only in a channel the first stage reads as a group
+    # (structure.strength below 1: where it lends little by the order of messages). A pool smaller than
+    # pool_full_from has no tail to spare: there only the first hit lends, and only its Discord links. 0 lenders:
+    # the pool is the first stage's top hits. Measured on every dataset at depths 6, 20, 50 in docs/loans.md.
+    pool_lenders: int = 3
+    pool_per_hit: int = 1
+    pool_burst: bool = True
+    pool_guessed: bool = True
+    pool_groups_only: bool = True
+    pool_full_from: int = 20
     # How many of the strongest fused hits lend to their neighbours.
     context_sources: int = 50
     # bm25() weight of the body column; a name match adds its term's IDF times author_weight.

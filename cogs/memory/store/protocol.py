@@ -21,7 +21,8 @@ import numpy as np
 
 from ..vectors.stored import VectorSource
 from .member_rows import MemberChannel, MemberMessage, Quotation
-from .rows import AuthorSeen, ChannelMessage, PerformanceMinute, PlaceName, RowRef, VectorInput, WriteBatch
+from .rows import (AuthorSeen, CandidateRow, ChannelMessage, PerformanceMinute, PlaceName, RowRef, VectorInput,
+                   WriteBatch)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
     from ..records import Hit, SearchFilters
     from ..runtime.profile import MemoryProfile
     from ..runtime.ranking import RankingTuning
+    from ..search.context import Window
     from ..search.first_stage import Mode
+    from ..search.structure import ChannelStructure
     from ..vectors.embedding import Embedder
     from ..vectors.index import IndexUsage
     from .history import HistoryLedger
@@ -235,6 +238,11 @@ class SearchEngine(Protocol):
 
     async def search(self, query: str, filters: SearchFilters, limit: int,
                      mode: Mode = "hybrid", asked_at: datetime | None = None) -> list[Hit]: ...
+    # The channel window (search/context.py) of each of ``message_ids`` in the filters' guild, by row id, and the
+    # rows that pass ``filters`` of those messages, their windows and the messages they reply to (search/pool.py).
+    async def context(self, message_ids: Sequence[int],
+                      filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]: ...
+    async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure: ...
 
 
 @runtime_checkable

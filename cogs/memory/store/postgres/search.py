@@ -8,6 +8,7 @@ differs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,6 +59,8 @@ SELECT (
 ) FROM unnest($2::text[]) WITH ORDINALITY AS w(q, position) ORDER BY w.position
 """
 NEIGHBOURS_FROM = "FROM messages AS c WHERE c.guild_id = $1 AND c.id = ANY($2::bigint[])"
+# The row ids of one guild's messages named by their Discord ids, and the Discord id each replies to.
+SELECT_ROWIDS = "SELECT id, reply_to_id FROM messages WHERE guild_id = $1 AND message_id = ANY($2::bigint[])"
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.parent_channel_id, m.author_id, m.author_name, m.content,
        m.created_at, m.reply_to_id
@@ -149,6 +152,14 @@ class PostgresSearchEngine(FirstStage):
     async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
         rows = await self._store.fetch(SELECT_RECENT_IN_CHANNEL, guild_id, channel_id, limit)
         return [RecentMessage(*tuple(row)) for row in reversed(rows)]
+
+    async def context(self, message_ids: Sequence[int],
+                      filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
+        named = await self._store.fetch(SELECT_ROWIDS, filters.guild_id, list(message_ids))
+        targets = [row[1] for row in named if row[1] is not None]
+        replied = await self._store.fetch(SELECT_ROWIDS, filters.guild_id, targets) if targets else []
+        sources = [row[0] for row in named]
+        return await self._context_and_rows(sources, sources + [row[0] for row in replied], filters)
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:

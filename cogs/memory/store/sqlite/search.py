@@ -56,6 +56,11 @@ SELECT_PASSING = """
 SELECT m.id FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.id = wanted.value WHERE {where}
 """
 NEIGHBOURS_FROM = "FROM json_each(?) AS wanted CROSS JOIN messages AS c ON c.id = wanted.value"
+# The row ids of one guild's messages named by their Discord ids, and the Discord id each replies to.
+SELECT_ROWIDS = """
+SELECT m.id, m.reply_to_id FROM json_each(?) AS wanted CROSS JOIN messages AS m ON m.message_id = wanted.value
+WHERE m.guild_id = ?
+"""
 SELECT_CANDIDATES = """
 SELECT m.id, m.message_id, m.guild_id, m.channel_id, m.parent_channel_id, m.author_id, m.author_name, m.content,
        m.created_at, m.reply_to_id
@@ -98,6 +103,10 @@ class SqliteSearchEngine(FirstStage):
     async def _context_and_rows(self, sources: list[int], candidates: list[int],
                                 filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
         return await self._store.read(read_context_and_rows, sources, candidates, filters, self.tuning.reply_window)
+
+    async def context(self, message_ids: Sequence[int],
+                      filters: SearchFilters) -> tuple[Window, dict[int, CandidateRow]]:
+        return await self._store.read(read_context_of, list(message_ids), filters, self.tuning.reply_window)
 
     async def _recent_in_channel(self, guild_id: int, channel_id: int, limit: int) -> list[RecentMessage]:
         return await self._store.read(read_recent_in_channel, guild_id, channel_id, limit)
@@ -233,6 +242,18 @@ def read_context_and_rows(connection: sqlite3.Connection, sources: list[int], ca
     wanted = _json_ids(rows_wanted(candidates, window))
     rows = connection.execute(SELECT_CANDIDATES.format(where=where), [wanted, *params])
     return window, {row[0]: candidate_row(row) for row in rows}
+
+
+def read_context_of(connection: sqlite3.Connection, message_ids: list[int], filters: SearchFilters,
+                    reply_window: int) -> tuple[Window, dict[int, CandidateRow]]:
+    """The window of each of ``message_ids`` in ``filters``' guild, and the rows that pass ``filters`` of those
+    messages, their windows and the messages they reply to."""
+    named = connection.execute(SELECT_ROWIDS, [_json_ids(message_ids), filters.guild_id]).fetchall()
+    targets = [reply_to for _, reply_to in named if reply_to is not None]
+    replied = connection.execute(SELECT_ROWIDS, [_json_ids(targets), filters.guild_id]).fetchall() if targets else []
+    sources = [rowid for rowid, _ in named]
+    return read_context_and_rows(connection, sources, sources + [rowid for rowid, _ in replied], filters,
+                                 reply_window)
 
 
 def read_recent_in_channel(connection: sqlite3.Connection, guild_id: int, channel_id: int,

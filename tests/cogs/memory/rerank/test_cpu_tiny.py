@@ -4,6 +4,7 @@ real MiniLM tokenizer), driven through Memory and its RerankerService."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,8 +22,10 @@ from tests.fixtures.reranker import with_reranker
 @pytest.fixture
 async def memory(tiny_multilingual_cross_encoder_dir: Path, db_path: Path, index_dir: Path,
                  make_record: RecordFactory) -> AsyncIterator[Memory]:
-    """The shipped profile file as it is, but for the model: the tiny random cross-encoder."""
+    """The shipped profile file as it is, but for the model (the tiny random cross-encoder) and the pool: without
+    context candidates (search/pool.py) the reranker reads each hit's own text, which the logits below are of."""
     cpu_tiny = with_reranker(load_profile("cpu-tiny"), model=str(tiny_multilingual_cross_encoder_dir))
+    cpu_tiny = dataclasses.replace(cpu_tiny, ranking=dataclasses.replace(cpu_tiny.ranking, pool_lenders=0))
     async with memory_with_messages(cpu_tiny, db_path, index_dir, make_record) as memory:
         yield memory
 
