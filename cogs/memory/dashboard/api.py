@@ -45,7 +45,8 @@ def _hit(hit: Hit, rank_after: int | None) -> dict[str, Any]:
     return {"message_id": hit.message_id, "guild_id": hit.guild_id, "channel_id": hit.channel_id,
             "author_id": hit.author_id, "author_name": hit.author_name, "content": hit.content,
             "created_at": hit.created_at, "first_stage_score": hit.score, "sources": hit.sources, "parts": hit.parts,
-            "rerank_score": hit.rerank_score, "rank_before": hit.rank, "rank_after": rank_after}
+            "rerank_score": hit.rerank_score, "rank_before": hit.rank, "rank_after": rank_after,
+            "pooled_by": hit.pooled_by}
 
 
 def explained(result: SearchExplanation) -> dict[str, Any]:

@@ -7,14 +7,15 @@ import os
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
 from cogs.memory.cli import build_parser, parse_args, version
-from cogs.memory.cli.recall import format_parts
-from cogs.memory.records import Boost, ScoreParts
+from cogs.memory.cli.recall import format_explanation, format_parts
+from cogs.memory.records import Boost, Hit, PooledBy, ScoreParts
 from tests.fixtures.discord import chat_completions_server
 
 
@@ -177,3 +178,12 @@ def test_a_boost_for_a_name_the_question_gave_is_a_term_of_the_explained_sum() -
     assert format_parts(parts.total, parts) == (
         "score 1.1500 = keyword 1.0000 x 0.6000 + not found by a side -0.2000 + "
         "boost (author @alice named in the question) +0.5000 + boost (posted yesterday, as the question says) +0.2500")
+
+
+def test_a_hit_the_pool_brought_says_which_hit_brought_it_and_how() -> None:
+    hit = Hit(7, 1, 2, 3, "bob", "Saturday at 3", datetime(2024, 5, 1, tzinfo=UTC), 0.1, ("context",), 9,
+              rerank_score=0.9, pooled_by=PooledBy(5, "reply"))
+    said = format_explanation(1, hit)
+    assert said.splitlines()[-1] == "    in the reranker's pool as a Discord reply to message 5, scored with it beside"
+    assert "reranker's pool" not in format_explanation(1, Hit(5, 1, 2, 4, "alice", "when is the picnic?",
+                                                               datetime(2024, 5, 1, tzinfo=UTC), 1.0, ("keyword",), 1))

@@ -37,6 +37,16 @@ async def test_search_shows_each_hits_explanation(client: SignedIn) -> None:
     assert "first stage 4 ms, rerank 8 ms; 1 of 20 candidates scored" in " ".join(html.split())
 
 
+async def test_a_hit_the_pool_brought_says_which_hit_brought_it(client: SignedIn) -> None:
+    html = await page(client, f"/search?q=printer+lake&guild={GUILD}")
+    pooled = re.findall(r'<div class="pooled">(.*?)</div>', html, re.S)
+    assert len(pooled) == 1  # only the fake's second hit came in as context
+    assert re.sub(r"<[^>]+>", "", pooled[0]).startswith("in the reranker's pool as a Discord reply to message ")
+    async with client.http.get(client.url(f"/api/search?q=printer+lake&guild={GUILD}")) as response:
+        hits = (await response.json())["hits"]
+    assert [hit["pooled_by"] for hit in hits[:2]] == [None, {"lender": hits[0]["message_id"], "kind": "reply"}]
+
+
 async def test_the_search_api_returns_the_same_explanation(client: SignedIn) -> None:
     async with client.http.get(client.url(f"/api/search?q=printer&guild={GUILD}&limit=5")) as response:
         body = await response.json()
