@@ -66,14 +66,13 @@ class ExportSpec:
 
 
 def variant_settings(variant: str) -> dict[str, object]:
-    """How the export `variant` is made ("fp32", "int8-b32", "int8-w7", or the former "int8")."""
+    """How the export `variant` is made ("fp32", "int8-b32" or "int8-w7")."""
     if variant == "fp32":
         return {"opset": OPSET, "dtype": "float32"}
     if variant == BLOCKWISE_VARIANT:
         return {"opset": OPSET, **BLOCKWISE.as_dict(), "quantized_ops": ["MatMul"], "kept_float32": [HEAD_NODE]}
-    return {"opset": OPSET, "quantization": "dynamic int8, per output channel",
-            "weight_bits": 7 if variant == "int8-w7" else 8, "quantized_ops": ["MatMul"],
-            "kept_float32": [HEAD_NODE]}
+    return {"opset": OPSET, "quantization": "dynamic int8, per output channel", "weight_bits": 7,
+            "quantized_ops": ["MatMul"], "kept_float32": [HEAD_NODE]}
 
 
 def model_revision(model_name: str) -> str:
@@ -171,10 +170,7 @@ def int8_variant(cpu_features: tuple[str, ...]) -> str:
 
 def _quantize_int8(source: Path, target: Path, variant: str) -> None:
     """Write the int8 export `variant` of the fp32 one in `source` into `target`, in a child process."""
-    if variant == BLOCKWISE_VARIANT:
-        run_export(CHILD, ["blockwise", str(source), str(target)], log)
-    else:
-        run_export(CHILD, ["int8", str(source), str(target), "7" if variant == "int8-w7" else "8"], log)
+    run_export(CHILD, ["blockwise" if variant == BLOCKWISE_VARIANT else "int8", str(source), str(target)], log)
 
 
 def _write_blockwise(source: Path, target: Path) -> None:
@@ -188,9 +184,9 @@ def _write_blockwise(source: Path, target: Path) -> None:
              size_mb)
 
 
-def _write_int8(source: Path, target: Path, seven_bit: bool) -> None:
-    """In the child: dynamic int8, one scale per output channel of each weight matrix; attention products and the two-row
-    yes/no head stay fp32.
+def _write_int8(source: Path, target: Path) -> None:
+    """In the child: dynamic int8 with 7-bit weights (the export of a CPU without VNNI), one scale per output channel
+    of each weight matrix; attention products and the two-row yes/no head stay fp32.
 
     Without VNNI (AVX2 only, as on the development machine) the u8 x s8 multiply-add sums pairs of products into
     16 bits and can saturate; 7-bit weights (reduce_range) rule that out. Measured there, max |P(yes) - official|:
@@ -202,10 +198,9 @@ def _write_int8(source: Path, target: Path, seven_bit: bool) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     started = time.perf_counter()
-    log.info("quantizing ONNX reranker %s to int8 (per-channel, dynamic, %d-bit weights)", source.name,
-             7 if seven_bit else 8)
+    log.info("quantizing ONNX reranker %s to int8 (per-channel, dynamic, 7-bit weights)", source.name)
     with _quiet_root_logger():
-        quantize_dynamic(source / GRAPH_FILE, target / GRAPH_FILE, per_channel=True, reduce_range=seven_bit,
+        quantize_dynamic(source / GRAPH_FILE, target / GRAPH_FILE, per_channel=True, reduce_range=True,
                          weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], nodes_to_exclude=[HEAD_NODE],
                          use_external_data_format=True, extra_options={"MatMulConstBOnly": True})
     size_mb = sum(p.stat().st_size for p in target.iterdir()) / 2**20
@@ -232,7 +227,7 @@ def ensure_export(root: Path, model_name: str, yes_id: int, no_id: int, *, int8:
 
 
 def main(argv: list[str]) -> None:
-    """The child's entry: `fp32 MODEL TARGET YES_ID NO_ID`, `int8 SOURCE TARGET 7|8` or `blockwise SOURCE TARGET`;
+    """The child's entry: `fp32 MODEL TARGET YES_ID NO_ID`, `int8 SOURCE TARGET` or `blockwise SOURCE TARGET`;
     log records go to stdout."""
     logging.basicConfig(level=logging.WARNING, handlers=[RecordPrinter()])
     log.setLevel(logging.INFO)
@@ -241,8 +236,8 @@ def main(argv: list[str]) -> None:
         model_name, target, yes_id, no_id = rest
         _write_fp32(model_name, int(yes_id), int(no_id), Path(target))
     elif kind == "int8":
-        source, target, bits = rest
-        _write_int8(Path(source), Path(target), bits == "7")
+        source, target = rest
+        _write_int8(Path(source), Path(target))
     elif kind == "blockwise":
         source, target = rest
         _write_blockwise(Path(source), Path(target))

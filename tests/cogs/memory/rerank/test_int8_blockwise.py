@@ -79,7 +79,8 @@ def test_selection_measures_the_blockwise_export_as_int8_against_float32(
 def test_a_precision_measured_on_another_int8_export_is_not_reused(tmp_path: Path) -> None:
     fields = key_fields("m", "r", VNNI, 2, ["int8", "float32"], FidelityBars(), "onnx")
     assert fields["int8_export"] == {"variant": "int8-b32", **variant_settings("int8-b32")}
-    before = {**fields, "int8_export": {"variant": "int8", **variant_settings("int8")}}  # the dynamic 8-bit one
+    before = {**fields, "int8_export": {"variant": "int8", **variant_settings("int8-w7"), "weight_bits": 8}}  # the
+    # dynamic 8-bit export VNNI CPUs got before
     assert cache_path(tmp_path, fields) != cache_path(tmp_path, before)
     without_vnni = key_fields("m", "r", ("avx2",), 2, ["int8", "float32"], FidelityBars(), "onnx")
     assert without_vnni["int8_export"] == {"variant": "int8-w7", **variant_settings("int8-w7")}
