@@ -109,6 +109,15 @@ class PooledBy:
     lender: int
     kind: str
 
+    @property
+    def relation(self) -> str:
+        """How it relates to its lender, in words that go before "message <lender id>" ("a Discord reply to")."""
+        return _POOLED_AS.get(self.kind, self.kind)
+
+
+_POOLED_AS = {"reply": "a Discord reply to", "replied": "the message replied to by",
+              "burst": "its author's line beside", "answer": "a guessed answer to", "question": "the question before"}
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:

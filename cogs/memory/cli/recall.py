@@ -68,10 +68,6 @@ async def filters_for(memory: Memory, args: argparse.Namespace, term: Terminal) 
 
 # Where Discord opens a message (a guild's channel or thread, then the message).
 JUMP_URL = "https://discord.com/channels/{guild}/{channel}/{message}"
-# How a message that entered the reranker's pool as context relates to the hit that brought it (records.PooledBy).
-POOLED_AS = {"reply": "a Discord reply to", "replied": "the message replied to by",
-             "burst": "its author's line beside", "answer": "a guessed answer to",
-             "question": "the question before"}
 
 
 def format_hit(rank: int, hit: Hit, channel_names: dict[int, str]) -> str:
@@ -91,7 +87,7 @@ def format_explanation(rank: int, hit: Hit) -> str:
     """Why ``hit`` was found: its ranks, the sides that found it, and what its first-stage score is made of."""
     after = rank if hit.rerank_score is not None else "-"
     pooled = "" if hit.pooled_by is None else (
-        f"\n    in the reranker's pool as {POOLED_AS.get(hit.pooled_by.kind, hit.pooled_by.kind)} message "
+        f"\n    in the reranker's pool as {hit.pooled_by.relation} message "
         f"{hit.pooled_by.lender}, scored with it beside")
     return (f"    explain: rank before rerank {hit.rank}, after {after}; found by "
             f"{', '.join(hit.sources) or '-'}\n    {format_parts(hit.score, hit.parts)}{pooled}")
