@@ -16,7 +16,7 @@ from cogs.memory.rerank.onnx_blockwise import BlockwiseSettings, quantize_blockw
 from cogs.memory.rerank.onnx_export import ensure_export, variant_settings
 from cogs.memory.rerank.onnx_graph import HEAD_NODE
 from cogs.memory.rerank.precision import cache_path, choose, key_fields, measure
-from cogs.memory.rerank.scorers import precision_scorer
+from cogs.memory.rerank.scorers import LocalBackend, precision_scorer
 from cogs.memory.runtime.hardware import HardwareInfo
 
 VNNI = ("avx2", "avx512f", "avx512_vnni")
@@ -58,14 +58,14 @@ def test_selection_measures_the_blockwise_export_as_int8_against_float32(
     monkeypatch.setattr(_onnx_export.HardwareDetector, "detect", lambda self: hardware)
     loaded: list[str] = []
 
-    def build(precision: str) -> object:
+    def build(precision: str) -> LocalBackend | str:
         scorer = precision_scorer(precision, str(tiny_reranker_dir), backend="onnx", max_length=512,
                                   export_root=tmp_path, hardware=hardware)
         loaded.append(getattr(scorer, "export_dir", Path("?")).name)
         return scorer
 
     instruction = "Given a query, find the relevant message"
-    measurements = measure(build, ["int8", "float32"], instruction, 8)  # type: ignore[arg-type]
+    measurements = measure(build, ["int8", "float32"], instruction, 8)
     by = {m.precision: m for m in measurements}
     assert any(name.endswith("-int8-b32") for name in loaded) and any(name.endswith("-fp32") for name in loaded)
     fidelity = by["int8"].fidelity

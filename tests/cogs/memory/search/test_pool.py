@@ -222,7 +222,7 @@ async def test_a_widened_recall_reranks_the_context_with_its_lender_and_says_whe
         await memory.ingest.add(dataclasses.replace(record, reply_to_id=reply_to))
     await memory.ingest.flush(vectors=True)
     judge = JudgingReranker("picnic?\nbob: Saturday")
-    memory.reranker = judge  # type: ignore[assignment]
+    memory.reranker = judge
     filters = SearchFilters(guild_id=GUILD, allowed_channel_ids=frozenset({GENERAL}))
     tuning = memory.search_engine.tuning
     memory.search_engine.tuning = dataclasses.replace(tuning, pool_lenders=0)
