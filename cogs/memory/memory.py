@@ -393,10 +393,12 @@ class Memory:
             searched_ms = 1000 * (time.perf_counter() - started)
             return Recall(tuple(hits), len(hits), searched_ms, searched_ms)
         depth = max(limit, reranker.depth)
-        # The pool (search/pool.py): the first stage's hits, the strongest bringing their context if the tuning says.
+        # The pool (search/pool.py): the first stage's hits, the strongest bringing their context if the tuning says
+        # (what the first stage read of it is read once).
         engine = self.search_engine
-        first = await engine.search(query, filters, depth)
-        pooled = await pool(engine, first, filters, depth, engine.tuning)
+        found = await engine.searched(query, filters, depth)
+        first = list(found.hits)
+        pooled = await pool(engine, first, filters, depth, engine.tuning, found.context)
         searched = time.perf_counter()
         # The reranker scores texts only (the first `candidates` of them, within its time budget); the order is ours.
         scored = await reranker.ascore(query, [entry.text for entry in pooled])

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
     from ..runtime.ranking import RankingTuning
     from ..search.context import Window
-    from ..search.first_stage import Mode
+    from ..search.first_stage import Mode, Searched
     from ..search.structure import ChannelStructure
     from ..vectors.embedding import Embedder
     from ..vectors.index import IndexUsage
@@ -238,6 +238,9 @@ class SearchEngine(Protocol):
 
     async def search(self, query: str, filters: SearchFilters, limit: int,
                      mode: Mode = "hybrid", asked_at: datetime | None = None) -> list[Hit]: ...
+    # ``search``'s hits with the context it read for them, which the reranker's pool lends from (search/pool.py).
+    async def searched(self, query: str, filters: SearchFilters, limit: int,
+                       mode: Mode = "hybrid", asked_at: datetime | None = None) -> Searched: ...
     # The channel window (search/context.py) of each of ``message_ids`` in the filters' guild, by row id, and the
     # rows that pass ``filters`` of those messages, their windows and the messages they reply to (search/pool.py).
     async def context(self, message_ids: Sequence[int],
