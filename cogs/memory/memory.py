@@ -36,7 +36,7 @@ from .search.pool import judged, pool
 from .search.second_stage import reranked
 from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
-from .store.rows import AuthorSeen
+from .store.rows import AuthorSeen, authors_of
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
                              VectorIndexes)
 from .vectors.files import disk_nearly_full
@@ -349,7 +349,7 @@ class Memory:
 
     async def authors(self, guild_id: int) -> list[AuthorSeen]:
         """Every author of the guild's stored messages (id, name as last seen, count), most messages first."""
-        return await self.store.guild_authors(guild_id)
+        return authors_of(await self.store.author_names(guild_id))
 
     # -- guild policy ---------------------------------------------------------------------------------------
 

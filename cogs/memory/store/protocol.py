@@ -109,7 +109,6 @@ class MessageReads(Protocol):
                                   message_id: int) -> ChannelMessage | None: ...
     def iter_channel(self, guild_id: int, channel_id: int, page: int = 512) -> AsyncIterator[ChannelMessage]: ...
     async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]: ...
-    async def guild_authors(self, guild_id: int) -> list[AuthorSeen]: ...
 
 
 class Reembedding(Protocol):
@@ -186,7 +185,9 @@ class MessageAuthors(Protocol):
     """Who wrote what: every name a member wrote under, for an admin who names them instead of giving an id (the
     terminal's and the dashboard's ``@name``, cogs/memory/names.py), and who wrote each of some messages."""
 
-    async def author_names(self, guild_id: int) -> list[AuthorSeen]: ...  # one row per (author, name)
+    # One row per (author, name): by author, newest first, then by name in code-point order (rows.authors_of folds
+    # them into one an author).
+    async def author_names(self, guild_id: int) -> list[AuthorSeen]: ...
     async def message_authors(self, message_ids: Sequence[int]) -> dict[int, tuple[int, str]]: ...  # id, name
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
@@ -13,8 +13,8 @@ from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
 __all__ = ("AuthorSeen", "CandidateRow", "ChannelMessage", "EditRow", "NewRow", "PerformanceMinute",
-           "PlaceName", "RowRef", "VectorInput", "WriteBatch", "candidate_row", "from_timestamp", "to_timestamp",
-           "vector_input")
+           "PlaceName", "RowRef", "VectorInput", "WriteBatch", "authors_of", "candidate_row", "from_timestamp",
+           "to_timestamp", "vector_input")
 
 
 def to_timestamp(moment: datetime) -> float:
@@ -75,12 +75,29 @@ class ChannelMessage:
 
 @dataclass(frozen=True, slots=True)
 class AuthorSeen:
-    """One author of a guild's stored messages: id, name as last seen (their newest message's), how many, when."""
+    """One author of a guild's stored messages: id, name as last seen (their newest message's), how many, when; or,
+    as a store's ``author_names`` lists them, one name an author wrote under, its messages and the newest's time."""
 
     author_id: int
     name: str
     messages: int
     last_at: float
+
+
+def authors_of(names: Iterable[AuthorSeen]) -> list[AuthorSeen]:
+    """Each author once, from a store's ``author_names`` rows (one per name they wrote under): all their messages,
+    the newest's time and the name it carries (of names whose newest messages share one time, the first in
+    code-point order, as ``author_names`` lists them on both stores); most messages first, then by id."""
+    authors: dict[int, AuthorSeen] = {}
+    for named in names:
+        seen = authors.get(named.author_id)
+        if seen is None:
+            authors[named.author_id] = named
+            continue
+        newest = named if (-named.last_at, named.name) < (-seen.last_at, seen.name) else seen
+        authors[named.author_id] = AuthorSeen(seen.author_id, newest.name, seen.messages + named.messages,
+                                              newest.last_at)
+    return sorted(authors.values(), key=lambda author: (-author.messages, author.author_id))
 
 
 async def channel_pages(fetch_page: Callable[[tuple[float, int], int], Awaitable[Sequence[Sequence[Any]]]],
