@@ -88,16 +88,13 @@ def authors_of(names: Iterable[AuthorSeen]) -> list[AuthorSeen]:
     """Each author once, from a store's ``author_names`` rows (one per name they wrote under): all their messages,
     the newest's time and the name it carries (of names whose newest messages share one time, the first in
     code-point order, as ``author_names`` lists them on both stores); most messages first, then by id."""
-    authors: dict[int, AuthorSeen] = {}
+    by_author: dict[int, list[AuthorSeen]] = {}
     for named in names:
-        seen = authors.get(named.author_id)
-        if seen is None:
-            authors[named.author_id] = named
-            continue
-        newest = named if (-named.last_at, named.name) < (-seen.last_at, seen.name) else seen
-        authors[named.author_id] = AuthorSeen(seen.author_id, newest.name, seen.messages + named.messages,
-                                              newest.last_at)
-    return sorted(authors.values(), key=lambda author: (-author.messages, author.author_id))
+        by_author.setdefault(named.author_id, []).append(named)
+    newest = {author_id: min(rows, key=lambda row: (-row.last_at, row.name)) for author_id, rows in by_author.items()}
+    authors = [AuthorSeen(author_id, newest[author_id].name, sum(row.messages for row in rows),
+                          newest[author_id].last_at) for author_id, rows in by_author.items()]
+    return sorted(authors, key=lambda author: (-author.messages, author.author_id))
 
 
 async def channel_pages(fetch_page: Callable[[tuple[float, int], int], Awaitable[Sequence[Sequence[Any]]]],

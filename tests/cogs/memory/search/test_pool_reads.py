@@ -16,7 +16,7 @@ from cogs.memory.memory import Memory
 from cogs.memory.records import PooledBy, SearchFilters
 from cogs.memory.search.pool import pool
 from tests.cogs.memory.search.test_pool import (ALICE, GENERAL, GUILD, OTHER_GUILD, PICNIC, WIDE, JudgingReranker,
-                                                picnic)
+                                                picnic, remember_picnic)
 from tests.fixtures.core import T0, RecordFactory
 
 __all__ = ("picnic",)  # the fixture, shared with test_pool.py
@@ -38,11 +38,7 @@ def spy_on_context(engine: Any, monkeypatch: pytest.MonkeyPatch) -> list[list[in
 async def test_a_recall_reads_no_context_the_first_stage_already_read(
         any_memory: Memory, make_record: RecordFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = any_memory
-    for message_id, channel, author_id, name, content, reply_to in PICNIC:
-        record = make_record(message_id, content, guild_id=GUILD, channel_id=channel, author_id=author_id,
-                             author_name=name)
-        await memory.ingest.add(dataclasses.replace(record, reply_to_id=reply_to))
-    await memory.ingest.flush(vectors=True)
+    await remember_picnic(memory.ingest, make_record)
     memory.reranker = JudgingReranker("picnic?\nbob: Saturday")
     asked = spy_on_context(memory.search_engine, monkeypatch)
     # Six messages: the first stage reads every one's window and row, and each reply's message, so the pool reads
