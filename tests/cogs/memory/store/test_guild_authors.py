@@ -1,6 +1,7 @@
 """A guild's authors as both stores list them (``members``, ``forget --member @name``): by id, with the name on
 their newest message (of names last used at one moment, the first in code-point order), their message count and its
-time, most messages first; another guild's authors never. One store query (``author_names``) serves both lists."""
+time, most messages first; another guild's authors never. One store query (``author_names``) serves both lists and
+the members' names a search reads questions against."""
 
 from __future__ import annotations
 
@@ -34,3 +35,6 @@ async def test_of_names_last_used_at_one_time_the_first_in_code_point_order_is_t
     assert await any_memory.store.author_names(1) == [AuthorSeen(100, "Zed", 1, at), AuthorSeen(100, "alice", 1, at),
                                                       AuthorSeen(100, "ann", 1, to_timestamp(T0) + 60.0)]
     assert await any_memory.authors(1) == [AuthorSeen(100, "Zed", 3, at)]
+    # The names a search reads questions against (search/named.py) say the same.
+    members, _ = await any_memory.search_engine._guild_names(1)
+    assert members == {100: "Zed"}
