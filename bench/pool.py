@@ -82,7 +82,8 @@ async def measure(memory: Memory, queries: list[Query], depths: Sequence[int],
     ranking: list[dict[str, float]] = []
     for query in queries:
         filters = _filters(query)
-        hits = await engine.search(query.question, filters, max(depths), asked_at=query.asked_at)
+        searched = await engine.searched(query.question, filters, max(depths), asked_at=query.asked_at)
+        hits = list(searched.hits)
         ranked = [hit.message_id for hit in hits]
         ranking.append(score(ranked, query.relevant))
         for depth in depths:
@@ -90,7 +91,7 @@ async def measure(memory: Memory, queries: list[Query], depths: Sequence[int],
             for rule in (*rules, None):  # None: the tuning's own pool rule (the default, unless a profile sets it)
                 name = "default" if rule is None else rule_name(*rule)
                 tuning = engine.tuning if rule is None else as_tuning(engine.tuning, rule)
-                pooled = await pool(engine, hits[:depth], filters, depth, tuning)
+                pooled = await pool(engine, hits[:depth], filters, depth, tuning, searched.context)
                 widened.setdefault((depth, name), []).append(
                     share_in([entry.hit.message_id for entry in pooled], query.relevant))
                 for entry in pooled:

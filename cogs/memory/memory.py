@@ -36,7 +36,7 @@ from .search.pool import judged, pool
 from .search.second_stage import reranked
 from .guild_policy import GuildPolicy, GuildSettings
 from .ingest.spool import SPOOL_NAME, IngestSpool
-from .store.rows import AuthorSeen
+from .store.rows import AuthorSeen, authors_of
 from .store.protocol import (DatabaseUnavailableError, SearchEngine, Store, StoreBackend, StoreOpenError,
                              VectorIndexes)
 from .vectors.files import disk_nearly_full
@@ -349,7 +349,7 @@ class Memory:
 
     async def authors(self, guild_id: int) -> list[AuthorSeen]:
         """Every author of the guild's stored messages (id, name as last seen, count), most messages first."""
-        return await self.store.guild_authors(guild_id)
+        return authors_of(await self.store.author_names(guild_id))
 
     # -- guild policy ---------------------------------------------------------------------------------------
 
@@ -393,10 +393,12 @@ class Memory:
             searched_ms = 1000 * (time.perf_counter() - started)
             return Recall(tuple(hits), len(hits), searched_ms, searched_ms)
         depth = max(limit, reranker.depth)
-        # The pool (search/pool.py): the first stage's hits, the strongest bringing their context if the tuning says.
+        # The pool (search/pool.py): the first stage's hits, the strongest bringing their context if the tuning says
+        # (what the first stage read of it is read once).
         engine = self.search_engine
-        first = await engine.search(query, filters, depth)
-        pooled = await pool(engine, first, filters, depth, engine.tuning)
+        found = await engine.searched(query, filters, depth)
+        first = list(found.hits)
+        pooled = await pool(engine, first, filters, depth, engine.tuning, found.context)
         searched = time.perf_counter()
         # The reranker scores texts only (the first `candidates` of them, within its time budget); the order is ours.
         scored = await reranker.ascore(query, [entry.text for entry in pooled])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -23,7 +24,7 @@ from ..records import Boost, Hit, ScoreParts, SearchFilters, checked_limit
 from ..store.rows import CandidateRow, from_timestamp
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
-from .context import Neighbours, Window, lenders, neighbours_in
+from .context import ChannelWindow, Neighbours, Window, lenders, neighbours_in
 from .fusion import Fused, Hits, fuse_sides
 from .informative import NO_VOCABULARY, Vocabulary, scaled, vocabulary, worth
 from .loans import Loans, spread_with_loans
@@ -34,7 +35,7 @@ from .timed_cache import TimedCache
 if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
 
-__all__ = ("FirstStage", "Mode", "RecentMessage", "narrows", "score_parts")
+__all__ = ("ContextRead", "FirstStage", "Mode", "RecentMessage", "Searched", "narrows", "score_parts")
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,25 @@ class RecentMessage(NamedTuple):
     author_id: int
     reply_to_id: int | None
     content: str
+
+
+@dataclass(frozen=True)
+class ContextRead:
+    """The context a search read under its filters: the window of each of its strongest sources (by row id, read
+    ``reply_window`` deep) and the rows that passed of those windows and of its candidates. The reranker's pool
+    (search/pool.py) lends from it and reads the store only for what it does not hold."""
+
+    window: Mapping[int, ChannelWindow]
+    rows: Mapping[int, CandidateRow]
+    reply_window: int
+
+
+@dataclass(frozen=True)
+class Searched:
+    """A first-stage search: its hits, best first, and the context it read on the way."""
+
+    hits: tuple[Hit, ...]
+    context: ContextRead
 
 
 def narrows(filters: SearchFilters) -> bool:
@@ -115,9 +135,14 @@ class FirstStage:
                      asked_at: datetime | None = None) -> list[Hit]:
         """The best ``limit`` messages for ``query`` that pass ``filters``, best first; the people, channels and
         times it names (read as of ``asked_at``, now by default) boost what answers them (search/named.py)."""
+        return list((await self.searched(query, filters, limit, mode, asked_at)).hits)
+
+    async def searched(self, query: str, filters: SearchFilters, limit: int, mode: Mode = "hybrid",
+                       asked_at: datetime | None = None) -> Searched:
+        """``search``'s hits, with the context it read for them (what the reranker's pool lends from)."""
         checked_limit(limit)
         if not query.strip():
-            return []
+            return Searched((), ContextRead({}, {}, self.tuning.reply_window))
         tuning = self.tuning
         named = await self._named(query, filters.guild_id, asked_at or datetime.now(UTC))
         query = named.query
@@ -129,7 +154,7 @@ class FirstStage:
         )
         fused = fuse_sides(query, self.scripts, vector, keyword, tuning, keyword_asked)
         if not fused.scores:
-            return []
+            return Searched((), ContextRead({}, {}, tuning.reply_window))
         strongest = sorted(fused.scores, key=fused.scores.__getitem__, reverse=True)[:tuning.context_sources]
         window, rows = await self._context_and_rows(strongest, [*fused.scores, *fused.tail], filters)
         neighbours = neighbours_in(window, rows, tuning.reply_window, tuning.replies_lent)
@@ -163,10 +188,11 @@ class FirstStage:
             fused.sources.update((rowid, ["vector"]) for rowid in tail)
             ranked += tail
             filling.update(tail)
-        return [_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank,
-                           score_parts(fused, loans, rowid, rowid in filling, boosts.get(rowid, ()), informative,
-                                       own.get(rowid, 0.0) - fused.scores.get(rowid, 0.0)))
-                for rank, rowid in enumerate(ranked[:limit], start=1)]
+        hits = tuple(_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank,
+                                score_parts(fused, loans, rowid, rowid in filling, boosts.get(rowid, ()), informative,
+                                            own.get(rowid, 0.0) - fused.scores.get(rowid, 0.0)))
+                     for rank, rowid in enumerate(ranked[:limit], start=1))
+        return Searched(hits, ContextRead(window, rows, tuning.reply_window))
 
     async def _named(self, query: str, guild_id: int, asked_at: datetime) -> Named:
         """What ``query`` names in its guild (search/named.py): the guild's names are read at most every

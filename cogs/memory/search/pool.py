@@ -5,8 +5,9 @@ own. Here context only earns a place in the pool the cross-encoder judges: each 
 Discord replies, the message it replies to and its author's adjacent messages (and, where asked, the answers its
 question guesses and the question before it) right after it, each read by the reranker with the hit beside it
 ("alice: when is the picnic?\\nbob: Saturday at 3"); they displace the first stage's tail. Whether one of them ranks
-is the reranker's call. Context is read through the search engine under the search's own filters, so a message the
-member may not read, another guild's, or a forgotten one never enters the pool.
+is the reranker's call. Context is read under the search's own filters, so a message the member may not read,
+another guild's, or a forgotten one never enters the pool: the first stage's own read where it holds a hit's window
+(first_stage.ContextRead), through the search engine for the rest.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..records import Hit, PooledBy, SearchFilters
 from ..runtime.ranking import RankingTuning
 from ..store.rows import CandidateRow, from_timestamp
 from .context import ChannelWindow, Window
+from .first_stage import ContextRead
 from .structure import ChannelStructure, strength
 
 __all__ = ("ContextReader", "Lent", "Pooled", "context_of", "judged", "lent_by_hits", "pool", "widen")
@@ -49,12 +51,15 @@ class Pooled(NamedTuple):
 
 
 def context_of(source: CandidateRow, window: ChannelWindow, rows: Mapping[int, CandidateRow],
-               reply_window: int, guessed: bool, burst: bool = True) -> list[Lent]:
+               reply_window: int, guessed: bool, burst: bool = True,
+               by_message: Mapping[int, CandidateRow] | None = None) -> list[Lent]:
     """What ``source`` may bring into the pool, best first and each once: its Discord replies (of ``window``), the
     message it replies to, with ``burst`` its author's previous and next message, and with ``guessed`` the answers
     its question guesses (questions.answers) and the previous message when another author asked it. Only messages
-    in ``rows`` (those that passed the search's filters) are brought."""
-    by_message = {row.message_id: row for row in rows.values()}
+    in ``rows`` (those that passed the search's filters) are brought; ``by_message``: ``rows`` by message id (built
+    here when not given)."""
+    if by_message is None:
+        by_message = {row.message_id: row for row in rows.values()}
 
     def passing(rowids: Sequence[int | None]) -> list[CandidateRow]:
         return [rows[rowid] for rowid in rowids if rowid is not None and rowid in rows]
@@ -82,19 +87,21 @@ def context_of(source: CandidateRow, window: ChannelWindow, rows: Mapping[int, C
     return kept
 
 
-def lent_by_hits(hits: Sequence[Hit], window: Window, rows: Mapping[int, CandidateRow], tuning: RankingTuning,
-                 dialogues: Collection[int] = ()) -> dict[int, list[Lent]]:
+def lent_by_hits(hits: Sequence[Hit], window: Mapping[int, ChannelWindow], rows: Mapping[int, CandidateRow],
+                 tuning: RankingTuning, dialogues: Collection[int] = ()) -> dict[int, list[Lent]]:
     """``context_of`` each of ``hits`` that passed (``rows``; ``window`` by row id, as the engine read them), by
     the hit's message id; with the tuning's ``pool_groups_only``, a hit in one of ``dialogues`` (channel ids)
     brings only what Discord links to it."""
     rowid_of = {row.message_id: rowid for rowid, row in rows.items()}
+    by_message = {message_id: rows[rowid] for message_id, rowid in rowid_of.items()}
     lent: dict[int, list[Lent]] = {}
     for hit in hits:
         rowid = rowid_of.get(hit.message_id)
         if rowid is not None and rowid in window:
             ordered = not tuning.pool_groups_only or hit.channel_id not in dialogues
             lent[hit.message_id] = context_of(rows[rowid], window[rowid], rows, tuning.reply_window,
-                                              ordered and tuning.pool_guessed, ordered and tuning.pool_burst)
+                                              ordered and tuning.pool_guessed, ordered and tuning.pool_burst,
+                                              by_message)
     return lent
 
 
@@ -125,9 +132,10 @@ def widen(hits: Sequence[Hit], lent: Mapping[int, Sequence[Lent]], depth: int, l
 
 
 async def pool(engine: ContextReader, hits: Sequence[Hit], filters: SearchFilters, depth: int,
-               tuning: RankingTuning) -> list[Pooled]:
+               tuning: RankingTuning, read: ContextRead | None = None) -> list[Pooled]:
     """The reranker's pool for ``hits`` (the first stage's, best first): ``widen`` by the tuning's pool rule, the
-    context read by ``engine`` under ``filters`` (the store's reads run off the event loop). Without lenders, the
+    context taken from ``read`` (what the first stage read under the same ``filters``) where it holds a lender's,
+    the rest read by ``engine`` under ``filters`` (the store's reads run off the event loop). Without lenders, the
     first ``depth`` hits as they are; below the tuning's ``pool_full_from``, only the first hit's Discord links."""
     if depth < tuning.pool_full_from:
         tuning = dataclasses.replace(tuning, pool_lenders=min(tuning.pool_lenders, 1), pool_burst=False,
@@ -135,10 +143,31 @@ async def pool(engine: ContextReader, hits: Sequence[Hit], filters: SearchFilter
     lenders = min(tuning.pool_lenders, len(hits))
     if lenders <= 0 or tuning.pool_per_hit <= 0:
         return [Pooled(hit, hit.content) for hit in hits[:depth]]
-    window, rows = await engine.context([hit.message_id for hit in hits[:lenders]], filters)
+    window, rows = await _context(engine, hits[:lenders], filters, tuning.reply_window, read)
     dialogues = await _dialogues(engine, hits[:lenders], filters.guild_id, tuning)
     return widen(hits, lent_by_hits(hits[:lenders], window, rows, tuning, dialogues), depth, lenders,
                  tuning.pool_per_hit)
+
+
+async def _context(engine: ContextReader, hits: Sequence[Hit], filters: SearchFilters, reply_window: int,
+                   read: ContextRead | None) -> tuple[Mapping[int, ChannelWindow], Mapping[int, CandidateRow]]:
+    """The windows and passing rows ``hits`` lend from: ``read``'s for each hit it holds the window of (read as deep
+    as ``reply_window``) and, when the hit replies, the message it replies to; ``engine`` reads the rest's. The
+    message a hit replies to that ``read`` lacks may have failed the filters or not been read at all: that hit is
+    read again."""
+    if read is None or read.reply_window != reply_window:
+        return await engine.context([hit.message_id for hit in hits], filters)
+    by_message = {row.message_id: (rowid, row) for rowid, row in read.rows.items()}
+    missing = []
+    for hit in hits:
+        rowid, row = by_message.get(hit.message_id, (None, None))
+        if row is None or rowid not in read.window or (row.reply_to_id is not None
+                                                       and row.reply_to_id not in by_message):
+            missing.append(hit.message_id)
+    if not missing:
+        return read.window, read.rows
+    window, rows = await engine.context(missing, filters)
+    return {**read.window, **window}, {**read.rows, **rows}
 
 
 async def _dialogues(engine: ContextReader, hits: Sequence[Hit], guild_id: int,

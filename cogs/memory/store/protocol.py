@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..runtime.profile import MemoryProfile
     from ..runtime.ranking import RankingTuning
     from ..search.context import Window
-    from ..search.first_stage import Mode
+    from ..search.first_stage import Mode, Searched
     from ..search.structure import ChannelStructure
     from ..vectors.embedding import Embedder
     from ..vectors.index import IndexUsage
@@ -109,7 +109,6 @@ class MessageReads(Protocol):
                                   message_id: int) -> ChannelMessage | None: ...
     def iter_channel(self, guild_id: int, channel_id: int, page: int = 512) -> AsyncIterator[ChannelMessage]: ...
     async def known_message_ids(self, message_ids: Sequence[int]) -> tuple[set[int], set[int]]: ...
-    async def guild_authors(self, guild_id: int) -> list[AuthorSeen]: ...
 
 
 class Reembedding(Protocol):
@@ -186,7 +185,9 @@ class MessageAuthors(Protocol):
     """Who wrote what: every name a member wrote under, for an admin who names them instead of giving an id (the
     terminal's and the dashboard's ``@name``, cogs/memory/names.py), and who wrote each of some messages."""
 
-    async def author_names(self, guild_id: int) -> list[AuthorSeen]: ...  # one row per (author, name)
+    # One row per (author, name): by author, newest first, then by name in code-point order (rows.authors_of folds
+    # them into one an author).
+    async def author_names(self, guild_id: int) -> list[AuthorSeen]: ...
     async def message_authors(self, message_ids: Sequence[int]) -> dict[int, tuple[int, str]]: ...  # id, name
 
 
@@ -238,6 +239,9 @@ class SearchEngine(Protocol):
 
     async def search(self, query: str, filters: SearchFilters, limit: int,
                      mode: Mode = "hybrid", asked_at: datetime | None = None) -> list[Hit]: ...
+    # ``search``'s hits with the context it read for them, which the reranker's pool lends from (search/pool.py).
+    async def searched(self, query: str, filters: SearchFilters, limit: int,
+                       mode: Mode = "hybrid", asked_at: datetime | None = None) -> Searched: ...
     # The channel window (search/context.py) of each of ``message_ids`` in the filters' guild, by row id, and the
     # rows that pass ``filters`` of those messages, their windows and the messages they reply to (search/pool.py).
     async def context(self, message_ids: Sequence[int],

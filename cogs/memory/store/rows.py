@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
@@ -13,8 +13,8 @@ from ..records import MessageRecord
 from ..vectors.stored import VectorSource
 
 __all__ = ("AuthorSeen", "CandidateRow", "ChannelMessage", "EditRow", "NewRow", "PerformanceMinute",
-           "PlaceName", "RowRef", "VectorInput", "WriteBatch", "candidate_row", "from_timestamp", "to_timestamp",
-           "vector_input")
+           "PlaceName", "RowRef", "VectorInput", "WriteBatch", "authors_of", "candidate_row", "from_timestamp",
+           "to_timestamp", "vector_input")
 
 
 def to_timestamp(moment: datetime) -> float:
@@ -75,12 +75,26 @@ class ChannelMessage:
 
 @dataclass(frozen=True, slots=True)
 class AuthorSeen:
-    """One author of a guild's stored messages: id, name as last seen (their newest message's), how many, when."""
+    """One author of a guild's stored messages: id, name as last seen (their newest message's), how many, when; or,
+    as a store's ``author_names`` lists them, one name an author wrote under, its messages and the newest's time."""
 
     author_id: int
     name: str
     messages: int
     last_at: float
+
+
+def authors_of(names: Iterable[AuthorSeen]) -> list[AuthorSeen]:
+    """Each author once, from a store's ``author_names`` rows (one per name they wrote under): all their messages,
+    the newest's time and the name it carries (of names whose newest messages share one time, the first in
+    code-point order, as ``author_names`` lists them on both stores); most messages first, then by id."""
+    by_author: dict[int, list[AuthorSeen]] = {}
+    for named in names:
+        by_author.setdefault(named.author_id, []).append(named)
+    newest = {author_id: min(rows, key=lambda row: (-row.last_at, row.name)) for author_id, rows in by_author.items()}
+    authors = [AuthorSeen(author_id, newest[author_id].name, sum(row.messages for row in rows),
+                          newest[author_id].last_at) for author_id, rows in by_author.items()]
+    return sorted(authors, key=lambda author: (-author.messages, author.author_id))
 
 
 async def channel_pages(fetch_page: Callable[[tuple[float, int], int], Awaitable[Sequence[Sequence[Any]]]],

@@ -10,9 +10,10 @@ from .faults import GuardedPool
 
 __all__ = ("DashboardRowsMixin",)
 
+# Names in code-point order (the "C" collation), as SQLite's BINARY orders them, whatever the database's collation.
 SELECT_AUTHOR_NAMES = """
 SELECT author_id, author_name, COUNT(*) AS messages, MAX(created_at) AS last_at FROM messages WHERE guild_id = $1
-GROUP BY author_id, author_name ORDER BY author_id, last_at DESC, author_name
+GROUP BY author_id, author_name ORDER BY author_id, last_at DESC, author_name COLLATE "C"
 """
 SELECT_MESSAGE_AUTHORS = "SELECT message_id, author_id, author_name FROM messages WHERE message_id = ANY($1::bigint[])"
 SELECT_MINUTES = ("SELECT origin, minute, figures FROM performance_minutes WHERE origin = $1 AND minute >= $2 "

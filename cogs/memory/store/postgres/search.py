@@ -20,8 +20,9 @@ from ...search.fusion import Hits
 from ...search.terms import characters_alone, within_budget
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids
-from ..rows import CandidateRow, candidate_row
+from ..rows import AuthorSeen, CandidateRow, authors_of, candidate_row
 from . import bm25, fts
+from .dashboard_rows import SELECT_AUTHOR_NAMES
 from .filters import filter_clause
 from .store import PostgresStore
 
@@ -73,11 +74,7 @@ SELECT message_id, author_id, reply_to_id, content FROM messages
 WHERE guild_id = $1 AND channel_id = $2 ORDER BY created_at DESC, message_id DESC LIMIT $3
 """
 
-# Each member's latest display name in a guild, and the guild's channel names as last seen.
-SELECT_GUILD_MEMBERS = """
-SELECT DISTINCT ON (author_id) author_id, author_name FROM messages WHERE guild_id = $1
-ORDER BY author_id, created_at DESC
-"""
+# The guild's channel names as last seen (its members' come from author_names' query, folded by rows.authors_of).
 SELECT_GUILD_CHANNELS = "SELECT id, name FROM place_names WHERE guild_id = $1 AND kind = 'channel'"
 
 
@@ -135,9 +132,9 @@ class PostgresSearchEngine(FirstStage):
         return {word: row[0] for word, row in zip(words, rows)}
 
     async def _guild_names(self, guild_id: int) -> tuple[dict[int, str], dict[int, str]]:
-        members = await self._store.fetch(SELECT_GUILD_MEMBERS, guild_id)
+        named = [AuthorSeen(*row) for row in await self._store.fetch(SELECT_AUTHOR_NAMES, guild_id)]
         channels = await self._store.fetch(SELECT_GUILD_CHANNELS, guild_id)
-        return {row[0]: row[1] for row in members}, {row[0]: row[1] for row in channels}
+        return {author.author_id: author.name for author in authors_of(named)}, {row[0]: row[1] for row in channels}
 
     async def _people(self, guild_id: int, names: list[str]) -> set[str]:
         """As the SQLite engine's: a name each of whose words the guild holds at least as often as an author's name

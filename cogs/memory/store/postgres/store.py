@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from ..rows import AuthorSeen, ChannelMessage, NewRow, RowRef, WriteBatch, channel_pages
+from ..rows import ChannelMessage, NewRow, RowRef, WriteBatch, channel_pages
 from . import fts, pending
 from .faults import GuardedPool, opening
 from .channels import ChannelGuildsMixin
@@ -92,11 +92,6 @@ SELECT_CHANNELS = "SELECT DISTINCT channel_id FROM messages WHERE guild_id = $1"
 SELECT_HAS_VECTOR = "SELECT 1 FROM embeddings WHERE model = $1 AND message_rowid = $2"
 SELECT_GUILDS = "SELECT DISTINCT guild_id FROM messages"
 COUNT_GUILD_MESSAGES = "SELECT COUNT(*) FROM messages WHERE guild_id = $1"
-SELECT_GUILD_AUTHORS = """
-    SELECT author_id, (array_agg(author_name ORDER BY created_at DESC, message_id DESC))[1], COUNT(*) AS messages,
-           MAX(created_at)
-    FROM messages WHERE guild_id = $1 GROUP BY author_id ORDER BY messages DESC, author_id
-"""
 COUNT_GUILD_VECTORS = """
 SELECT COUNT(*) FROM embeddings AS e JOIN messages AS m ON m.id = e.message_rowid WHERE m.guild_id = $1 AND e.model = $2
 """
@@ -314,10 +309,6 @@ class PostgresStore(PostgresPendingMixin, PlaceNamesMixin, MemberRecordsMixin, C
 
     async def count_messages(self, guild_id: int) -> int:
         return int(await self._pool.fetchval(COUNT_GUILD_MESSAGES, guild_id))
-
-    async def guild_authors(self, guild_id: int) -> list[AuthorSeen]:
-        """Every author of the guild's stored messages, most messages first."""
-        return [AuthorSeen(*row) for row in await self._pool.fetch(SELECT_GUILD_AUTHORS, guild_id)]
 
     async def count_vectors(self, guild_id: int, model: str) -> int:
         return int(await self._pool.fetchval(COUNT_GUILD_VECTORS, guild_id, model))

@@ -24,7 +24,8 @@ from ...runtime.ranking import RankingTuning
 from ...vectors.embedding import Embedder
 from ..neighbours import select_neighbour_ids
 from ..protocol import VectorIndexes
-from ..rows import CandidateRow, candidate_row
+from ..rows import AuthorSeen, CandidateRow, authors_of, candidate_row
+from .dashboard_rows import SELECT_AUTHOR_NAMES
 from .filters import filter_clause
 from .postings import PostingCounts
 from .store import SqliteStore
@@ -73,11 +74,7 @@ SELECT message_id, author_id, reply_to_id, content FROM messages
 WHERE guild_id = ? AND channel_id = ? ORDER BY created_at DESC, message_id DESC LIMIT ?
 """
 
-# Each member's latest display name in a guild (SQLite gives a bare column the row max() picked), and the guild's
-# channel names as last seen.
-SELECT_GUILD_MEMBERS = """
-SELECT author_id, author_name, max(created_at) FROM messages WHERE guild_id = ? GROUP BY author_id
-"""
+# The guild's channel names as last seen (its members' come from author_names' query, folded by rows.authors_of).
 SELECT_GUILD_CHANNELS = "SELECT id, name FROM place_names WHERE guild_id = ? AND kind = 'channel'"
 
 
@@ -167,7 +164,8 @@ def _documents(connection: sqlite3.Connection, term: text.Term, tuning: RankingT
 
 
 def read_guild_names(connection: sqlite3.Connection, guild_id: int) -> tuple[dict[int, str], dict[int, str]]:
-    members = {row[0]: row[1] for row in connection.execute(SELECT_GUILD_MEMBERS, [guild_id])}
+    named = (AuthorSeen(*row) for row in connection.execute(SELECT_AUTHOR_NAMES, [guild_id]))
+    members = {author.author_id: author.name for author in authors_of(named)}
     return members, dict(connection.execute(SELECT_GUILD_CHANNELS, [guild_id]).fetchall())
 
 

@@ -28,8 +28,7 @@ from .readers import ReaderPool
 from .restore_journal import recover_restore
 from .snapshot import BackupError, reason
 from ...records import SearchFilters
-from ..rows import (AuthorSeen, ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, channel_pages,
-                    to_timestamp)
+from ..rows import ChannelMessage, EditRow, NewRow, RowRef, WriteBatch, channel_pages, to_timestamp
 from ...vectors.index import CHECKSUM_K, CHECKSUM_P
 from .write import write_batch
 
@@ -65,11 +64,6 @@ ORDER BY e.message_rowid LIMIT ?
 """
 SELECT_GUILDS = "SELECT DISTINCT guild_id FROM messages"
 COUNT_GUILD_MESSAGES = "SELECT COUNT(*) FROM messages WHERE guild_id = ?"
-# With MAX(), SQLite takes the bare author_name from the row holding the maximum: the name on the newest message.
-SELECT_GUILD_AUTHORS = """
-    SELECT author_id, author_name, COUNT(*) AS messages, MAX(created_at) FROM messages WHERE guild_id = ?
-    GROUP BY author_id ORDER BY messages DESC, author_id
-"""
 REF_COLUMNS = "id, message_id, guild_id, channel_id, created_at"
 CHANNEL_COLUMNS = "id, message_id, guild_id, channel_id, author_name, content, created_at"
 SELECT_PREVIOUS = f"""
@@ -306,10 +300,6 @@ class SqliteStore(PendingVectorsMixin, PlaceNamesMixin, MemberRecordsMixin, Chan
 
     async def count_messages(self, guild_id: int) -> int:
         return int((await self._fetchone(COUNT_GUILD_MESSAGES, (guild_id,)))[0])
-
-    async def guild_authors(self, guild_id: int) -> list[AuthorSeen]:
-        """Every author of the guild's stored messages, most messages first."""
-        return [AuthorSeen(*row) for row in await self._conn.execute_fetchall(SELECT_GUILD_AUTHORS, (guild_id,))]
 
     async def index_fingerprint(self, guild_id: int, model: str) -> tuple[int, int, int]:
         """(vector count, id-set checksum, generation) of a guild's embeddings for ``model``."""

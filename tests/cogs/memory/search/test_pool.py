@@ -134,13 +134,19 @@ async def test_a_small_pool_takes_only_the_first_hits_discord_links() -> None:
     assert [entry.hit.message_id for entry in full] == [1, 3, 2, 9]
 
 
-@pytest.fixture
-async def picnic(search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> Any:
-    """The picnic talk on one store kind or the other, with the same words in another guild."""
+async def remember_picnic(ingest: IngestQueue, make_record: RecordFactory) -> None:
+    """The picnic talk stored, vectors and all."""
     for message_id, channel, author_id, name, content, reply_to in PICNIC:
         record = make_record(message_id, content, guild_id=GUILD, channel_id=channel, author_id=author_id,
                              author_name=name)
-        await memory_ingest.add(dataclasses.replace(record, reply_to_id=reply_to))
+        await ingest.add(dataclasses.replace(record, reply_to_id=reply_to))
+    await ingest.flush(vectors=True)
+
+
+@pytest.fixture
+async def picnic(search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> Any:
+    """The picnic talk on one store kind or the other, with the same words in another guild."""
+    await remember_picnic(memory_ingest, make_record)
     await memory_ingest.add(make_record(1001, "Saturday at 3", guild_id=OTHER_GUILD, channel_id=50))
     await memory_ingest.flush(vectors=True)
     return search_engine
@@ -216,11 +222,7 @@ class JudgingReranker:
 async def test_a_widened_recall_reranks_the_context_with_its_lender_and_says_where_it_came_from(
         any_memory: Memory, make_record: RecordFactory) -> None:
     memory = any_memory
-    for message_id, channel, author_id, name, content, reply_to in PICNIC:
-        record = make_record(message_id, content, guild_id=GUILD, channel_id=channel, author_id=author_id,
-                             author_name=name)
-        await memory.ingest.add(dataclasses.replace(record, reply_to_id=reply_to))
-    await memory.ingest.flush(vectors=True)
+    await remember_picnic(memory.ingest, make_record)
     judge = JudgingReranker("picnic?\nbob: Saturday")
     memory.reranker = judge
     filters = SearchFilters(guild_id=GUILD, allowed_channel_ids=frozenset({GENERAL}))
