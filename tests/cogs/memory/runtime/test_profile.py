@@ -53,7 +53,7 @@ def test_shipped_cpu_small_profile_reranks_on_onnx_float32_within_a_time_budget(
     assert (settings.backend, settings.int8, settings.preload, settings.time_budget_ms > 0) == (
         "onnx", False, True, True)
     assert (settings.precisions, settings.candidates, settings.max_candidates) == (
-        ("int8", "bf16", "float32"), 20, 50)
+        ("openvino-bf16", "openvino-int8", "int8", "bf16", "float32"), 20, 50)
 
 
 def test_shipped_cpu_tiny_profile_reranks_with_a_multilingual_cross_encoder_within_a_time_budget() -> None:
