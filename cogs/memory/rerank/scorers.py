@@ -23,6 +23,11 @@ YES_NO_LM, CROSS_ENCODER = "yes-no-lm", "cross-encoder"
 # Model types the ONNX graph is written for; other yes/no LMs run on torch.
 ONNX_MODEL_TYPES = frozenset({"qwen3"})
 LocalBackend = LocalScorer | CrossEncoderScorer
+# Peak RSS of loading Qwen3-Reranker-0.6B's export on OpenVINO, measured (docs/reranker.md): the float32 graph is
+# read whole, then compiled to bf16 beside it; the int8 one is a quarter of its size. A precision whose compile could
+# push the bot out of memory is not measured: the RAM it needs leaves room for the bot's embedder, index and cache.
+OPENVINO_PEAK_GB = {"openvino-bf16": 4.5, "openvino-int8": 2.5}
+OPENVINO_MIN_RAM_GB = {"openvino-bf16": 8.0, "openvino-int8": 4.0}
 NO_NATIVE_BF16 = "no native bf16 on this CPU (avx512_bf16 or amx_bf16): emulated, slower than float32"
 
 
@@ -122,6 +127,9 @@ def openvino_scorer(precision: str, model_name: str, *, backend: str, max_length
         return f"{precision} runs the ONNX export, and the profile's backend is torch"
     if precision == "openvino-bf16" and not hardware.cpu_bf16:
         return NO_NATIVE_BF16
+    if hardware.ram_gb < OPENVINO_MIN_RAM_GB[precision]:
+        return (f"OpenVINO's compile of this export peaks near {OPENVINO_PEAK_GB[precision]} GB; this machine has "
+                f"{hardware.ram_gb:.1f} GB of RAM (it needs {OPENVINO_MIN_RAM_GB[precision]})")
     if (reason := openvino_error()) is not None:
         return f"OpenVINO is not available: {reason}"
     int8 = precision == "openvino-int8"

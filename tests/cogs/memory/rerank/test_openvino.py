@@ -52,11 +52,15 @@ def test_openvino_bf16_and_int8_stay_within_the_fidelity_bars(
     assert (int8_export / "model.onnx").exists()
 
 
-def test_without_native_bf16_openvino_bf16_is_skipped(tiny_reranker_dir: Path, tmp_path: Path) -> None:
-    hardware = HardwareInfo(cpu_cores=2, ram_gb=8.0, cpu_bf16=False, cpu_features=("avx2",))
-    reason = precision_scorer("openvino-bf16", str(tiny_reranker_dir), backend="onnx", max_length=512,
-                              export_root=tmp_path, hardware=hardware)
-    assert isinstance(reason, str) and "bf16" in reason
+def test_without_native_bf16_or_room_for_its_compile_openvino_bf16_is_skipped(
+        tiny_reranker_dir: Path, tmp_path: Path) -> None:
+    no_bf16 = HardwareInfo(cpu_cores=2, ram_gb=8.0, cpu_bf16=False, cpu_features=("avx2",))
+    small = HardwareInfo(cpu_cores=2, ram_gb=4.0, cpu_bf16=True, cpu_features=VNNI)
+    reasons = [precision_scorer(precision, str(tiny_reranker_dir), backend="onnx", max_length=512,
+                                export_root=tmp_path, hardware=hardware)
+               for precision, hardware in (("openvino-bf16", no_bf16), ("openvino-bf16", small))]
+    assert isinstance(reasons[0], str) and "no native bf16" in reasons[0]
+    assert isinstance(reasons[1], str) and "4.0 GB of RAM (it needs 8.0)" in reasons[1]
 
 
 def test_without_openvino_its_precisions_are_skipped_with_the_reason(

@@ -44,6 +44,7 @@ def test_the_shipped_profiles_load() -> None:
 def test_shipped_cpu_bf16_profile_uses_bfloat16() -> None:
     profile = load_profile("cpu-bf16")
     assert (profile.device, profile.dtype, profile.requirements.cpu_bf16) == ("cpu", "bfloat16", True)
+    assert profile.reranker.precisions == ("openvino-bf16", "openvino-int8", "int8", "bf16", "float32")
 
 
 def test_shipped_cpu_small_profile_reranks_on_onnx_float32_within_a_time_budget() -> None:
