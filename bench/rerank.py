@@ -40,7 +40,7 @@ from cogs.memory.runtime.hardware import HardwareDetector
 from cogs.memory.runtime.profile import MemoryProfile, load_profile
 
 DTYPES = {"bf16": ("bfloat16", torch.bfloat16), "fp16": ("float16", torch.float16), "fp32": ("float32", torch.float32)}
-BACKENDS = ("torch", "onnx", "torch-bf16")
+BACKENDS = ("torch", "onnx", "torch-bf16", "openvino-bf16", "openvino-int8")
 OFFICIAL_BATCH = 8
 MAX_LENGTH = 512
 # The official method's prompt, written out as the Qwen3-Reranker model card has it (not imported from the scorer),
@@ -129,7 +129,10 @@ def make_scorer(backend: str, model_dir: Path, dtype: str, export_dir: Path, int
     if backend == "torch":
         return LocalScorer(str(model_dir), device, dtype, max_length)
     from cogs.memory.rerank.onnx import OnnxScorer
+    from cogs.memory.rerank.openvino import OpenVinoScorer
 
+    if backend.startswith("openvino-"):  # the ONNX export compiled by OpenVINO, computing in bf16
+        return OpenVinoScorer(str(model_dir), max_length, export_dir, compute="bf16", int8=backend.endswith("int8"))
     if device != "cpu":
         raise SystemExit("--backend onnx runs on the CPU; use --backend torch with --device cuda")
     if dtype != "float32":
@@ -410,7 +413,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--device", default="cpu", help="where our torch backend and the baselines run (cpu, cuda)")
     parser.add_argument("--backend", default="torch",
-                        help="our backends, comma-separated (torch, onnx, torch-bf16), alternated case by case; the "
+                        help=f"our backends, comma-separated ({', '.join(BACKENDS)}), alternated case by case; the "
                              "first gives the top-level figures and the reference of each one's fidelity_vs_first")
     parser.add_argument("--int8", action="store_true", help="also run ONNX Runtime with int8 weights")
     parser.add_argument("--profile", default="cpu-small", help="profile whose time budget ms_for_budget measures")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -36,30 +37,59 @@ def _session_options(threads: int) -> onnxruntime.SessionOptions:
     return options
 
 
+class GraphSession(Protocol):
+    """What OnnxScorer needs of a runtime holding the exported graph (ONNX Runtime, or OpenVINO: ./openvino.py)."""
+
+    def input_shapes(self) -> dict[str, Sequence[int | str | None]]:
+        """Each input's shape, a name standing for a dimension that varies."""
+        ...
+
+    def run(self, outputs: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]: ...
+
+
+class OrtSession:
+    """An ONNX Runtime CPU session of the exported graph."""
+
+    def __init__(self, graph: Path, threads: int) -> None:
+        import onnxruntime as ort
+
+        self._session = ort.InferenceSession(str(graph), _session_options(threads), providers=["CPUExecutionProvider"])
+
+    def input_shapes(self) -> dict[str, Sequence[int | str | None]]:
+        return {i.name: i.shape for i in self._session.get_inputs()}
+
+    def run(self, outputs: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return cast(list[np.ndarray], self._session.run(outputs, feeds))
+
+
 class OnnxScorer(LocalScorer):
-    """LocalScorer whose forward passes run an ONNX Runtime session on the CPU (fp32, or int8 weights)."""
+    """LocalScorer whose forward passes run the model's ONNX export on the CPU (fp32, or int8 weights), in an ONNX
+    Runtime session (or another runtime's: `_open`)."""
 
     backend = "onnx"
+    runtime = "ONNX Runtime"
 
     def __init__(self, model_name: str, max_length: int, export_root: Path, *, int8: bool = False,
                  threads: int | None = None, tokenizer: Any = None) -> None:
-        import onnxruntime as ort
-
         if tokenizer is None:
             tokenizer = load_tokenizer(model_name)
         self._init_prompts(model_name, tokenizer, "cpu", "int8" if int8 else "float32", max_length)
         self.export_dir = ensure_export(export_root, model_name, self.yes_id, self.no_id, int8=int8)
         started = time.perf_counter()
-        self.session = ort.InferenceSession(str(self.export_dir / GRAPH_FILE),
-                                            _session_options(threads or torch.get_num_threads()),
-                                            providers=["CPUExecutionProvider"])
-        inputs = {i.name: i for i in self.session.get_inputs()}
-        self.n_layers = sum(name.startswith("past_key_") for name in inputs)
-        kv_heads, _, head_dim = inputs[past_names(0)[0]].shape
+        self.session = self._open(self.export_dir / GRAPH_FILE, threads or torch.get_num_threads())
+        shapes = self.session.input_shapes()
+        self.n_layers = sum(name.startswith("past_key_") for name in shapes)
+        kv_heads, _, head_dim = shapes[past_names(0)[0]]
+        if not isinstance(kv_heads, int) or not isinstance(head_dim, int):
+            raise ValueError(f"{self.export_dir}: the KV cache's heads and head size are not fixed in the graph")
         self._empty_kv: KV = [(np.zeros((kv_heads, 0, head_dim), np.float32),) * 2 for _ in range(self.n_layers)]
         self._present = [name for i in range(self.n_layers) for name in present_names(i)]
-        log.info("ONNX Runtime session for %s ready in %.1f s (%s)", model_name, time.perf_counter() - started,
+        log.info("%s session for %s ready in %.1f s (%s)", self.runtime, model_name, time.perf_counter() - started,
                  self.export_dir.name)
+
+    def _open(self, graph: Path, threads: int) -> GraphSession:
+        """The session that runs the exported graph: ONNX Runtime here, another runtime in a subclass."""
+        return OrtSession(graph, threads)
 
     def _run(self, past: KV, ids: list[int], positions: np.ndarray, bias: np.ndarray, last: list[int],
              outputs: list[str]) -> list[np.ndarray]:
@@ -67,7 +97,7 @@ class OnnxScorer(LocalScorer):
                  ATTENTION_BIAS: bias, LAST_INDEX: np.asarray(last, np.int64)}
         for i, (key, value) in enumerate(past or self._empty_kv):
             feeds[past_names(i)[0]], feeds[past_names(i)[1]] = key, value
-        return cast(list[np.ndarray], self.session.run(outputs, feeds))
+        return self.session.run(outputs, feeds)
 
     def _extend_kv(self, past: KV, ids: list[int]) -> KV:
         if not ids:

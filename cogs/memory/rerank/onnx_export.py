@@ -6,6 +6,7 @@ process (../export_child.py); `python -m cogs.memory.rerank.onnx_export` is that
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import logging
 import re
@@ -37,6 +38,8 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 # (./onnx_blockwise.py; docs/reranker.md, "Precision", says what it measured against the dynamic per-tensor kind).
 BLOCKWISE = BlockwiseSettings(bits=8, block_size=32, accuracy_level=4)
 BLOCKWISE_VARIANT = f"int8-b{BLOCKWISE.block_size}"
+# Every export variant this code makes; a folder of another (an older version's) is removed (`remove_retired`).
+MADE_VARIANTS = frozenset({"fp32", BLOCKWISE_VARIANT, "int8-w7"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +210,23 @@ def _write_int8(source: Path, target: Path) -> None:
     log.info("int8 quantization done in %.1f s (%.0f MB)", time.perf_counter() - started, size_mb)
 
 
+def remove_retired(root: Path, spec: ExportSpec) -> list[Path]:
+    """Remove the exports of `spec`'s model and revision in a variant this code no longer makes (the dynamic 8-bit
+    "int8" that VNNI CPUs got before "int8-b32": about 1 GB each), so an upgrade does not leave them on disk; the
+    removed folders, each said once at INFO. Only that model's and revision's folders are read: another model's, or
+    another revision's that a process still running an older model may use, are left alone."""
+    prefix = spec.folder.removesuffix(spec.variant)
+    removed = []
+    for path in sorted(root.glob(f"{glob.escape(prefix)}*")):
+        if path.is_dir() and path.name.removeprefix(prefix) not in MADE_VARIANTS:
+            size_mb = sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+            shutil.rmtree(path, ignore_errors=True)
+            log.info("removed the retired ONNX export %s (%.0f MB): this version no longer makes that variant",
+                     path, size_mb)
+            removed.append(path)
+    return removed
+
+
 def ensure_export(root: Path, model_name: str, yes_id: int, no_id: int, *, int8: bool = False,
                   cpu_features: tuple[str, ...] | None = None) -> Path:
     """The folder holding `model.onnx` for `model_name` (int8 or fp32), exporting it first if needed.
@@ -217,6 +237,7 @@ def ensure_export(root: Path, model_name: str, yes_id: int, no_id: int, *, int8:
     revision = model_revision(model_name)
     fp32 = ExportSpec(model_name, revision, "fp32", yes_id, no_id)
     folder = _ensure(root, fp32, lambda target: _export_fp32(model_name, fp32, target))
+    remove_retired(root, fp32)
     if not int8:
         return folder
     if cpu_features is None:

@@ -21,12 +21,12 @@ from typing import Protocol
 from .calibration import CALIBRATION, CALIBRATION_VERSION
 from .fidelity import Fidelity, FidelityBars, measure_fidelity
 from .onnx_export import int8_variant, variant_settings
-from ..runtime.profile import RerankerSettings
+from ..runtime.profile import RERANKER_PRECISIONS, RerankerSettings
 
 log = logging.getLogger(__name__)
 
 REFERENCE = "float32"
-PRECISIONS = ("int8", "bf16", REFERENCE)
+PRECISIONS = RERANKER_PRECISIONS
 CACHE_FORMAT = 1
 # Timed passes over the calibration set per precision (after an untimed one): the best is kept.
 TIMED_PASSES = 2
@@ -202,7 +202,7 @@ def _library_versions() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, str | None] = {}
-    for name in ("torch", "onnxruntime", "transformers"):
+    for name in ("torch", "onnxruntime", "openvino", "transformers"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:

@@ -11,10 +11,11 @@ from .cross_encoder import CrossEncoderScorer
 from .fidelity import FidelityBars
 from .local import LocalScorer
 from .onnx import OnnxScorer
+from .openvino import OpenVinoScorer, openvino_error
 from .onnx_export import model_revision
 from .precision import PrecisionChoice, cache_path, key_fields, measure, select
 from ..runtime.hardware import HardwareInfo
-from ..runtime.profile import BACKENDS, RerankerSettings
+from ..runtime.profile import BACKENDS, OPENVINO_PRECISIONS, RERANKER_PRECISIONS, RerankerSettings
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +23,12 @@ YES_NO_LM, CROSS_ENCODER = "yes-no-lm", "cross-encoder"
 # Model types the ONNX graph is written for; other yes/no LMs run on torch.
 ONNX_MODEL_TYPES = frozenset({"qwen3"})
 LocalBackend = LocalScorer | CrossEncoderScorer
+# Peak RSS of loading Qwen3-Reranker-0.6B's export on OpenVINO, measured (docs/reranker.md): the float32 graph is
+# read whole, then compiled to bf16 beside it; the int8 one is a quarter of its size. A precision whose compile could
+# push the bot out of memory is not measured: the RAM it needs leaves room for the bot's embedder, index and cache.
+OPENVINO_PEAK_GB = {"openvino-bf16": 4.5, "openvino-int8": 2.5}
+OPENVINO_MIN_RAM_GB = {"openvino-bf16": 8.0, "openvino-int8": 4.0}
+NO_NATIVE_BF16 = "no native bf16 on this CPU (avx512_bf16 or amx_bf16): emulated, slower than float32"
 
 
 def model_family(config: Any) -> str:
@@ -91,7 +98,7 @@ def build_local_scorer(model_name: str, *, backend: str, device: str, dtype: str
 
 def precision_scorer(precision: str, model_name: str, *, backend: str, max_length: int, export_root: Path,
                      hardware: HardwareInfo, tokenizer: Any = None) -> LocalBackend | str:
-    """The CPU scorer of a Qwen3 reranker in `precision` ("float32", "int8", "bf16"), or why it cannot run here."""
+    """The CPU scorer of a Qwen3 reranker in `precision` (RERANKER_PRECISIONS), or why it cannot run here."""
     if precision == "float32":
         return build_local_scorer(model_name, backend=backend, device="cpu", dtype="float32", max_length=max_length,
                                   export_root=export_root, tokenizer=tokenizer)
@@ -103,9 +110,35 @@ def precision_scorer(precision: str, model_name: str, *, backend: str, max_lengt
         return OnnxScorer(model_name, max_length, export_root, int8=True, tokenizer=tokenizer)
     if precision == "bf16":
         if not hardware.cpu_bf16:
-            return "no native bf16 on this CPU (avx512_bf16 or amx_bf16): emulated, slower than float32"
+            return NO_NATIVE_BF16
         return LocalScorer(model_name, "cpu", "bfloat16", max_length, tokenizer)
-    raise ValueError(f"precision {precision!r}; allowed: float32 | int8 | bf16")
+    if precision in OPENVINO_PRECISIONS:
+        return openvino_scorer(precision, model_name, backend=backend, max_length=max_length,
+                               export_root=export_root, hardware=hardware, tokenizer=tokenizer)
+    raise ValueError(f"precision {precision!r}; allowed: {' | '.join(RERANKER_PRECISIONS)}")
+
+
+def openvino_scorer(precision: str, model_name: str, *, backend: str, max_length: int, export_root: Path,
+                    hardware: HardwareInfo, tokenizer: Any = None) -> OpenVinoScorer | str:
+    """The ONNX export run by OpenVINO: "openvino-bf16" (the float32 export computed in bf16) or "openvino-int8"
+    (the int8 export, computed in bf16 where the CPU has it natively), or why it cannot run here. OpenVINO failing
+    to compile the export is a reason too, logged whole: the measurement then skips it."""
+    if backend == "torch":
+        return f"{precision} runs the ONNX export, and the profile's backend is torch"
+    if precision == "openvino-bf16" and not hardware.cpu_bf16:
+        return NO_NATIVE_BF16
+    if hardware.ram_gb < OPENVINO_MIN_RAM_GB[precision]:
+        return (f"OpenVINO's compile of this export peaks near {OPENVINO_PEAK_GB[precision]} GB; this machine has "
+                f"{hardware.ram_gb:.1f} GB of RAM (it needs {OPENVINO_MIN_RAM_GB[precision]})")
+    if (reason := openvino_error()) is not None:
+        return f"OpenVINO is not available: {reason}"
+    int8 = precision == "openvino-int8"
+    try:
+        return OpenVinoScorer(model_name, max_length, export_root, compute="bf16" if hardware.cpu_bf16 else "float32",
+                              int8=int8, tokenizer=tokenizer)
+    except Exception as exc:
+        log.exception("OpenVINO could not run %s in %s", model_name, precision)
+        return f"OpenVINO could not run it: {type(exc).__name__}: {exc}"
 
 
 def build_measured_scorer(model_name: str, settings: RerankerSettings, export_root: Path, hardware: HardwareInfo,

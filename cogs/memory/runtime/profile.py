@@ -26,7 +26,9 @@ BACKENDS = ("auto", "onnx", "torch")
 # Request/response shapes of the http provider: Cohere/Jina/vLLM `/v1/rerank`, text-embeddings-inference `/rerank`.
 HTTP_APIS = ("cohere", "tei")
 # CPU precisions a reranker may be measured in (`precisions`); float32 is the reference.
-RERANKER_PRECISIONS = ("int8", "bf16", "float32")
+# "openvino-*": the ONNX export compiled by OpenVINO (rerank/openvino.py), bf16 compute on the float32 or int8 export.
+OPENVINO_PRECISIONS = ("openvino-int8", "openvino-bf16")
+RERANKER_PRECISIONS = (*OPENVINO_PRECISIONS, "int8", "bf16", "float32")
 
 
 class ProfileError(ValueError):

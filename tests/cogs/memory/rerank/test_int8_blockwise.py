@@ -84,3 +84,18 @@ def test_a_precision_measured_on_another_int8_export_is_not_reused(tmp_path: Pat
     assert cache_path(tmp_path, fields) != cache_path(tmp_path, before)
     without_vnni = key_fields("m", "r", ("avx2",), 2, ["int8", "float32"], FidelityBars(), "onnx")
     assert without_vnni["int8_export"] == {"variant": "int8-w7", **variant_settings("int8-w7")}
+
+
+def test_an_upgrade_removes_the_retired_dynamic_int8_export_and_nothing_else(
+        tiny_reranker_dir: Path, tmp_path: Path) -> None:
+    fp32 = ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152)
+    prefix = fp32.name.removesuffix("fp32")
+    retired = tmp_path / f"{prefix}int8"  # what a VNNI CPU got before the block-wise export
+    other_revision = tmp_path / fp32.name.replace(prefix.split("-")[-2], "0" * 12)
+    other_model = tmp_path / "someone--else-0123456789ab-int8"
+    for folder in (retired, other_revision, other_model):
+        folder.mkdir()
+        (folder / "model.onnx").write_bytes(b"old")
+    again = ensure_export(tmp_path, str(tiny_reranker_dir), 9693, 2152)
+    assert again == fp32 and (fp32 / "model.onnx").stat().st_size > 3
+    assert not retired.exists() and other_revision.exists() and other_model.exists()

@@ -172,7 +172,8 @@ def test_the_choice_line_names_every_precision_and_why_it_lost() -> None:
 def test_profile_precisions_are_checked() -> None:
     profile = parse_profile({"name": "t", "reranker": {"precisions": ["int8", "float32"], "max_candidates": 40}})
     assert (profile.reranker.precisions, profile.reranker.max_candidates) == (("int8", "float32"), 40)
-    with pytest.raises(ProfileError, match=r"'reranker.precisions' holds 'fp8'; allowed: int8 \| bf16 \| float32"):
+    allowed = r"allowed: openvino-int8 \| openvino-bf16 \| int8 \| bf16 \| float32"
+    with pytest.raises(ProfileError, match=rf"'reranker.precisions' holds 'fp8'; {allowed}"):
         parse_profile({"name": "t", "reranker": {"precisions": ["int8", "fp8"]}})
     with pytest.raises(ProfileError, match="an array of strings"):
         parse_profile({"name": "t", "reranker": {"precisions": "int8"}})

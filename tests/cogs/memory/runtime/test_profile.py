@@ -44,6 +44,7 @@ def test_the_shipped_profiles_load() -> None:
 def test_shipped_cpu_bf16_profile_uses_bfloat16() -> None:
     profile = load_profile("cpu-bf16")
     assert (profile.device, profile.dtype, profile.requirements.cpu_bf16) == ("cpu", "bfloat16", True)
+    assert profile.reranker.precisions == ("openvino-bf16", "openvino-int8", "int8", "bf16", "float32")
 
 
 def test_shipped_cpu_small_profile_reranks_on_onnx_float32_within_a_time_budget() -> None:
@@ -53,7 +54,7 @@ def test_shipped_cpu_small_profile_reranks_on_onnx_float32_within_a_time_budget(
     assert (settings.backend, settings.int8, settings.preload, settings.time_budget_ms > 0) == (
         "onnx", False, True, True)
     assert (settings.precisions, settings.candidates, settings.max_candidates) == (
-        ("int8", "bf16", "float32"), 20, 50)
+        ("openvino-bf16", "openvino-int8", "int8", "bf16", "float32"), 20, 50)
 
 
 def test_shipped_cpu_tiny_profile_reranks_with_a_multilingual_cross_encoder_within_a_time_budget() -> None:
