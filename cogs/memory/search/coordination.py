@@ -12,6 +12,7 @@ both), compared by stem as the keyword side's terms are.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 import Stemmer
 
@@ -23,8 +24,14 @@ __all__ = ("coordination", "held_share")
 _STEMMER = Stemmer.Stemmer("porter")
 
 
-def _keys(terms: Iterable[str]) -> set[str]:
-    return {_STEMMER.stemWord(term) if term.isascii() else term for term in terms}
+def _key(term: str) -> str:
+    return _STEMMER.stemWord(term) if term.isascii() else term
+
+
+@lru_cache(maxsize=32_768)
+def _held(content: str, author: str) -> frozenset[str]:
+    """The keys (``_key``) of the terms a message and its author's name hold, kept per text as terms_of is."""
+    return frozenset(_key(term) for term in (*terms_of(content), *terms_of(author)))
 
 
 def held_share(query_terms: tuple[str, ...], content: str, author: str, known: Vocabulary = NO_VOCABULARY) -> float:
@@ -32,7 +39,7 @@ def held_share(query_terms: tuple[str, ...], content: str, author: str, known: V
     holds, in a channel whose vocabulary is ``known``: 1.0 for a query with no term (nothing to share)."""
     if not query_terms:
         return 1.0
-    held = _keys((*terms_of(content), *terms_of(author)))
+    held = _held(content, author)
     lowered = content.lower()
     unseen = bm25_idf(max(known.messages, MIN_MESSAGES), 0)
     total = share = 0.0
@@ -40,7 +47,7 @@ def held_share(query_terms: tuple[str, ...], content: str, author: str, known: V
         weight = known.idf.get(term, unseen)
         total += weight
         # A bigram-script term is held inside a message's own bigrams, which terms_of cuts differently.
-        if (_STEMMER.stemWord(term) if term.isascii() else term) in held or (not term.isascii() and term in lowered):
+        if _key(term) in held or (not term.isascii() and term in lowered):
             share += weight
     return share / total if total > 0.0 else 1.0
 
