@@ -36,6 +36,8 @@ ABLATIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "named": {"named_boost": 0.0},
     # The vector side keeps its full weight whatever share of the question the model reads.
     "coverage": {"embedding_scripts": "all"},
+    # A keyword hit counts in full however little of the question it holds (search/coordination.py).
+    "coordination": {"keyword_coordination": 0.0},
     # Every channel counts as a dialogue: the neighbour spread and the guessed question loan at full strength
     # whatever the channel's structure (search/structure.py).
     "structure": {"read_structure": False},

@@ -84,6 +84,13 @@ def test_coverage_off_reads_every_script_and_is_put_back(core_profile: MemoryPro
     assert engine.scripts == before == "latin"
 
 
+def test_coordination_off_counts_every_keyword_hit_in_full_and_is_put_back(core_profile: MemoryProfile) -> None:
+    engine = FirstStage(None, core_profile)  # type: ignore[arg-type]
+    with ablation.tuned(engine, ablation.ABLATIONS["coordination"]):
+        assert engine.tuning.keyword_coordination == 0.0
+    assert engine.tuning.keyword_coordination == RankingTuning().keyword_coordination > 0.0
+
+
 def test_an_unknown_override_is_refused_and_changes_nothing(core_profile: MemoryProfile) -> None:
     engine = FirstStage(None, core_profile)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="no_such_weight"):

@@ -129,7 +129,7 @@ _POSITIVE = frozenset({"embedding_batch_size", "search_limit", "ingest_batch_siz
 _NON_NEGATIVE = frozenset({"vector_candidates", "keyword_candidates", "candidates", "time_budget_ms", "cache_size",
                            "min_ram_gb", "min_gpu_memory_gb", "timeout_ms", "context_weight", "next_context_weight",
                            "answer_context_weight", "body_weight", "author_weight", "structure_refresh_s",
-                           "informative_from", "informative_full_at", "max_candidates"})
+                           "informative_from", "informative_full_at", "max_candidates", "keyword_coordination"})
 # Arrays of strings, and the strings each may hold.
 _STRING_ARRAYS: dict[str, tuple[str, ...]] = {"precisions": RERANKER_PRECISIONS}
 # Shares: a number from 0 to 1.

@@ -20,6 +20,11 @@ class RankingTuning:
     vector_weight: float = 0.35
     # At or below this share of the query's words read by the embedding model, the vector side only fills the tail.
     min_covered_share: float = 0.5
+    # Coordination (search/coordination.py): in a hybrid search a keyword hit keeps, of what it scores above a message
+    # the keyword side missed, the IDF-weighted share of the query's terms it holds to this power, so that a message
+    # repeating one word of the question does not outrank one the vector side ranks higher; what it lends its
+    # neighbours still follows its whole match. 0 switches the rule off (docs/loans.md, "Recall with the rules").
+    keyword_coordination: float = 0.5
     # What a hit lends its previous and its next message in the channel, times the channel's dialogue
     # (search/structure.py: how much more often than chance its author changes between adjacent messages).
     context_weight: float = 0.2

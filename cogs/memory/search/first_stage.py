@@ -25,7 +25,8 @@ from ..store.rows import CandidateRow, from_timestamp
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
 from .context import ChannelWindow, Neighbours, Window, lenders, neighbours_in
-from .fusion import Fused, Hits, fuse_sides
+from .coordination import coordination
+from .fusion import Fused, Hits, coordinated, fuse_sides
 from .informative import NO_VOCABULARY, Vocabulary, scaled, vocabulary, worth
 from .loans import Loans, spread_with_loans
 from .named import GuildNames, Named, guild_names, named_boosts, plain_names, read_question
@@ -172,6 +173,11 @@ class FirstStage:
                                           (tuning.context_weight, tuning.next_context_weight), asking,
                                           tuning.answer_context_weight, replied, dialogue,
                                           informative, guessed)
+        # A keyword hit ranks by the share of the question it holds; what it lent was worked out from its whole
+        # match above (a question that repeats one word of the query still says what the exchange is about).
+        matched, fused = fused, self._coordinated(fused, query, keyword, rows, readings)
+        for rowid, score in matched.scores.items():
+            scores[rowid] += fused.scores[rowid] - score
         boosts = named_boosts(named, rows, scores, tuning.named_boost)
         for rowid, given in boosts.items():
             scores[rowid] += sum(boost.amount for boost in given)
@@ -190,7 +196,7 @@ class FirstStage:
             filling.update(tail)
         hits = tuple(_candidate(rows[rowid], scores[rowid], fused.sources.get(rowid, ["context"]), rank,
                                 score_parts(fused, loans, rowid, rowid in filling, boosts.get(rowid, ()), informative,
-                                            own.get(rowid, 0.0) - fused.scores.get(rowid, 0.0)))
+                                            own.get(rowid, 0.0) - matched.scores.get(rowid, 0.0)))
                      for rank, rowid in enumerate(ranked[:limit], start=1))
         return Searched(hits, ContextRead(window, rows, tuning.reply_window))
 
@@ -225,6 +231,20 @@ class FirstStage:
             read = await asyncio.gather(*(self._channel_reading(guild_id, channel) for channel in missing))
             readings.update(zip(missing, read))
         return {channel: reading for channel, reading in readings.items() if reading is not None}
+
+    def _coordinated(self, fused: Fused, query: str, keyword: Hits, rows: Mapping[int, CandidateRow],
+                     readings: Mapping[int, ChannelReading]) -> Fused:
+        """``fused`` with each keyword hit weighed by the share of ``query`` it holds against its channel's
+        vocabulary (search/coordination.py, fusion.coordinated); ``fused`` itself where the rule is off or only
+        one side was fused."""
+        power = self.tuning.keyword_coordination
+        if power <= 0.0 or len(fused.sides) < 2:
+            return fused
+        contents = {rowid: (rows[rowid].content, rows[rowid].author_name, rows[rowid].channel_id)
+                    for rowid, _ in keyword if rowid in rows}
+        shares = coordination(query, contents, contents,
+                              {channel: reading.vocabulary for channel, reading in readings.items()})
+        return coordinated(fused, shares, power)
 
     def _dialogue(self, channels: Mapping[int, int], readings: Mapping[int, ChannelReading]
                   ) -> tuple[dict[int, float] | None, dict[int, float] | None]:

@@ -14,7 +14,7 @@ import numpy as np
 from ..language.coverage import covered_share
 from ..runtime.ranking import RankingTuning
 
-__all__ = ("Fused", "Hits", "Side", "fuse", "fuse_sides")
+__all__ = ("Fused", "Hits", "Side", "coordinated", "fuse", "fuse_sides")
 
 Hits = list[tuple[int, float]]
 DEFAULT_TUNING = RankingTuning()
@@ -108,3 +108,17 @@ def fuse_sides(query: str, scripts: str, vector: Hits, keyword: Hits,
     for rowid, _ in keyword:
         sources.setdefault(rowid, []).append("keyword")
     return Fused(scores, floor, sources, [rowid for rowid in tail if rowid not in scores], sides)
+
+
+def coordinated(fused: Fused, shares: dict[int, float], power: float) -> Fused:
+    """``fused`` with what each keyword hit scores above the keyword side's floor scaled by its ``shares`` (the
+    share of the query it holds, search/coordination.py) to the ``power``, and the fused scores worked out again;
+    only where both sides are fused (a keyword search alone keeps its own order). ``power`` 0 changes nothing."""
+    if power <= 0.0 or len(fused.sides) < 2:
+        return fused
+    sides = tuple(side if side.name != "keyword" else side._replace(scores={
+        rowid: score if score <= side.floor else side.floor + (score - side.floor) * shares.get(rowid, 1.0) ** power
+        for rowid, score in side.scores.items()}) for side in fused.sides)
+    scores = {rowid: sum(side.weight * side.scores.get(rowid, side.floor) for side in sides) for rowid in fused.scores}
+    return Fused(scores, fused.floor, fused.sources, fused.tail, sides)
+

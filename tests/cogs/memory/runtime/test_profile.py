@@ -99,6 +99,7 @@ def test_a_ranking_table_sets_the_first_stages_tuning_and_leaves_the_rest_at_the
 @pytest.mark.parametrize(("line", "allowed"), [("vector_weight = 1.5", r"a number in \[0, 1\]"),
                                                 ("reply_window = 0", "an integer >= 1"),
                                                 ("context_weight = -0.1", "a number >= 0"),
+                                                ("keyword_coordination = -0.5", "a number >= 0"),
                                                 ('keyword_max_terms = "32"', "an integer")])
 def test_a_ranking_value_out_of_range_is_refused(tmp_path: Path, line: str, allowed: str) -> None:
     path = write_profile(tmp_path, f"[ranking]\n{line}\n")
