@@ -389,7 +389,7 @@ class Memory:
         limit = profile.search_limit if limit is None else checked_limit(limit)
         started = time.perf_counter()
         if not rerank or reranker is None:
-            hits = await self.search(query, filters, limit)
+            hits = await self._still_stored(await self.search(query, filters, limit))
             searched_ms = 1000 * (time.perf_counter() - started)
             return Recall(tuple(hits), len(hits), searched_ms, searched_ms)
         depth = max(limit, reranker.depth)
@@ -404,9 +404,20 @@ class Memory:
         scored = await reranker.ascore(query, [entry.text for entry in pooled])
         done = time.perf_counter()
         figures = RerankFigures(1000 * (done - searched), scored.offered, scored.scored, scored.cached, scored.by)
-        hits = reranked(*judged(pooled, scored.scores, first), profile.reranker.min_score, limit)
+        ranked = await self._still_stored(reranked(*judged(pooled, scored.scores, first), profile.reranker.min_score,
+                                                   None))
+        hits = ranked[:limit]
         return Recall(tuple(hits), len(pooled), 1000 * (searched - started), 1000 * (done - started),
                       figures if scored.offered else None)
+
+    async def _still_stored(self, hits: list[Hit]) -> list[Hit]:
+        """``hits`` less any message deleted or forgotten since the search read it: a recall waits seconds for the
+        reranker, and an automod's delete or a member's forget in that time must not be shown by a recall that had
+        already read the message. One indexed read of the hits' ids."""
+        if not hits:
+            return hits
+        stored, _ = await self.store.known_message_ids([hit.message_id for hit in hits])
+        return [hit for hit in hits if hit.message_id in stored]
 
     async def load_reranker(self) -> bool:
         """Build the profile's reranker if memory opened without one (a CLI command), and wait until it has loaded

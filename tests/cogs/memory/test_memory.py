@@ -147,6 +147,24 @@ async def test_two_recalls_at_once_each_get_their_own_rerank_figures(memory: Mem
     assert first.hits[0].content == "Has anyone fixed the printer on floor two?"
 
 
+@pytest.mark.parametrize("erase", ["forget", "delete"])
+async def test_a_message_erased_while_the_reranker_scores_is_not_shown(memory: Memory, make_record: RecordFactory,
+                                                                      erase: str) -> None:
+    """A member's forget, or an automod's delete, lands while a recall that already read the message waits for the
+    reranker: the recall does not show it."""
+    await fill(memory, make_record)
+    reranker = HeldReranker("printer")
+    memory.reranker = reranker
+    recall = asyncio.create_task(memory.recall("printer", SearchFilters(guild_id=1), 3))
+    await reranker.scored["printer"].wait()
+    erased = await (memory.forget_message(1, 3) if erase == "forget" else memory.delete([3]))
+    reranker.answer["printer"].set()
+    hits = (await recall).hits
+    assert erased == 1 and hits and 3 not in [hit.message_id for hit in hits]
+    assert 3 not in [hit.message_id for hit in (await memory.recall("printer", SearchFilters(guild_id=1), 3,
+                                                                    rerank=False)).hits]
+
+
 async def test_a_recall_does_not_wait_for_the_bulk_embedding_running(
     memory: Memory, make_record: RecordFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
