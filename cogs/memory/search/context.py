@@ -13,8 +13,8 @@ from ..language import questions
 from ..runtime.ranking import RankingTuning
 from ..store.rows import CandidateRow
 
-__all__ = ("ChannelWindow", "Neighbour", "Neighbours", "Window", "lenders", "neighbours_in", "rows_wanted",
-           "window_of")
+__all__ = ("ChannelWindow", "Neighbour", "Neighbours", "Window", "addressed", "lenders", "neighbours_in",
+           "rows_wanted", "window_of")
 
 DEFAULT_TUNING = RankingTuning()
 
@@ -99,3 +99,36 @@ def lenders(neighbours: Neighbours, rows: Mapping[int, CandidateRow]) -> dict[in
             if following is not None:
                 channels[following] = near.channel_id
     return channels
+
+
+def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow]) -> dict[tuple[int, int], float]:
+    """What a question's loan to a guessed answer keeps where Discord replies say whom the two address, by
+    (question, answer) row ids: the order of messages guesses, a reply names.
+
+    All of it (1.0) where the answer replies to a message of the asker's, or is written by the one the question
+    replies to; nothing (0.0) where the answer replies to someone else's message, or the question replies to someone
+    else than the answer's author. Measured on annotated IRC (docs/loans.md): a guessed answer that names the asker
+    answers 74% of the time, one that names another 0.8%, against 17% for one that names no one. A pair no reply
+    speaks for (or whose replied message is not among ``rows``) is left out: the channel's structure decides it.
+    """
+    authors = {row.message_id: row.author_id for row in rows.values()}
+
+    def replied_author(rowid: int) -> int | None:
+        row = rows.get(rowid)
+        return None if row is None or row.reply_to_id is None else authors.get(row.reply_to_id)
+
+    kept: dict[tuple[int, int], float] = {}
+    for rowid, (_, following, answers, following_answers) in neighbours.items():
+        for question, guessed in ((rowid, answers), (following, following_answers)):
+            if question is None or question not in rows:
+                continue
+            asker, asked = rows[question].author_id, replied_author(question)
+            for answer in guessed:
+                if answer not in rows:
+                    continue
+                names = replied_author(answer)
+                if names == asker or (asked is not None and asked == rows[answer].author_id):
+                    kept[question, answer] = 1.0
+                elif names is not None or (asked is not None and asked != asker):
+                    kept[question, answer] = 0.0
+    return kept

@@ -23,7 +23,7 @@ from ..records import Boost, Hit, ScoreParts, SearchFilters, checked_limit
 from ..store.rows import CandidateRow, from_timestamp
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
-from .context import Neighbours, Window, lenders, neighbours_in
+from .context import Neighbours, Window, addressed, lenders, neighbours_in
 from .fusion import Fused, Hits, fuse_sides
 from .informative import NO_VOCABULARY, Vocabulary, scaled, vocabulary, worth
 from .loans import Loans, spread_with_loans
@@ -146,7 +146,8 @@ class FirstStage:
         scores, loans = spread_with_loans(own, neighbours, fused.floor,
                                           (tuning.context_weight, tuning.next_context_weight), asking,
                                           tuning.answer_context_weight, replied, dialogue,
-                                          informative, guessed)
+                                          informative, guessed,
+                                          None if dialogue is None else addressed(neighbours, rows))
         boosts = named_boosts(named, rows, scores, tuning.named_boost)
         for rowid, given in boosts.items():
             scores[rowid] += sum(boost.amount for boost in given)
