@@ -28,7 +28,7 @@ from .fusion import Fused, Hits, fuse_sides
 from .informative import NO_VOCABULARY, Vocabulary, scaled, vocabulary, worth
 from .loans import Loans, spread_with_loans
 from .named import GuildNames, Named, guild_names, named_boosts, plain_names, read_question
-from .structure import ChannelStructure, Posted, measure, reply_lifts, strength
+from .structure import NO_EXCHANGES, ChannelStructure, Exchanges, Posted, exchanges, measure, reply_lifts, strength
 from .timed_cache import TimedCache
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class ChannelReading(NamedTuple):
     structure: ChannelStructure
     vocabulary: Vocabulary
     worth: Mapping[int, tuple[int, float]] = {}
+    exchanges: Exchanges = NO_EXCHANGES
 
 
 class RecentMessage(NamedTuple):
@@ -147,7 +148,9 @@ class FirstStage:
                                           (tuning.context_weight, tuning.next_context_weight), asking,
                                           tuning.answer_context_weight, replied, dialogue,
                                           informative, guessed,
-                                          None if dialogue is None else addressed(neighbours, rows))
+                                          None if dialogue is None else addressed(
+                                              neighbours, rows, {channel: reading.exchanges
+                                                                 for channel, reading in readings.items()}))
         boosts = named_boosts(named, rows, scores, tuning.named_boost)
         for rowid, given in boosts.items():
             scores[rowid] += sum(boost.amount for boost in given)
@@ -288,11 +291,12 @@ def damped(scores: Mapping[int, float], floor: float, informative: Mapping[int, 
 
 def _measure_recent(recent: Sequence[RecentMessage], window: int) -> ChannelReading:
     known = vocabulary(message.content for message in recent)
-    return ChannelReading(measure([[Posted(message.message_id, message.author_id, message.reply_to_id,
-                                           questions.asks(message.content)) for message in recent]], window),
-                          known,
+    posted = [Posted(message.message_id, message.author_id, message.reply_to_id, questions.asks(message.content))
+              for message in recent]
+    return ChannelReading(measure([posted], window), known,
                           {message.message_id: (hash(message.content), worth(message.content, known))
-                           for message in recent})
+                           for message in recent},
+                          exchanges(posted))
 
 
 def _worth(row: CandidateRow, reading: ChannelReading | None) -> float:

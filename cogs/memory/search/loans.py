@@ -72,7 +72,9 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     one it does not name; search/informative.py): a message that says nothing of its own keeps nothing as a
     neighbour or a guessed answer, though a question it asks ("which one?") still passes on what it got; a Discord
     reply says which question it answers, so a short one ("yes") keeps all of it. ``addressed`` (context.addressed:
-    whom a question and its guessed answer reply to on Discord) overrides what a guessed answer keeps, pair by pair.
+    whom a question and its guessed answer reply to on Discord) overrides what a guessed answer keeps, pair by pair;
+    such a pair says which question the answer answers, as a Discord reply does, and keeps what it is lent however
+    short the answer.
     """
     spread = dict(scores)
     received: dict[int, float] = {}
@@ -82,8 +84,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
 
     says = informative or {}
 
-    def lend(target: int, amount: float, kind: int) -> None:
-        if kind != 2:  # a Discord reply keeps all of its loan, however short
+    def lend(target: int, amount: float, kind: int, named: bool = False) -> None:
+        if kind != 2 and not named:  # a Discord reply keeps all of its loan, however short; so does one addressed
             amount *= says.get(target, 1.0)
         if amount > 0.0:
             spread[target] = spread.get(target, floor) + amount
@@ -118,5 +120,6 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         if loan > 0.0:
             for reply in answers:
                 if (kept := loan * strength(question, reply, True)) > 0.0:
-                    lend(reply, kept, 2 if reply in on_discord.get(question, ()) else 1)
+                    lend(reply, kept, 2 if reply in on_discord.get(question, ()) else 1,
+                         (question, reply) in (addressed or {}))
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})
