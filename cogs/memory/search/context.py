@@ -109,10 +109,11 @@ def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow],
     """What a question's loan to a guessed answer keeps where Discord replies say whom the two address, by
     (question, answer) row ids: the order of messages guesses, a reply names.
 
-    All of it (1.0) where the answer replies to a message of the asker's, or is written by the one the question
-    replies to; nothing (0.0) where the answer replies to someone else's message, or the question replies to someone
-    else than the answer's author. Measured on annotated IRC (docs/loans.md): a guessed answer that names the asker
-    answers 74% of the time, one that names another 0.8%, against 17% for one that names no one. Where neither
+    Where the answer replies to someone, whom decides: all of it (1.0) for a message of the asker's, nothing (0.0)
+    for someone else's; where only the question replies to someone, all of it for an answer by them, nothing for
+    one by someone else. Measured on annotated IRC (docs/loans.md, "Whom a reply addresses"): a guessed answer that
+    names the asker answers 74% of the time, one that names another 0.8%; one that names no one 78% when the
+    question names its author, 1.9% when it names someone else, 14% when neither names anyone. Where neither
     replies to anyone, the pair keeps ``CONVERSING`` when the two replied to each other in the
     ``structure.EXCHANGE_WINDOW`` messages before the question (``talking``: each channel's Exchanges, by channel
     id; 55% on IRC, 11% for the rest), unless the question is put to everyone (questions.to_everyone: 25%). A pair nothing speaks for (or whose replied message is not among ``rows``)
@@ -135,10 +136,10 @@ def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow],
                 if answer not in rows:
                     continue
                 names = replied_author(answer)
-                if names == asker or (asked is not None and asked == rows[answer].author_id):
-                    kept[question, answer] = 1.0
-                elif names is not None or (asked is not None and asked != asker):
-                    kept[question, answer] = 0.0
+                if names is not None:  # whom the answer replies to decides before whom the question did
+                    kept[question, answer] = 1.0 if names == asker else 0.0
+                elif asked is not None and asked != asker:
+                    kept[question, answer] = 1.0 if asked == rows[answer].author_id else 0.0
                 elif (channel := exchanged.get(rows[question].channel_id)) is not None and channel.talking(
                         rows[question].message_id, asker, rows[answer].author_id) and not questions.to_everyone(
                         rows[question].content):

@@ -89,3 +89,9 @@ def test_an_addressed_answer_keeps_its_loan_however_little_it_says() -> None:
     assert named.loans[2].question == pytest.approx(2.0)
     guessed = spread_with_loans({1: 2.0}, neighbours, 0.0, (0.2, 0.5), {1}, 1.0, {}, {1: 1.0}, said_little)
     assert 2 not in guessed.scores
+
+
+def test_whom_the_answer_replies_to_decides_before_whom_the_question_did() -> None:
+    # Ann's question 2 replies to Ben's 1; Ben's 3 replies to Cal's 4: Ben is talking to Cal (IRC: 4.8%).
+    rows = {1: row(1, BEN), 2: row(2, ANN, reply_to=1), 3: row(3, BEN, reply_to=4), 4: row(4, CAL)}
+    assert addressed({2: Neighbour(1, 3, (3,), ())}, rows) == {(2, 3): 0.0}
