@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cogs.memory.language import questions
-from cogs.memory.search.structure import Posted, measure
+from cogs.memory.search.structure import EXCHANGE_WINDOW, Posted, measure
 
 from .bursts import split_into_bursts
 from .informative import content_free
@@ -150,6 +150,18 @@ def _addressed(line: Line, authors: set[str]) -> str | None:
     return match[1] if match and match[1] in authors and match[1] != line.author else None
 
 
+def _talking(lines: Sequence[Line], addressing: Sequence[str | None], i: int, author: str) -> tuple[str, ...]:
+    """Where neither a question (line ``i``) nor its guessed answer by ``author`` names anyone: whether the two named
+    each other in the ``structure.EXCHANGE_WINDOW`` lines before (search/context.py ``addressed``), and whether the
+    question is put to everyone (questions.to_everyone)."""
+    if addressing[i] is not None:
+        return ()
+    pair = {(lines[i].author, author), (author, lines[i].author)}
+    talking = any((lines[k].author, addressing[k]) in pair for k in range(max(0, i - EXCHANGE_WINDOW), i))
+    room = "to everyone" if questions.to_everyone(lines[i].text) else "to no one in particular"
+    return (f"neither names, talking={talking}", f"neither names, talking={talking}, {room}")
+
+
 def _pair(tally: Tally, log: Log, kind: str, lender: Line, target: Line, conditions: Iterable[str]) -> None:
     later = max(lender, target, key=lambda line: line.index)
     if not log.annotated(later):
@@ -165,9 +177,11 @@ def measure_irc(logs: Sequence[Log]) -> dict[str, dict[str, float]]:
     tally = Tally()
     for log in logs:
         lines = log.lines
+        addressing = [_addressed(line, {other.author for other in lines[max(0, i - 50):i]})
+                      for i, line in enumerate(lines)]
         for i, line in enumerate(lines):
             earlier_authors = {other.author for other in lines[max(0, i - 50):i]}
-            addressed = _addressed(line, earlier_authors)
+            addressed = addressing[i]
             for distance in range(1, REPLY_WINDOW + 2):  # the base: every pair the window reaches
                 if i + distance < len(lines):
                     other = lines[i + distance]
@@ -191,9 +205,12 @@ def measure_irc(logs: Sequence[Log]) -> dict[str, dict[str, float]]:
                     named = _addressed(target, earlier_authors | {line.author})
                     mention = ("names asker" if named == line.author else "names another" if named
                                else "names no one")
+                    asked = ("question names it" if addressed == target.author else "question names another"
+                             if addressed else "question names no one")
                     _pair(tally, log, "question", line, target,
                           ("nearest other" if place == 0 else "the one asked", f"d={j - i}", gap, mention,
-                           f"{mention}, {gap}"))
+                           f"{mention}, {gap}", asked, f"{mention}, {asked}",
+                           *(_talking(lines, addressing, i, target.author) if named is None else ())))
             if addressed is not None:  # a reply: the named author's latest message before it
                 lender = next((lines[j] for j in range(i - 1, max(-1, i - 51), -1) if lines[j].author == addressed),
                               None)

@@ -54,3 +54,18 @@ def test_an_export_writes_messages_replies_and_the_annotated_questions(log: irc.
     queries = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
     assert queries == [{"channel": "x", "qid": "x/q0", "question": "how do i mount a usb stick on ubuntu?",
                         "category": "irc", "relevant": ["x/3"]}]
+
+
+def test_a_guess_between_two_who_just_named_each_other_is_counted_apart(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # bob names ann (3), then ann asks bob nothing by name (4) and bob answers (5), linked; cat's question to
+    # everyone (6) is followed by dan's line (7), who talked with no one.
+    monkeypatch.setattr(irc, "ANNOTATED_FROM", 0)
+    text = ("[10:00] <ann> my wifi drops\n[10:00] <cat> hi\n[10:00] <dan> hello\n[10:01] <bob> ann: which card\n"
+            "[10:01] <ann> is it the driver?\n[10:02] <bob> probably the driver\n[10:02] <cat> anyone use kde?\n"
+            "[10:03] <dan> i like tea\n")
+    (tmp_path / "y.raw.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "y.annotation.txt").write_text("0 3 -\n3 4 -\n4 5 -\n", encoding="utf-8")
+    table = irc.measure_irc([irc.read_log(tmp_path / "y.raw.txt")])
+    assert table["question | neither names, talking=True"] == {"pairs": 1, "linked": 1.0, "same_conversation": 1.0}
+    assert table["question | neither names, talking=False, to everyone"]["linked"] == 0.0

@@ -7,7 +7,7 @@ import re
 from collections.abc import Hashable, Sequence
 from functools import lru_cache
 
-__all__ = ("QUERY_CUT_WORDS", "answers", "asks")
+__all__ = ("QUERY_CUT_WORDS", "answers", "asks", "to_everyone")
 
 # Question marks of the scripts that have their own: Latin and full-width (CJK), Arabic, Greek, Armenian,
 # Ethiopic, small forms.
@@ -72,6 +72,19 @@ def asks(content: str) -> bool:
         return True
     sentences = _SENTENCE_END.split(_LEADING_MENTIONS.sub("", content.lower()))
     return any(first.group() in _ENGLISH_OPENERS for first in map(_FIRST_WORD.search, sentences) if first)
+
+
+# A question put to the room ("can anyone recommend...", "what is everyone having", "大家觉得呢"), not to whoever its
+# asker was talking with: on annotated IRC, the next line of someone the asker had just replied to answers such a
+# question 25% of the time, any other question 55% (docs/loans.md, "Whom a reply addresses").
+_TO_EVERYONE = re.compile(
+    r"\b(?:any ?one|any ?body|every ?one|every ?body|some ?one|some ?body|all of you|y'?all|guys)\b"
+    "|大家|各位|有人|有没有人|有沒有人", re.IGNORECASE)
+
+
+def to_everyone(content: str) -> bool:
+    """Whether ``content`` puts its question to everyone in the channel rather than to one person."""
+    return _TO_EVERYONE.search(content) is not None
 
 
 def answers(asker: Hashable, asked: Hashable, after: Sequence[tuple[int, Hashable]]) -> tuple[int, ...]:

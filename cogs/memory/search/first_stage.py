@@ -24,13 +24,13 @@ from ..records import Boost, Hit, ScoreParts, SearchFilters, checked_limit
 from ..store.rows import CandidateRow, from_timestamp
 from ..vectors.embedding import Embedder
 from ..runtime.ranking import RankingTuning
-from .context import ChannelWindow, Neighbours, Window, lenders, neighbours_in
+from .context import ChannelWindow, Neighbours, Window, addressed, lenders, neighbours_in
 from .coordination import coordination
 from .fusion import Fused, Hits, coordinated, fuse_sides
 from .informative import NO_VOCABULARY, Vocabulary, scaled, vocabulary, worth
 from .loans import Loans, spread_with_loans
 from .named import GuildNames, Named, guild_names, named_boosts, plain_names, read_question
-from .structure import ChannelStructure, Posted, measure, reply_lifts, strength
+from .structure import NO_EXCHANGES, ChannelStructure, Exchanges, Posted, exchanges, measure, reply_lifts, strength
 from .timed_cache import TimedCache
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ class ChannelReading(NamedTuple):
     structure: ChannelStructure
     vocabulary: Vocabulary
     worth: Mapping[int, tuple[int, float]] = {}
+    exchanges: Exchanges = NO_EXCHANGES
 
 
 class RecentMessage(NamedTuple):
@@ -172,7 +173,10 @@ class FirstStage:
         scores, loans = spread_with_loans(own, neighbours, fused.floor,
                                           (tuning.context_weight, tuning.next_context_weight), asking,
                                           tuning.answer_context_weight, replied, dialogue,
-                                          informative, guessed)
+                                          informative, guessed,
+                                          None if dialogue is None else addressed(
+                                              neighbours, rows, {channel: reading.exchanges
+                                                                 for channel, reading in readings.items()}))
         # A keyword hit ranks by the share of the question it holds; what it lent was worked out from its whole
         # match above (a question that repeats one word of the query still says what the exchange is about).
         matched, fused = fused, self._coordinated(fused, query, keyword, rows, readings)
@@ -333,11 +337,12 @@ def damped(scores: Mapping[int, float], floor: float, informative: Mapping[int, 
 
 def _measure_recent(recent: Sequence[RecentMessage], window: int) -> ChannelReading:
     known = vocabulary(message.content for message in recent)
-    return ChannelReading(measure([[Posted(message.message_id, message.author_id, message.reply_to_id,
-                                           questions.asks(message.content)) for message in recent]], window),
-                          known,
+    posted = [Posted(message.message_id, message.author_id, message.reply_to_id, questions.asks(message.content))
+              for message in recent]
+    return ChannelReading(measure([posted], window), known,
                           {message.message_id: (hash(message.content), worth(message.content, known))
-                           for message in recent})
+                           for message in recent},
+                          exchanges(posted))
 
 
 def _worth(row: CandidateRow, reading: ChannelReading | None) -> float:

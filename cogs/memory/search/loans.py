@@ -57,7 +57,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
                       replied: Mapping[int, Collection[int]] | None = None,
                       dialogue: Mapping[int, float] | None = None,
                       informative: Mapping[int, float] | None = None,
-                      guessed: Mapping[int, float] | None = None) -> Spread:
+                      guessed: Mapping[int, float] | None = None,
+                      addressed: Mapping[tuple[int, int], float] | None = None) -> Spread:
     """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
     on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
 
@@ -70,7 +71,10 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     more). What a message keeps of a loan by the order of messages is scaled by its ``informative`` too (1.0 for
     one it does not name; search/informative.py): a message that says nothing of its own keeps nothing as a
     neighbour or a guessed answer, though a question it asks ("which one?") still passes on what it got; a Discord
-    reply says which question it answers, so a short one ("yes") keeps all of it.
+    reply says which question it answers, so a short one ("yes") keeps all of it. ``addressed`` (context.addressed:
+    whom a question and its guessed answer reply to on Discord) overrides what a guessed answer keeps, pair by pair;
+    such a pair says which question the answer answers, as a Discord reply does, and keeps what it is lent however
+    short the answer.
     """
     spread = dict(scores)
     received: dict[int, float] = {}
@@ -80,8 +84,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
 
     says = informative or {}
 
-    def lend(target: int, amount: float, kind: int) -> None:
-        if kind != 2:  # a Discord reply keeps all of its loan, however short
+    def lend(target: int, amount: float, kind: int, named: bool = False) -> None:
+        if kind != 2 and not named:  # a Discord reply keeps all of its loan, however short; so does one addressed
             amount *= says.get(target, 1.0)
         if amount > 0.0:
             spread[target] = spread.get(target, floor) + amount
@@ -90,6 +94,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     def strength(lender: int, target: int, answer: bool = False) -> float:
         if target in on_discord.get(lender, ()):
             return 1.0
+        if answer and addressed is not None and (lender, target) in addressed:
+            return addressed[lender, target]
         if answer and guessed is not None and lender in guessed:
             return guessed[lender]
         return 1.0 if dialogue is None else dialogue.get(lender, 1.0)
@@ -114,5 +120,6 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         if loan > 0.0:
             for reply in answers:
                 if (kept := loan * strength(question, reply, True)) > 0.0:
-                    lend(reply, kept, 2 if reply in on_discord.get(question, ()) else 1)
+                    lend(reply, kept, 2 if reply in on_discord.get(question, ()) else 1,
+                         (question, reply) in (addressed or {}))
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})

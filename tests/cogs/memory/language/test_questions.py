@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cogs.memory.language.questions import answers, asks
+from cogs.memory.language.questions import answers, asks, to_everyone
 
 
 @pytest.mark.parametrize("content", [
@@ -68,3 +68,16 @@ def test_the_asker_s_own_next_lines_are_passed_over() -> None:
     assert answers("sam", None, [(3, "sam"), (4, "kat")]) == (4,)
     assert answers("sam", "jo", [(3, "sam"), (4, "kat"), (5, "jo")]) == (4, 5)
     assert answers("sam", "jo", [(3, "sam"), (4, "sam")]) == ()
+
+
+@pytest.mark.parametrize("content", ["can anyone recommend an app to open rar files?",
+                                     "what is everyone having for dinner", "does some one know the wifi password",
+                                     "大家觉得这个方案怎么样", "有人去过吗"])
+def test_a_question_to_the_room_is_put_to_everyone(content: str) -> None:
+    assert to_everyone(content)
+
+
+@pytest.mark.parametrize("content", ["but it works with 2.6.7 for you?", "why on earth would you need to do that?",
+                                     "is there anyway to fix it", "你周末去哪儿"])
+def test_a_question_to_one_person_is_not(content: str) -> None:
+    assert not to_everyone(content)
