@@ -21,15 +21,6 @@ log = logging.getLogger(__name__)
 INFERENCE_PRECISION = {"bf16": "bf16", "float32": "f32"}
 
 
-def openvino_error() -> str | None:
-    """Why OpenVINO cannot be used here, or None when it imports."""
-    try:
-        import openvino  # noqa: F401
-    except ImportError as exc:  # not installed, or its shared libraries do not load
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
 class OpenVinoSession:
     """The exported graph compiled for the CPU by OpenVINO, one inference request reused (one owner thread)."""
 

@@ -3,6 +3,7 @@ cross-encoder) read from the model's config, and its backend (ONNX Runtime on a 
 
 from __future__ import annotations
 
+import importlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from .cross_encoder import CrossEncoderScorer
 from .fidelity import FidelityBars
 from .local import LocalScorer
 from .onnx import OnnxScorer
-from .openvino import OpenVinoScorer, openvino_error
+from .openvino import OpenVinoScorer
 from .onnx_export import model_revision
 from .precision import PrecisionChoice, cache_path, key_fields, measure, select
 from ..runtime.hardware import HardwareInfo
@@ -23,10 +24,10 @@ YES_NO_LM, CROSS_ENCODER = "yes-no-lm", "cross-encoder"
 # Model types the ONNX graph is written for; other yes/no LMs run on torch.
 ONNX_MODEL_TYPES = frozenset({"qwen3"})
 LocalBackend = LocalScorer | CrossEncoderScorer
-# Peak RSS of loading Qwen3-Reranker-0.6B's export on OpenVINO, measured (docs/reranker.md): the float32 graph is
-# read whole, then compiled to bf16 beside it; the int8 one is a quarter of its size. A precision whose compile could
-# push the bot out of memory is not measured: the RAM it needs leaves room for the bot's embedder, index and cache.
-OPENVINO_PEAK_GB = {"openvino-bf16": 4.5, "openvino-int8": 2.5}
+# RSS of Qwen3-Reranker-0.6B's export on OpenVINO once it has scored, measured (docs/reranker.md): the mapped float32
+# weights beside the compiled bf16 ones; the int8 export is a quarter of the float32 one. A precision that could push
+# the bot out of memory is not measured: the RAM it needs leaves room for the bot's embedder, index and cache.
+OPENVINO_RESIDENT_GB = {"openvino-bf16": 4.5, "openvino-int8": 2.5}
 OPENVINO_MIN_RAM_GB = {"openvino-bf16": 8.0, "openvino-int8": 4.0}
 NO_NATIVE_BF16 = "no native bf16 on this CPU (avx512_bf16 or amx_bf16): emulated, slower than float32"
 
@@ -44,11 +45,11 @@ def model_family(config: Any) -> str:
                      "sequence classifier (cross-encoder)")
 
 
-def onnx_runtime_error() -> str | None:
-    """Why ONNX Runtime cannot be used here, or None when it imports."""
+def import_error(module: str) -> str | None:
+    """Why the runtime ``module`` ("onnxruntime", "openvino") cannot be used here, or None when it imports."""
     try:
-        import onnxruntime  # noqa: F401
-    except ImportError as exc:  # not installed, or its shared library does not load
+        importlib.import_module(module)
+    except ImportError as exc:  # not installed, or its shared libraries do not load
         return f"{type(exc).__name__}: {exc}"
     return None
 
@@ -67,7 +68,7 @@ def choose_backend(requested: str, family: str, config: Any, device: str, dtype:
                          f"{dtype} on {device}; set backend = \"torch\" or \"auto\"")
     if not fits:
         return "torch"
-    reason = onnx_runtime_error()
+    reason = import_error("onnxruntime")
     if reason is None:
         return "onnx"
     log.warning("ONNX Runtime is not available (%s); the reranker runs on torch", reason)
@@ -105,7 +106,7 @@ def precision_scorer(precision: str, model_name: str, *, backend: str, max_lengt
     if precision == "int8":
         if backend == "torch":
             return "int8 runs on ONNX Runtime, and the profile's backend is torch"
-        if (reason := onnx_runtime_error()) is not None:
+        if (reason := import_error("onnxruntime")) is not None:
             return f"ONNX Runtime is not available: {reason}"
         return OnnxScorer(model_name, max_length, export_root, int8=True, tokenizer=tokenizer)
     if precision == "bf16":
@@ -128,9 +129,9 @@ def openvino_scorer(precision: str, model_name: str, *, backend: str, max_length
     if precision == "openvino-bf16" and not hardware.cpu_bf16:
         return NO_NATIVE_BF16
     if hardware.ram_gb < OPENVINO_MIN_RAM_GB[precision]:
-        return (f"OpenVINO's compile of this export peaks near {OPENVINO_PEAK_GB[precision]} GB; this machine has "
+        return (f"OpenVINO holds about {OPENVINO_RESIDENT_GB[precision]} GB for this export; this machine has "
                 f"{hardware.ram_gb:.1f} GB of RAM (it needs {OPENVINO_MIN_RAM_GB[precision]})")
-    if (reason := openvino_error()) is not None:
+    if (reason := import_error("openvino")) is not None:
         return f"OpenVINO is not available: {reason}"
     int8 = precision == "openvino-int8"
     try:

@@ -4,7 +4,7 @@ import, the precisions that need it are skipped with the reason."""
 
 from __future__ import annotations
 
-import builtins
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +12,13 @@ import pytest
 from cogs.memory.rerank import onnx_export as _onnx_export
 from cogs.memory.rerank.calibration import CALIBRATION
 from cogs.memory.rerank.fidelity import FidelityBars, measure_fidelity
-from cogs.memory.rerank.openvino import OpenVinoScorer, openvino_error
+from cogs.memory.rerank.openvino import OpenVinoScorer
 from cogs.memory.rerank.onnx import OnnxScorer
-from cogs.memory.rerank.scorers import precision_scorer
+from cogs.memory.rerank.scorers import import_error, precision_scorer
 from cogs.memory.runtime.hardware import HardwareInfo
 from tests.cogs.memory.rerank.test_service import DOCS, INSTRUCTION, QUERY, official_scores
 
-pytestmark = pytest.mark.skipif(openvino_error() is not None, reason=f"OpenVINO: {openvino_error()}")
+pytestmark = pytest.mark.skipif(import_error("openvino") is not None, reason=f"OpenVINO: {import_error('openvino')}")
 VNNI = ("avx2", "avx512f", "avx512_vnni")
 
 
@@ -65,14 +65,7 @@ def test_without_native_bf16_or_room_for_its_compile_openvino_bf16_is_skipped(
 
 def test_without_openvino_its_precisions_are_skipped_with_the_reason(
         tiny_reranker_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_import = builtins.__import__
-
-    def no_openvino(name: str, *args: object, **kwargs: object) -> object:
-        if name == "openvino" or name.startswith("openvino."):
-            raise ImportError("No module named 'openvino'")
-        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(builtins, "__import__", no_openvino)
+    monkeypatch.setitem(sys.modules, "openvino", None)  # makes importing openvino raise ImportError
     hardware = HardwareInfo(cpu_cores=2, ram_gb=8.0, cpu_bf16=True, cpu_features=VNNI)
     for precision in ("openvino-bf16", "openvino-int8"):
         reason = precision_scorer(precision, str(tiny_reranker_dir), backend="onnx", max_length=512,
