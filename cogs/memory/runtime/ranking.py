@@ -57,6 +57,11 @@ class RankingTuning:
     # How many of a question's Discord replies take its loan (at most reply_window, the replies a window reads); 0
     # lends nothing through Discord replies (bench.recall --ablate replies).
     replies_lent: int = 3
+    # A Discord reply to a question borrows this share more than the question's score, times what it says of its
+    # own (its informativeness): the answer ranks above the question it answers, where it says something, since it
+    # holds what was asked; "lol" does not. 0 lends the question's score alone (docs/loans.md, "The answer above its
+    # question").
+    reply_lift: float = 0.1
     # The reranker's pool (search/pool.py): each of the first pool_lenders first-stage hits brings up to
     # pool_per_hit messages of its context right after it (its Discord replies and the message it replies to; with
     # pool_burst its author's adjacent messages; with pool_guessed the answers a question guesses and the question

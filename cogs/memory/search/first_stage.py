@@ -176,7 +176,8 @@ class FirstStage:
                                           informative, guessed,
                                           None if dialogue is None else addressed(
                                               neighbours, rows, {channel: reading.exchanges
-                                                                 for channel, reading in readings.items()}))
+                                                                 for channel, reading in readings.items()}),
+                                          tuning.reply_lift)
         # A keyword hit ranks by the share of the question it holds; what it lent was worked out from its whole
         # match above (a question that repeats one word of the query still says what the exchange is about).
         matched, fused = fused, self._coordinated(fused, query, keyword, rows, readings)

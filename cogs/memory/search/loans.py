@@ -58,7 +58,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
                       dialogue: Mapping[int, float] | None = None,
                       informative: Mapping[int, float] | None = None,
                       guessed: Mapping[int, float] | None = None,
-                      addressed: Mapping[tuple[int, int], float] | None = None) -> Spread:
+                      addressed: Mapping[tuple[int, int], float] | None = None,
+                      reply_lift: float = 0.0) -> Spread:
     """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
     on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
 
@@ -74,7 +75,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     reply says which question it answers, so a short one ("yes") keeps all of it. ``addressed`` (context.addressed:
     whom a question and its guessed answer reply to on Discord) overrides what a guessed answer keeps, pair by pair;
     such a pair says which question the answer answers, as a Discord reply does, and keeps what it is lent however
-    short the answer.
+    short the answer. A Discord reply to a question also borrows ``reply_lift`` of the loan more, times its
+    informativeness: what answers a question, where it says something of its own, ranks above the question.
     """
     spread = dict(scores)
     received: dict[int, float] = {}
@@ -119,7 +121,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         loan = answer_weight * max(scores.get(question, floor) + received.get(question, 0.0), 0.0)
         if loan > 0.0:
             for reply in answers:
-                if (kept := loan * strength(question, reply, True)) > 0.0:
-                    lend(reply, kept, 2 if reply in on_discord.get(question, ()) else 1,
-                         (question, reply) in (addressed or {}))
+                on_reply = reply in on_discord.get(question, ())
+                lift = 1.0 + reply_lift * says.get(reply, 1.0) if on_reply else 1.0
+                if (kept := loan * lift * strength(question, reply, True)) > 0.0:
+                    lend(reply, kept, 2 if on_reply else 1, (question, reply) in (addressed or {}))
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})

@@ -226,7 +226,8 @@ async def test_a_widened_recall_reranks_the_context_with_its_lender_and_says_whe
     judge = JudgingReranker("picnic?\nbob: Saturday")
     memory.reranker = judge
     filters = SearchFilters(guild_id=GUILD, allowed_channel_ids=frozenset({GENERAL}))
-    tuning = memory.search_engine.tuning
+    # The first stage ranks the question above its reply (no reply_lift), so that the reply comes through the pool.
+    tuning = dataclasses.replace(memory.search_engine.tuning, reply_lift=0.0)
     memory.search_engine.tuning = dataclasses.replace(tuning, pool_lenders=0)
     plain = await memory.recall("picnic", filters, 3)
     assert not any("\n" in text for text in judge.texts)  # no lenders: the first stage's texts, as before

@@ -40,6 +40,8 @@ async def test_a_recall_reads_no_context_the_first_stage_already_read(
     memory = any_memory
     await remember_picnic(memory.ingest, make_record)
     memory.reranker = JudgingReranker("picnic?\nbob: Saturday")
+    # The first stage ranks the question above its reply (no reply_lift), so that the reply comes through the pool.
+    memory.search_engine.tuning = dataclasses.replace(memory.search_engine.tuning, reply_lift=0.0)
     asked = spy_on_context(memory.search_engine, monkeypatch)
     # Six messages: the first stage reads every one's window and row, and each reply's message, so the pool reads
     # nothing again.
