@@ -42,7 +42,8 @@ class RankingTuning:
     # as a lift over the base rate); false reads the dialogue alone (docs/loans.md, "Calibration from replies").
     reply_calibration: bool = True
     # Informativeness (search/informative.py): a message whose terms are worth informative_from or less (a term is
-    # worth its IDF in the channel over the most an IDF can be there) borrows nothing by the order of messages, from
+    # worth its IDF in the channel over the most an IDF can be there) borrows nothing by the order of messages, and
+    # gets nothing for a name the question gives (its author, channel, time: named_boost), from
     # informative_full_at up in full, linearly between; informative_full_at = 0 switches the rule off. Measured in
     # docs/loans.md: below the 5th percentile of answer-bearing messages' worth, above most content-free ones'.
     informative_from: float = 0.5
@@ -57,10 +58,9 @@ class RankingTuning:
     # How many of a question's Discord replies take its loan (at most reply_window, the replies a window reads); 0
     # lends nothing through Discord replies (bench.recall --ablate replies).
     replies_lent: int = 3
-    # A Discord reply to a question borrows this share more than the question's score, times what it says of its
-    # own (its informativeness): the answer ranks above the question it answers, where it says something, since it
-    # holds what was asked; "lol" does not. 0 lends the question's score alone (docs/loans.md, "The answer above its
-    # question").
+    # A Discord reply to a question borrows this share more than the question's score: the reply ranks above the
+    # question it answers, since it holds what was asked (the question ranks first otherwise, its own words matching
+    # the search's). 0 lends the question's score alone (docs/loans.md, "The answer above its question").
     reply_lift: float = 0.1
     # The reranker's pool (search/pool.py): each of the first pool_lenders first-stage hits brings up to
     # pool_per_hit messages of its context right after it (its Discord replies and the message it replies to; with

@@ -183,7 +183,8 @@ class FirstStage:
         matched, fused = fused, self._coordinated(fused, query, keyword, rows, readings)
         for rowid, score in matched.scores.items():
             scores[rowid] += fused.scores[rowid] - score
-        boosts = named_boosts(named, rows, scores, tuning.named_boost)
+        boosts = await self._said_boosts(named_boosts(named, rows, scores, tuning.named_boost), rows, readings,
+                                         informative, filters.guild_id)
         for rowid, given in boosts.items():
             scores[rowid] += sum(boost.amount for boost in given)
         # Equal scores (a name that alone matches its author's messages, say) put the latest first, as the keyword
@@ -250,6 +251,24 @@ class FirstStage:
         shares = coordination(query, contents, contents,
                               {channel: reading.vocabulary for channel, reading in readings.items()})
         return coordinated(fused, shares, power)
+
+    async def _said_boosts(self, boosts: dict[int, tuple[Boost, ...]], rows: Mapping[int, CandidateRow],
+                           readings: dict[int, ChannelReading], informative: Mapping[int, float] | None,
+                           guild_id: int) -> dict[int, tuple[Boost, ...]]:
+        """``boosts`` (search/named.py), each scaled by its message's informativeness: "lol" by the member the
+        question names says nothing of what was asked. As they are where the tuning switches the rule off."""
+        tuning = self.tuning
+        if not boosts or informative is None:
+            return boosts
+        missing = {rowid: rows[rowid].channel_id for rowid in boosts if rows[rowid].channel_id not in readings}
+        if missing:
+            readings.update(await self._readings_of(missing, guild_id))
+        said = {rowid: informative[rowid] if rowid in informative else scaled(
+            _worth(rows[rowid], readings.get(rows[rowid].channel_id)), tuning.informative_from,
+            tuning.informative_full_at) for rowid in boosts}
+        return {rowid: kept for rowid, given in boosts.items()
+                if (kept := tuple(Boost(boost.reason, boost.amount * said[rowid]) for boost in given
+                                  if boost.amount * said[rowid] > 0.0))}
 
     def _dialogue(self, channels: Mapping[int, int], readings: Mapping[int, ChannelReading]
                   ) -> tuple[dict[int, float] | None, dict[int, float] | None]:

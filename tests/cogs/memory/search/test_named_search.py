@@ -105,3 +105,21 @@ async def test_a_name_the_messages_use_as_a_word_more_than_as_a_name_is_not_a_pe
 async def test_a_plain_name_that_reads_as_a_person_boosts_their_messages(engine: Any) -> None:
     hits = await engine.search("what did alice say about pizza", SearchFilters(guild_id=GUILD), 5, asked_at=ASKED)
     assert hits[0].message_id == 3 and reasons(hits[0]) == ["author alice named in the question"]
+
+
+async def test_a_message_that_says_nothing_gets_nothing_for_its_author_being_named(
+        engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    # "lol" by Bob says nothing of what was asked of him (search/informative.py): no free ride on his name.
+    for n in range(4):
+        await memory_ingest.add(make_record(30 + n, "lol", guild_id=GUILD, channel_id=GENERAL, author_id=BOB,
+                                            author_name="bob", minute=50 + n))
+    await memory_ingest.flush(vectors=True)
+    hits = await engine.search(f"what did <@{BOB}> say about pizza", SearchFilters(guild_id=GUILD), 30,
+                               asked_at=ASKED)
+    assert hits[0].message_id == 4 and reasons(hits[0]) == ["author @bob named in the question"]
+    full = hits[0].parts.boosts[0].amount if hits[0].parts else 0.0
+    said_nothing = [hit.parts for hit in hits if hit.content == "lol" and hit.parts]
+    assert len(said_nothing) == 4 and all(parts.informativeness < 0.5 for parts in said_nothing), said_nothing
+    # Each keeps the share of the boost its informativeness says (none when it says nothing at all).
+    assert all(sum(boost.amount for boost in parts.boosts) == pytest.approx(parts.informativeness * full)
+               for parts in said_nothing), said_nothing
