@@ -58,9 +58,10 @@ class RankingTuning:
     # How many of a question's Discord replies take its loan (at most reply_window, the replies a window reads); 0
     # lends nothing through Discord replies (bench.recall --ablate replies).
     replies_lent: int = 3
-    # A Discord reply to a question borrows this share more than the question's score: the reply ranks above the
-    # question it answers, since it holds what was asked (the question ranks first otherwise, its own words matching
-    # the search's). 0 lends the question's score alone (docs/loans.md, "The answer above its question").
+    # An answer a reply names (a Discord reply to the question; a guessed answer that replies to the asker, or by the
+    # one the question replies to) borrows this share more than the question's score: it ranks above the question,
+    # since it holds what was asked (the question ranks first otherwise, its own words matching the search's). 0 lends
+    # the question's score alone (docs/loans.md, "The answer above its question").
     reply_lift: float = 0.1
     # The reranker's pool (search/pool.py): each of the first pool_lenders first-stage hits brings up to
     # pool_per_hit messages of its context right after it (its Discord replies and the message it replies to; with

@@ -75,8 +75,9 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     reply says which question it answers, so a short one ("yes") keeps all of it. ``addressed`` (context.addressed:
     whom a question and its guessed answer reply to on Discord) overrides what a guessed answer keeps, pair by pair;
     such a pair says which question the answer answers, as a Discord reply does, and keeps what it is lent however
-    short the answer. A Discord reply to a question also borrows ``reply_lift`` of the loan more: what answers a
-    question ranks above the question.
+    short the answer. A Discord reply to a question, and a guessed answer whose pair ``addressed`` keeps in full
+    (the answer replies to the asker, or is by the one the question replies to), also borrow ``reply_lift`` of the
+    loan more: the answer a reply names ranks above its question.
     """
     spread = dict(scores)
     received: dict[int, float] = {}
@@ -122,7 +123,9 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         if loan > 0.0:
             for reply in answers:
                 on_reply = reply in on_discord.get(question, ())
-                lift = 1.0 + reply_lift if on_reply else 1.0
+                named = (question, reply) in (addressed or {})
+                # The answer a reply names, on Discord or by whom the two address, ranks above its question.
+                lift = 1.0 + reply_lift if on_reply or (named and (addressed or {})[question, reply] >= 1.0) else 1.0
                 if (kept := loan * lift * strength(question, reply, True)) > 0.0:
-                    lend(reply, kept, 2 if on_reply else 1, (question, reply) in (addressed or {}))
+                    lend(reply, kept, 2 if on_reply else 1, named)
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})

@@ -34,8 +34,10 @@ async def test_a_guessed_answer_between_two_who_are_talking_keeps_the_question_s
         search_engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
     await remember(memory_ingest, make_record)
     hits = await search_engine.search("ferry island", SearchFilters(guild_id=GUILD), 10, mode="keyword")
-    answer = next(hit for hit in hits if hit.message_id == 16)
-    assert hits[0].message_id == 15 and answer.parts.question_loan > 0.5 * hits[0].score, hits
+    # The pair keeps the whole loan, and a tenth more (reply_lift): the answer ranks above its question.
+    answer, question = hits[0], hits[1]
+    assert (answer.message_id, question.message_id) == (16, 15), hits
+    assert answer.parts is not None and answer.parts.question_loan > question.score, hits
     assert (await search_engine.channel_structure(GUILD, CHANNEL)).dialogue == 0.0
 
 

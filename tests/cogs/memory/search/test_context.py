@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from cogs.memory.records import MessageRecord
 from cogs.memory.search.context import ChannelWindow, neighbours_in, rows_wanted
 from tests.fixtures.core import T0
@@ -37,3 +39,15 @@ def test_the_rows_wanted_are_the_candidates_and_every_message_in_their_windows_o
     # 1 opens its channel (no previous message); 5's previous is a candidate too.
     window = {1: ChannelWindow(None, (2, 3), (9,)), 5: ChannelWindow(4, (6,), (2,))}
     assert rows_wanted([5, 1, 7], window) == [1, 2, 3, 4, 5, 6, 7, 9]
+
+
+def test_the_one_a_question_replies_to_is_the_one_asked() -> None:
+    # jo's 1; sam's 2; kat asks jo through Discord's reply (3 replies to 1); sam's 4 comes between; jo answers in 5.
+    rows = {rowid: MessageRecord(rowid, GUILD, GENERAL, None, author, "", "", T0) for rowid, author in
+            [(1, "jo"), (2, "sam"), (3, "kat"), (4, "sam"), (5, "jo")]}
+    rows[3] = dataclasses.replace(rows[3], reply_to_id=1)
+    # The next other author's message, and jo's first: the question was put to jo, not to sam, whom it follows.
+    assert neighbours_in({3: ChannelWindow(2, (4, 5), ())}, rows)[3] == (2, 4, (4, 5), (5,))
+    # Without the reply the one asked is sam, whose 4 is the next message: the guess is 4 alone.
+    rows[3] = dataclasses.replace(rows[3], reply_to_id=None)
+    assert neighbours_in({3: ChannelWindow(2, (4, 5), ())}, rows)[3] == (2, 4, (4,), (5,))
