@@ -30,7 +30,8 @@ ABLATIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "neighbour_spread": {"context_weight": 0.0, "next_context_weight": 0.0},
     # A question lends nothing through Discord's reply (the next message and the one asked still get its loan).
     "replies": {"replies_lent": 0},
-    # A Discord reply to a question borrows the question's score alone, not a share more: it ties its question.
+    # An answer a reply names (a Discord reply, a pair addressed in full) borrows the question's score alone, not a
+    # share more: it ties its question.
     "reply_lift": {"reply_lift": 0.0},
     # A name in the question adds nothing to that author's messages.
     "name_match": {"author_weight": 0.0},

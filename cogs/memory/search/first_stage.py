@@ -253,18 +253,18 @@ class FirstStage:
         return coordinated(fused, shares, power)
 
     async def _said_boosts(self, boosts: dict[int, tuple[Boost, ...]], rows: Mapping[int, CandidateRow],
-                           readings: dict[int, ChannelReading], informative: Mapping[int, float] | None,
+                           readings: Mapping[int, ChannelReading], informative: Mapping[int, float] | None,
                            guild_id: int) -> dict[int, tuple[Boost, ...]]:
-        """``boosts`` (search/named.py), each scaled by its message's informativeness: "lol" by the member the
-        question names says nothing of what was asked. As they are where the tuning switches the rule off."""
+        """``boosts`` (search/named.py), each scaled by its message's informativeness against its channel's reading
+        (a boosted message's channel no lender read is read here): "lol" by the member the question names says
+        nothing of what was asked. As they are where the tuning switches the rule off."""
         tuning = self.tuning
         if not boosts or informative is None:
             return boosts
         missing = {rowid: rows[rowid].channel_id for rowid in boosts if rows[rowid].channel_id not in readings}
-        if missing:
-            readings.update(await self._readings_of(missing, guild_id))
+        read = {**readings, **(await self._readings_of(missing, guild_id) if missing else {})}
         said = {rowid: informative[rowid] if rowid in informative else scaled(
-            _worth(rows[rowid], readings.get(rows[rowid].channel_id)), tuning.informative_from,
+            _worth(rows[rowid], read.get(rows[rowid].channel_id)), tuning.informative_from,
             tuning.informative_full_at) for rowid in boosts}
         return {rowid: kept for rowid, given in boosts.items()
                 if (kept := tuple(Boost(boost.reason, boost.amount * said[rowid]) for boost in given
