@@ -69,3 +69,16 @@ def test_a_guess_between_two_who_just_named_each_other_is_counted_apart(tmp_path
     table = irc.measure_irc([irc.read_log(tmp_path / "y.raw.txt")])
     assert table["question | neither names, talking=True"] == {"pairs": 1, "linked": 1.0, "same_conversation": 1.0}
     assert table["question | neither names, talking=False, to everyone"]["linked"] == 0.0
+
+
+def test_the_one_a_question_names_is_the_one_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # cat asks bob by name right after dan's line; dan speaks next, then bob answers: bob's line is the one asked.
+    monkeypatch.setattr(irc, "ANNOTATED_FROM", 0)
+    (tmp_path / "y.raw.txt").write_text(
+        "[10:00] <bob> the kernel is fine here\n[10:00] <dan> my fan is loud\n"
+        "[10:01] <cat> bob: which kernel do you run?\n[10:01] <dan> still loud\n[10:02] <bob> 6.8 from proposed\n",
+        encoding="utf-8")
+    (tmp_path / "y.annotation.txt").write_text("0 0 -\n1 1 -\n0 2 -\n1 3 -\n2 4 -\n", encoding="utf-8")
+    table = irc.measure_irc([irc.read_log(tmp_path / "y.raw.txt")])
+    # Read from the line the question follows, the one asked would be dan, whose next line is the nearest guess.
+    assert table["question | the one asked"] == {"pairs": 1, "linked": 1.0, "same_conversation": 1.0}
