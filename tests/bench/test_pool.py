@@ -30,10 +30,14 @@ def test_pool_bench_measures_each_depth_first_stage_and_widened(tmp_path: Path) 
     out = tmp_path / "pool.json"
     pool.main(["--messages", str(write_jsonl(tmp_path / "m.jsonl", MESSAGES)),
                "--queries", str(write_jsonl(tmp_path / "q.jsonl", QUERIES)),
-               "--depth", "2,5", "--candidates", "10", "--db", str(tmp_path), "--json", str(out)])
+               "--depth", "2,5", "--candidates", "10", "--db", str(tmp_path), "--json", str(out),
+               # The question above its reply (no reply_lift), so that the reply comes through the pool.
+               "--loans-off", "reply_lift"])
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["n_queries"] == 1
-    depths = result["full"]["depths"]
+    # With the lift the reply ranks first (above its question) and the first stage holds it at depth 2.
+    assert result["full"]["depths"]["2"]["first_stage"] == 1.0
+    depths = result["without reply_lift"]["depths"]
     assert set(depths) == {"2", "5"}
     assert set(depths["2"]["rules"]) == {"default", *(pool.rule_name(*rule) for rule in pool.RULES)}
     # All five messages fit a pool of 5: the reply is in it either way.

@@ -177,7 +177,7 @@ class FirstStage:
                                           None if dialogue is None else addressed(
                                               neighbours, rows, {channel: reading.exchanges
                                                                  for channel, reading in readings.items()}),
-                                          tuning.reply_lift)
+                                          tuning.reply_lift, _unmatched(fused, rows))
         # A keyword hit ranks by the share of the question it holds; what it lent was worked out from its whole
         # match above (a question that repeats one word of the query still says what the exchange is about).
         matched, fused = fused, self._coordinated(fused, query, keyword, rows, readings)
@@ -346,6 +346,15 @@ class FirstStage:
         """Which of ``names`` read as persons: the store finds each at least as often as an author's name as in
         messages (the keyword side's rule)."""
         raise NotImplementedError
+
+
+def _unmatched(fused: Fused, rows: Iterable[int]) -> dict[int, float]:
+    """What each of ``rows`` the keyword side of a hybrid search did not return scores under the mean for it (its
+    weight times its floor, as a positive amount); none outside a hybrid search."""
+    keyword = next((side for side in fused.sides if side.name == "keyword"), None)
+    if keyword is None or len(fused.sides) < 2 or keyword.floor >= 0.0:
+        return {}
+    return {rowid: -keyword.weight * keyword.floor for rowid in rows if rowid not in keyword.scores}
 
 
 def damped(scores: Mapping[int, float], floor: float, informative: Mapping[int, float]) -> dict[int, float]:

@@ -59,7 +59,7 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
                       informative: Mapping[int, float] | None = None,
                       guessed: Mapping[int, float] | None = None,
                       addressed: Mapping[tuple[int, int], float] | None = None,
-                      reply_lift: float = 0.0) -> Spread:
+                      reply_lift: float = 0.0, unmatched: Mapping[int, float] | None = None) -> Spread:
     """``spread_to_neighbours``, and each loan by kind beside it: a question's loan to a message that replies to it
     on Discord (``replied``: a question's Discord replies) is a reply loan, to another answer a question loan.
 
@@ -77,7 +77,10 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     such a pair says which question the answer answers, as a Discord reply does, and keeps what it is lent however
     short the answer. A Discord reply to a question, and a guessed answer whose pair ``addressed`` keeps in full
     (the answer replies to the asker, or is by the one the question replies to), also borrow ``reply_lift`` of the
-    loan more: the answer a reply names ranks above its question.
+    loan more: the answer a reply names ranks above its question. A Discord reply is also not held under the keyword
+    side's floor by more than it borrowed so: ``unmatched`` (what each message the keyword side did not return scores
+    under the mean for it) is given back, up to ``reply_lift`` of the loan. A reply answers its question's words
+    rather than repeating them; a guess, right less often, is not given it.
     """
     spread = dict(scores)
     received: dict[int, float] = {}
@@ -127,5 +130,7 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
                 # The answer a reply names, on Discord or by whom the two address, ranks above its question.
                 lift = 1.0 + reply_lift if on_reply or (named and (addressed or {})[question, reply] >= 1.0) else 1.0
                 if (kept := loan * lift * strength(question, reply, True)) > 0.0:
+                    if on_reply:
+                        kept += min((unmatched or {}).get(reply, 0.0), reply_lift * loan)
                     lend(reply, kept, 2 if on_reply else 1, named)
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})

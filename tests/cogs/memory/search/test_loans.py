@@ -70,3 +70,17 @@ def test_a_discord_reply_to_a_question_borrows_a_share_more_than_the_question() 
                              informative={2: 1.0, 3: 0.0}).scores[2] == pytest.approx(1.5)
     guessed = spread_with_loans({1: 2.0}, {1: (None, 2, (2,), ())}, -0.5, asking={1}, reply_lift=0.1)
     assert guessed.scores[2] == pytest.approx(1.5) and guessed.loans[2].question == pytest.approx(2.0)
+
+
+def test_a_discord_reply_is_given_back_the_keyword_floor_up_to_its_lift() -> None:
+    # The keyword side missed the reply (2) and the guess (3): each scores 0.6 under the mean for it.
+    unmatched = {2: 0.6, 3: 0.6}
+    spread = spread_with_loans({1: 2.0}, {1: (None, 3, (3, 2), ())}, -1.0, asking={1}, replied={1: (2,)},
+                               reply_lift=0.1, unmatched=unmatched)
+    assert spread.scores[2] == pytest.approx(-1.0 + 2.2 + 0.2)  # given back up to 0.1 of its loan of 2.0
+    assert spread.scores[3] == pytest.approx(-1.0 + 2.0)  # a guess is given nothing back
+    strong = spread_with_loans({1: 8.0}, {1: (None, 3, (3, 2), ())}, -1.0, asking={1}, replied={1: (2,)},
+                               reply_lift=0.1, unmatched=unmatched)
+    assert strong.scores[2] == pytest.approx(-1.0 + 8.8 + 0.6)  # all of it, under the cap
+    assert spread_with_loans({1: 8.0}, {1: (None, 3, (3, 2), ())}, -1.0, asking={1}, replied={1: (2,)},
+                             unmatched=unmatched).scores[2] == pytest.approx(7.0)  # no lift, nothing given back
