@@ -199,7 +199,7 @@ def measure_irc(logs: Sequence[Log]) -> dict[str, dict[str, float]]:
             if line.asks:
                 # The one asked, as the first stage reads it (search/context.neighbours_in): whom the question names,
                 # else the author of the line it follows.
-                previous = addressed if addressed is not None else lines[i - 1].author if i else None
+                previous = addressed if addressed is not None else (lines[i - 1].author if i else None)
                 after = [(j, lines[j].author) for j in range(i + 1, min(i + 1 + REPLY_WINDOW, len(lines)))]
                 for place, j in enumerate(questions.answers(line.author, previous, after)):
                     target = lines[j]

@@ -60,7 +60,8 @@ class RankingTuning:
     replies_lent: int = 3
     # An answer a reply names (a Discord reply to the question; a guessed answer that replies to the asker, or by the
     # one the question replies to) borrows this share more than the question's score: it ranks above the question,
-    # since it holds what was asked (the question ranks first otherwise, its own words matching the search's). 0 lends
+    # since it holds what was asked (the question ranks first otherwise, its own words matching the search's). A
+    # Discord reply is also given back what the keyword side's floor costs it, up to this share of its loan. 0 lends
     # the question's score alone (docs/loans.md, "The answer above its question").
     reply_lift: float = 0.1
     # The reranker's pool (search/pool.py): each of the first pool_lenders first-stage hits brings up to

@@ -15,7 +15,7 @@ from ..store.rows import CandidateRow
 from .structure import Exchanges
 
 __all__ = ("ChannelWindow", "Neighbour", "Neighbours", "Window", "addressed", "lenders", "neighbours_in",
-           "rows_wanted", "window_of")
+           "replied_authors", "rows_wanted", "window_of")
 
 DEFAULT_TUNING = RankingTuning()
 # What a guessed answer keeps of a question's loan where its author and the asker were just talking (``addressed``).
@@ -78,14 +78,13 @@ def neighbours_in(window: Window, rows: dict[int, CandidateRow], reply_window: i
     def author(rowid: int | None) -> Any:
         return rows[rowid].author_id if rowid in rows else None
 
-    by_message = {row.message_id: row.author_id for row in rows.values()}
+    replies_to = replied_authors(rows)
 
     def answers(question: int, follows: int | None, after: tuple[int, ...]) -> tuple[int, ...]:
         # The one asked: whom the question replies to on Discord, else the author of the message it follows.
-        row = rows.get(question)
-        replied = None if row is None or row.reply_to_id is None else by_message.get(row.reply_to_id)
+        asked = replies_to.get(question)
         passing = [(rowid, author(rowid)) for rowid in after[:reply_window] if rowid in rows]
-        return questions.answers(author(question), author(follows) if replied is None else replied, passing)
+        return questions.answers(author(question), author(follows) if asked is None else asked, passing)
 
     neighbours: Neighbours = {}
     for rowid, (previous, after, replies) in window.items():
@@ -111,6 +110,14 @@ def lenders(neighbours: Neighbours, rows: Mapping[int, CandidateRow]) -> dict[in
     return channels
 
 
+def replied_authors(rows: Mapping[int, CandidateRow]) -> dict[int, int]:
+    """The author each of ``rows`` replies to on Discord, by row id, where the message it replies to is among
+    ``rows``."""
+    authors = {row.message_id: row.author_id for row in rows.values()}
+    return {rowid: authors[row.reply_to_id] for rowid, row in rows.items()
+            if row.reply_to_id is not None and row.reply_to_id in authors}
+
+
 def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow],
               talking: Mapping[int, Exchanges] | None = None) -> dict[tuple[int, int], float]:
     """What a question's loan to a guessed answer keeps where Discord replies say whom the two address, by
@@ -127,22 +134,17 @@ def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow],
     is left out: the channel's structure decides it.
     """
     exchanged = talking or {}
-    authors = {row.message_id: row.author_id for row in rows.values()}
-
-    def replied_author(rowid: int) -> int | None:
-        row = rows.get(rowid)
-        return None if row is None or row.reply_to_id is None else authors.get(row.reply_to_id)
-
+    replied = replied_authors(rows)
     kept: dict[tuple[int, int], float] = {}
     for rowid, (_, following, answers, following_answers) in neighbours.items():
         for question, guessed in ((rowid, answers), (following, following_answers)):
             if question is None or question not in rows:
                 continue
-            asker, asked = rows[question].author_id, replied_author(question)
+            asker, asked = rows[question].author_id, replied.get(question)
             for answer in guessed:
                 if answer not in rows:
                     continue
-                names = replied_author(answer)
+                names = replied.get(answer)
                 if names is not None:  # whom the answer replies to decides before whom the question did
                     kept[question, answer] = 1.0 if names == asker else 0.0
                 elif asked is not None and asked != asker:

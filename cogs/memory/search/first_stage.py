@@ -258,14 +258,12 @@ class FirstStage:
         """``boosts`` (search/named.py), each scaled by its message's informativeness against its channel's reading
         (a boosted message's channel no lender read is read here): "lol" by the member the question names says
         nothing of what was asked. As they are where the tuning switches the rule off."""
-        tuning = self.tuning
         if not boosts or informative is None:
             return boosts
         missing = {rowid: rows[rowid].channel_id for rowid in boosts if rows[rowid].channel_id not in readings}
         read = {**readings, **(await self._readings_of(missing, guild_id) if missing else {})}
-        said = {rowid: informative[rowid] if rowid in informative else scaled(
-            _worth(rows[rowid], read.get(rows[rowid].channel_id)), tuning.informative_from,
-            tuning.informative_full_at) for rowid in boosts}
+        said = {**self._informativeness((rowid for rowid in boosts if rowid not in informative), rows, read),
+                **informative}
         return {rowid: kept for rowid, given in boosts.items()
                 if (kept := tuple(Boost(boost.reason, boost.amount * said[rowid]) for boost in given
                                   if boost.amount * said[rowid] > 0.0))}
@@ -300,9 +298,15 @@ class FirstStage:
         involved = {other for rowid, (previous, following, answers, later) in neighbours.items()
                     for other in (rowid, previous, following, *answers, *later) if other is not None}
         involved.update(candidates)
+        return self._informativeness(involved, rows, readings)
+
+    def _informativeness(self, rowids: Iterable[int], rows: Mapping[int, CandidateRow],
+                         readings: Mapping[int, ChannelReading]) -> dict[int, float]:
+        """The informativeness of each of ``rowids`` among ``rows``, against its channel's reading."""
+        tuning = self.tuning
         return {rowid: scaled(_worth(rows[rowid], readings.get(rows[rowid].channel_id)), tuning.informative_from,
                               tuning.informative_full_at)
-                for rowid in involved if rowid in rows}
+                for rowid in rowids if rowid in rows}
 
     async def channel_structure(self, guild_id: int, channel_id: int) -> ChannelStructure:
         """A channel's structure (search/structure.py) as of at most ``structure_refresh_s`` seconds ago: its last

@@ -89,6 +89,8 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
     on_discord = replied or {}
 
     says = informative or {}
+    pairs = addressed or {}
+    missed = unmatched or {}
 
     def lend(target: int, amount: float, kind: int, named: bool = False) -> None:
         if kind != 2 and not named:  # a Discord reply keeps all of its loan, however short; so does one addressed
@@ -126,11 +128,11 @@ def spread_with_loans(scores: dict[int, float], neighbours: Neighbours, floor: f
         if loan > 0.0:
             for reply in answers:
                 on_reply = reply in on_discord.get(question, ())
-                named = (question, reply) in (addressed or {})
+                pair = pairs.get((question, reply))
                 # The answer a reply names, on Discord or by whom the two address, ranks above its question.
-                lift = 1.0 + reply_lift if on_reply or (named and (addressed or {})[question, reply] >= 1.0) else 1.0
+                lift = 1.0 + reply_lift if on_reply or (pair is not None and pair >= 1.0) else 1.0
                 if (kept := loan * lift * strength(question, reply, True)) > 0.0:
                     if on_reply:
-                        kept += min((unmatched or {}).get(reply, 0.0), reply_lift * loan)
-                    lend(reply, kept, 2 if on_reply else 1, named)
+                        kept += min(missed.get(reply, 0.0), reply_lift * loan)
+                    lend(reply, kept, 2 if on_reply else 1, pair is not None)
     return Spread(spread, {rowid: Loans(*amounts) for rowid, amounts in lent.items()})
