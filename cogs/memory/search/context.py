@@ -120,18 +120,21 @@ def replied_authors(rows: Mapping[int, CandidateRow]) -> dict[int, int]:
 
 def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow],
               talking: Mapping[int, Exchanges] | None = None) -> dict[tuple[int, int], float]:
-    """What a question's loan to a guessed answer keeps where Discord replies say whom the two address, by
-    (question, answer) row ids: the order of messages guesses, a reply names.
+    """What a question's loan to a guessed answer keeps where Discord replies say whom the two address, by (question,
+    answer) row ids: the order of messages guesses, a reply names.
 
     Where the answer replies to someone, whom decides: all of it (1.0) for a message of the asker's, nothing (0.0)
-    for someone else's; where only the question replies to someone, all of it for an answer by them, nothing for
-    one by someone else. Measured on annotated IRC (docs/loans.md, "Whom a reply addresses"): a guessed answer that
-    names the asker answers 74% of the time, one that names another 0.8%; one that names no one 78% when the
-    question names its author, 1.9% when it names someone else, 14% when neither names anyone. Where neither
-    replies to anyone, the pair keeps ``CONVERSING`` when the two replied to each other in the
+    for someone else's, unless the question replies to a third member (the answer is a side exchange with the asker
+    while the question waits on someone else: left to the structure); where only the question replies to someone,
+    all of it for an answer by them, nothing for one by someone else. Measured on annotated IRC (docs/loans.md,
+    "Whom a reply addresses"): a guessed answer that names the asker answers 74% of the time (90% when the question
+    names its author, 73% when it names no one, 25% when it names a third), one that names another 0.8%; one that
+    names no one 78% when the question names its author, 1.9% when it names someone else, 14% when neither names
+    anyone. Where neither replies to anyone, the pair keeps ``CONVERSING`` when the two replied to each other in the
     ``structure.EXCHANGE_WINDOW`` messages before the question (``talking``: each channel's Exchanges, by channel
-    id; 55% on IRC, 11% for the rest), unless the question is put to everyone (questions.to_everyone: 25%). A pair nothing speaks for (or whose replied message is not among ``rows``)
-    is left out: the channel's structure decides it.
+    id; 55% on IRC, 11% for the rest), unless the question is put to everyone (questions.to_everyone: 25%). A pair
+    nothing speaks for (or whose replied message is not among ``rows``) is left out: the channel's structure decides
+    it.
     """
     exchanged = talking or {}
     replied = replied_authors(rows)
@@ -144,11 +147,15 @@ def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow],
             for answer in guessed:
                 if answer not in rows:
                     continue
-                names = replied.get(answer)
+                names, answerer = replied.get(answer), rows[answer].author_id
                 if names is not None:  # whom the answer replies to decides before whom the question did
-                    kept[question, answer] = 1.0 if names == asker else 0.0
+                    if names != asker:
+                        kept[question, answer] = 0.0
+                    elif asked is None or asked in (asker, answerer):
+                        kept[question, answer] = 1.0
+                    # else the question was put to someone else: a side exchange with the asker, left to the structure
                 elif asked is not None and asked != asker:
-                    kept[question, answer] = 1.0 if asked == rows[answer].author_id else 0.0
+                    kept[question, answer] = 1.0 if asked == answerer else 0.0
                 elif (channel := exchanged.get(rows[question].channel_id)) is not None and channel.talking(
                         rows[question].message_id, asker, rows[answer].author_id) and not questions.to_everyone(
                         rows[question].content):

@@ -95,3 +95,17 @@ def test_whom_the_answer_replies_to_decides_before_whom_the_question_did() -> No
     # Ann's question 2 replies to Ben's 1; Ben's 3 replies to Cal's 4: Ben is talking to Cal (IRC: 4.8%).
     rows = {1: row(1, BEN), 2: row(2, ANN, reply_to=1), 3: row(3, BEN, reply_to=4), 4: row(4, CAL)}
     assert addressed({2: Neighbour(1, 3, (3,), ())}, rows) == {(2, 3): 0.0}
+
+
+def test_an_answer_to_the_asker_of_a_question_put_to_someone_else_is_left_to_the_channel_s_structure() -> None:
+    # Ann's question 2 replies to Ben's 1 (she asks Ben); Cal's 3 replies to Ann's 2: a side exchange with the asker,
+    # linked 25% of the time on IRC (docs/loans.md), neither all of the loan nor none of it. Ben's 4, replying to Ann,
+    # is the one asked answering: all of it. An answer to the asker of a question that replies to her own line, or
+    # to no one, keeps all of it as before.
+    rows = {1: row(1, BEN), 2: row(2, ANN, reply_to=1), 3: row(3, CAL, reply_to=2), 4: row(4, BEN, reply_to=2)}
+    assert addressed({2: Neighbour(1, 3, (3, 4), ())}, rows) == {(2, 4): 1.0}
+    rows[2] = row(2, ANN, reply_to=5)
+    rows[5] = row(5, ANN)
+    assert addressed({2: Neighbour(1, 3, (3, 4), ())}, rows) == {(2, 3): 1.0, (2, 4): 1.0}
+    rows[2] = row(2, ANN)
+    assert addressed({2: Neighbour(1, 3, (3,), ())}, rows) == {(2, 3): 1.0}
