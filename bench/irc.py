@@ -330,9 +330,11 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> N
     parser.add_argument("--json", type=Path)
     parser.add_argument("--export", type=Path, help="write IRC logs as messages.jsonl into this directory")
     parser.add_argument("--files", type=int, default=10)
+    parser.add_argument("--split", choices=("train", "dev", "test", "channel-two"), default="dev",
+                        help="which of the corpus's folders --export reads (its first --files logs)")
     args = parser.parse_args(argv)
     if args.export:
-        logs, names = _logs(args.irc, ["dev"], args.files)
+        logs, names = _logs(args.irc, [args.split], args.files)
         out(f"{export(logs, names, args.export)} messages -> {args.export}")
         return
     ubuntu, linux = _logs(args.irc, ["train", "dev", "test"])[0], _logs(args.irc, ["channel-two"], 1)[0]

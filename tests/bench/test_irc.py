@@ -82,3 +82,16 @@ def test_the_one_a_question_names_is_the_one_asked(tmp_path: Path, monkeypatch: 
     table = irc.measure_irc([irc.read_log(tmp_path / "y.raw.txt")])
     # Read from the line the question follows, the one asked would be dan, whose next line is the nearest guess.
     assert table["question | the one asked"] == {"pairs": 1, "linked": 1.0, "same_conversation": 1.0}
+
+
+def test_an_export_reads_the_split_it_is_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A recall check on logs the rules were not read from: --split test exports the test folder, not dev.
+    monkeypatch.setattr(irc, "ANNOTATED_FROM", 0)
+    for split, author in (("dev", "dev_ann"), ("test", "test_ann")):
+        (tmp_path / split).mkdir()
+        (tmp_path / split / "x.raw.txt").write_text(LOG.replace("<ann>", f"<{author}>"), encoding="utf-8")
+        (tmp_path / split / "x.annotation.txt").write_text(LINKS, encoding="utf-8")
+    said: list[str] = []
+    irc.main(["--irc", str(tmp_path), "--export", str(tmp_path / "out"), "--split", "test"], said.append)
+    first = json.loads((tmp_path / "out" / "messages.jsonl").read_text().splitlines()[0])
+    assert first["author"] == "test_ann" and said == [f"5 messages -> {tmp_path / 'out'}"]
