@@ -88,7 +88,9 @@ def read_log(raw: Path) -> Log:
     lines: list[Line] = []
     day = 0
     last = -1
-    for number, text in enumerate(raw.read_text(encoding="utf-8", errors="replace").splitlines()):
+    # Lines are counted by "\n" alone, as the annotations count them: str.splitlines would also split at the form
+    # feeds, \x1c-\x1e and U+2028 that some messages hold, and shift every later line's number.
+    for number, text in enumerate(raw.read_bytes().decode("utf-8", errors="replace").split("\n")):
         match = _MESSAGE.match(text)
         if not match:
             continue

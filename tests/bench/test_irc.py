@@ -95,3 +95,15 @@ def test_an_export_reads_the_split_it_is_asked_for(tmp_path: Path, monkeypatch: 
     irc.main(["--irc", str(tmp_path), "--export", str(tmp_path / "out"), "--split", "test"], said.append)
     first = json.loads((tmp_path / "out" / "messages.jsonl").read_text().splitlines()[0])
     assert first["author"] == "test_ann" and said == [f"5 messages -> {tmp_path / 'out'}"]
+
+
+def test_lines_are_counted_as_the_annotations_count_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A message holding a form feed, \x1c or U+2028 is still one line: the annotations number lines by "\n" alone.
+    monkeypatch.setattr(irc, "ANNOTATED_FROM", 0)
+    text = LOG.replace("anyone tried", "anyone\x0c tried\x1c the\u2028")
+    (tmp_path / "x.raw.txt").write_text(text, encoding="utf-8", newline="\n")
+    (tmp_path / "x.annotation.txt").write_text(LINKS, encoding="utf-8")
+    log = irc.read_log(tmp_path / "x.raw.txt")
+    assert [(line.index, line.author) for line in log.lines] == [(0, "ann"), (2, "cat"), (3, "bob"), (4, "bob"),
+                                                                 (5, "ann")]
+    assert log.linked(log.lines[0], log.lines[2])
