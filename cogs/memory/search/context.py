@@ -127,8 +127,8 @@ def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow],
     for someone else's, unless the question replies to a third member (the answer is a side exchange with the asker
     while the question waits on someone else: left to the structure); where only the question replies to someone,
     all of it for an answer by them, nothing for one by someone else. Measured on annotated IRC (docs/loans.md,
-    "Whom a reply addresses"): a guessed answer that names the asker answers 74% of the time (90% when the question
-    names its author, 73% when it names no one, 25% when it names a third), one that names another 0.8%; one that
+    "Whom a reply addresses"): a guessed answer that names the asker answers 74% of the time (91% when the question
+    names its author, 74% when it names no one, 25% when it names a third), one that names another 0.8%; one that
     names no one 78% when the question names its author, 1.9% when it names someone else, 14% when neither names
     anyone. Where neither replies to anyone, the pair keeps ``CONVERSING`` when the two replied to each other in the
     ``structure.EXCHANGE_WINDOW`` messages before the question (``talking``: each channel's Exchanges, by channel
