@@ -3,7 +3,7 @@ annotated by people: the Ubuntu IRC disentanglement corpus (real multi-party cha
 Kummerfeld et al., ACL 2019, CC BY 4.0), and LoCoMo split into bursts (two people, each turn answering the last).
 
 python -m bench.irc [--irc ../shared/data/ubuntu-irc] [--locomo ../shared/data/locomo] [--json OUT]
-                    [--export DIR --files N]
+                    [--export DIR --files N --split dev|test|train|channel-two]
 
 Read by path, never copied into the repository. A loan is a (lender, target) pair the first stage would form
 (search/loans.py, context.py): the neighbour spread (a message and its next or previous one), the question loan (a
@@ -15,7 +15,8 @@ gap, a mention, distance. ``base`` is the same rate over every pair at the same 
 nothing would have. On LoCoMo bursts a pair is linked when the target's turn answers the lender's (the next turn, as
 LoCoMo is written) or is the same turn.
 
-``--export DIR`` writes the first ``--files`` IRC logs of ``dev/`` as bench/recall.py's messages.jsonl (with
+``--export DIR`` writes the first ``--files`` IRC logs of ``--split``'s folder (``dev/`` unless told; ``test/`` and
+``train/`` are logs no recall rule was set by) as bench/recall.py's messages.jsonl (with
 ``reply_to`` where a message names an earlier author's latest message, as a Discord reply would) and queries.jsonl:
 each annotated question of five words or more, searched with its own words, its relevant messages the other authors'
 responses to it as annotated — the case the question loan is for, on real multi-party chat (the question itself
