@@ -157,7 +157,7 @@ def addressed(neighbours: Neighbours, rows: Mapping[int, CandidateRow],
                 elif asked is not None and asked != asker:
                     kept[question, answer] = 1.0 if asked == answerer else 0.0
                 elif (channel := exchanged.get(rows[question].channel_id)) is not None and channel.talking(
-                        rows[question].message_id, asker, rows[answer].author_id) and not questions.to_everyone(
+                        rows[question].message_id, asker, answerer) and not questions.to_everyone(
                         rows[question].content):
                     kept[question, answer] = CONVERSING
     return kept

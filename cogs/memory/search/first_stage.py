@@ -177,7 +177,8 @@ class FirstStage:
                                           None if dialogue is None else addressed(
                                               neighbours, rows, {channel: reading.exchanges
                                                                  for channel, reading in readings.items()}),
-                                          tuning.reply_lift, _unmatched(fused, rows))
+                                          tuning.reply_lift, _unmatched(fused, {reply for replies in replied.values()
+                                                                                for reply in replies}))
         # A keyword hit ranks by the share of the question it holds; what it lent was worked out from its whole
         # match above (a question that repeats one word of the query still says what the exchange is about).
         matched, fused = fused, self._coordinated(fused, query, keyword, rows, readings)
@@ -353,8 +354,9 @@ class FirstStage:
 
 
 def _unmatched(fused: Fused, rows: Iterable[int]) -> dict[int, float]:
-    """What each of ``rows`` the keyword side of a hybrid search did not return scores under the mean for it (its
-    weight times its floor, as a positive amount); none outside a hybrid search."""
+    """What each of ``rows`` (the Discord replies a question may lend to: the only rows the loans read it for) the
+    keyword side of a hybrid search did not return scores under the mean for it (its weight times its floor, as a
+    positive amount); none outside a hybrid search."""
     keyword = next((side for side in fused.sides if side.name == "keyword"), None)
     if keyword is None or len(fused.sides) < 2 or keyword.floor >= 0.0:
         return {}
