@@ -338,6 +338,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> N
     args = parser.parse_args(argv)
     if args.export:
         logs, names = _logs(args.irc, [args.split], args.files)
+        if not logs:
+            parser.error(f"no *.raw.txt log in {args.irc / args.split} (--irc is the corpus's folder)")
         out(f"{export(logs, names, args.export)} messages -> {args.export}")
         return
     ubuntu, linux = _logs(args.irc, ["train", "dev", "test"])[0], _logs(args.irc, ["channel-two"], 1)[0]

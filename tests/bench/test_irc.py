@@ -107,3 +107,11 @@ def test_lines_are_counted_as_the_annotations_count_them(tmp_path: Path, monkeyp
     assert [(line.index, line.author) for line in log.lines] == [(0, "ann"), (2, "cat"), (3, "bob"), (4, "bob"),
                                                                  (5, "ann")]
     assert log.linked(log.lines[0], log.lines[2])
+
+
+def test_an_export_from_a_folder_with_no_log_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A wrong --irc path writes no empty files: it is an error that names the folder read.
+    with pytest.raises(SystemExit) as exit_:
+        irc.main(["--irc", str(tmp_path / "nowhere"), "--export", str(tmp_path / "out"), "--split", "test"])
+    assert exit_.value.code == 2 and "no *.raw.txt log in" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
