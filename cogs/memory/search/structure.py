@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 from ..language import questions
 
-__all__ = ("ANSWER_PRIOR", "BASE_RATE", "ChannelStructure", "EXCHANGE_WINDOW", "Exchanges", "MIN_REPLIES",
+__all__ = ("ANSWER_PRIOR", "BASE_RATE", "ChannelStructure", "EXCHANGE_WINDOW", "Exchanges", "MIN_REPLIES", "NEARBY",
            "NEIGHBOUR_PRIOR", "NO_EXCHANGES", "PRIOR_WEIGHT", "Posted", "calibrated", "dialogue", "exchanges", "lift",
-           "measure", "reply_lifts", "strength")
+           "measure", "reply_lifts", "reply_recall", "strength")
 
 # Measured on the Ubuntu IRC disentanglement corpus (docs/loans.md, "Precision of each loan on annotated IRC"): the
 # share of the answers a question's loan guesses (the next other author's message, the one asked) that answer it,
@@ -29,6 +29,9 @@ __all__ = ("ANSWER_PRIOR", "BASE_RATE", "ChannelStructure", "EXCHANGE_WINDOW", "
 ANSWER_PRIOR = 0.18
 NEIGHBOUR_PRIOR = 0.238
 BASE_RATE = 0.146
+# How far apart the pairs BASE_RATE was measured on may be (1 to 4 messages): a channel's replies among such pairs say
+# what share of its links they mark (``reply_recall``).
+NEARBY = 4
 # The prior's weight, in pairs: a channel's replies outweigh it from some twenty labelled pairs on.
 PRIOR_WEIGHT = 20.0
 # Replies label a channel's pairs only where its members use them: below this many among the messages read, a
@@ -64,6 +67,12 @@ class ChannelStructure:
     questions that have a next message, the share whose next message is another author's. ``replies``: share of
     messages that are a Discord reply. ``reply_distance``: median number of messages between a reply and what it
     replies to (1: the next message); 0 when there are no replies.
+
+    What the calibration from replies reads (``reply_lifts``): ``replying``, how many messages are a Discord reply;
+    ``guessed``, the questions the loan guesses an answer for, and ``guessed_replied``, those one of the next messages
+    replies to; ``answers``, the answers it guesses, and ``answers_replied``, those that reply to their question;
+    ``pairs``, adjacent messages, and ``pairs_replied``, the later replying to the earlier; ``nearby``, pairs of
+    messages 1 to ``NEARBY`` apart, and ``nearby_replied``, the later replying to the earlier.
     """
 
     messages: int
@@ -82,6 +91,10 @@ class ChannelStructure:
     guessed_replied: int = 0
     pairs: int = 0
     pairs_replied: int = 0
+    nearby: int = 0
+    nearby_replied: int = 0
+    answers: int = 0
+    answers_replied: int = 0
 
 
 NO_MESSAGES = ChannelStructure(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -114,7 +127,7 @@ def _share(part: float, whole: float) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def calibrated(hits: int, trials: int, prior: float, weight: float = PRIOR_WEIGHT) -> float:
+def calibrated(hits: float, trials: int, prior: float, weight: float = PRIOR_WEIGHT) -> float:
     """The mean of a Beta posterior: ``hits`` of ``trials`` labelled pairs, over a prior of mean ``prior`` worth
     ``weight`` pairs (a channel with few labels keeps nearly the prior)."""
     return (hits + prior * weight) / (trials + weight)
@@ -126,27 +139,54 @@ def lift(precision: float, base: float = BASE_RATE) -> float:
     return max((precision - base) / (1.0 - base), 0.0)
 
 
+def reply_recall(structure: ChannelStructure) -> float:
+    """What share of a channel's links its Discord replies mark, read against the base rate: of any two messages 1 to
+    ``NEARBY`` apart, BASE_RATE are linked on annotated chat, so a channel whose replies link fewer of its nearby pairs
+    marks that share of its links. All of them (1.0) where its replies link as many or more, or link fewer than
+    ``MIN_REPLIES`` nearby pairs (too few to read a share from)."""
+    if structure.nearby_replied < MIN_REPLIES or not structure.nearby:
+        return 1.0
+    return min(structure.nearby_replied / structure.nearby / BASE_RATE, 1.0)
+
+
 def reply_lifts(structure: ChannelStructure) -> tuple[float, float] | None:
     """What a channel's Discord replies say its loans are worth: the lift (``lift``) of a neighbour and of a guessed
     answer, each ``calibrated`` from the channel's reply labels toward the precision measured on annotated chat;
     None where its members use replies too little (``MIN_REPLIES``) for a missing one to say anything.
 
     A reply only ever marks a link, so the rates are lower bounds of a channel's precision: they can lend where
-    members answer by replying, and never take from what the turn-taking lends."""
+    members answer by replying, and never take from what the turn-taking lends. A guessed answer's rate is read
+    answer by answer (a guessed answer that replies to its question, as the base rate is read pair by pair), as the
+    share it would be were every link marked: the guesses replies confirm, over the share of links they mark
+    (``reply_recall``; docs/loans.md, "A guess's worth read against the channel's base rate of replies")."""
     if structure.replying < MIN_REPLIES:
         return None
+    confirmed = min(structure.answers_replied / reply_recall(structure), float(structure.answers))
     return (lift(calibrated(structure.pairs_replied, structure.pairs, NEIGHBOUR_PRIOR)),
-            lift(calibrated(structure.guessed_replied, structure.guessed, ANSWER_PRIOR)))
+            lift(calibrated(confirmed, structure.answers, ANSWER_PRIOR)))
 
 
-def _guessed(channel: Sequence[Posted], i: int, window: int) -> tuple[bool, bool]:
-    """Whether message ``i`` is a question the loan guesses an answer for among the next ``window`` messages, and
-    whether one of those replies to it on Discord."""
+class _Guesses(NamedTuple):
+    """What the question loan guesses for one message: whether it is a question with a guessed answer among the next
+    messages, whether one of those replies to it on Discord, how many answers it guesses and how many of them reply
+    to it."""
+
+    guesses: bool
+    replied: bool
+    answers: int
+    answers_replied: int
+
+
+def _guessed(channel: Sequence[Posted], i: int, window: int) -> _Guesses:
+    """What the loan guesses for message ``i`` among the next ``window`` messages (``_Guesses``)."""
     asked = channel[i - 1].author_id if i else None
     after = channel[i + 1:i + 1 + window]
-    if not questions.answers(channel[i].author_id, asked, [(j, posted.author_id) for j, posted in enumerate(after)]):
-        return False, False
-    return True, any(posted.reply_to_id == channel[i].message_id for posted in after)
+    answers = questions.answers(channel[i].author_id, asked, [(j, posted.author_id) for j, posted in enumerate(after)])
+    if not answers:
+        return _Guesses(False, False, 0, 0)
+    question = channel[i].message_id
+    return _Guesses(True, any(posted.reply_to_id == question for posted in after), len(answers),
+                    sum(after[j].reply_to_id == question for j in answers))
 
 
 def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStructure:
@@ -154,7 +194,7 @@ def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStr
     of them, chance turn-taking weighted by each channel's followers; ``window``: how many messages after a
     question its loan reads (RankingTuning.reply_window)."""
     messages = followers = same = runs = asking = asked_with_next = other_next = replying = 0
-    guessed = guessed_replied = pairs_replied = 0
+    guessed = guessed_replied = pairs_replied = nearby = nearby_replied = answers = answers_replied = 0
     chance_followers = 0.0
     authors: set[int] = set()
     distances: list[int] = []
@@ -169,16 +209,20 @@ def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStr
         chance_followers += (len(channel) - 1) * (1.0 - sum((n / len(channel)) ** 2 for n in counts.values()))
         for i, posted in enumerate(channel):
             asking += posted.asks
+            nearby += min(i, NEARBY)
             if posted.reply_to_id is not None:
                 replying += 1
                 if posted.reply_to_id in position:
                     distances.append(i - position[posted.reply_to_id])
+                    nearby_replied += 0 < i - position[posted.reply_to_id] <= NEARBY
             if i + 1 < len(channel) and posted.asks:
                 asked_with_next += 1
                 other_next += channel[i + 1].author_id != posted.author_id
-                guesses, replied = _guessed(channel, i, window)
-                guessed += guesses
-                guessed_replied += replied
+                guesses = _guessed(channel, i, window)
+                guessed += guesses.guesses
+                guessed_replied += guesses.replied
+                answers += guesses.answers
+                answers_replied += guesses.answers_replied
             if i:
                 followers += 1
                 pairs_replied += posted.reply_to_id is not None and posted.reply_to_id == channel[i - 1].message_id
@@ -196,7 +240,8 @@ def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStr
         mean_burst=round(messages / runs, 3), questions=_share(asking, messages),
         question_other_next=_share(other_next, asked_with_next), replies=_share(replying, messages),
         reply_distance=float(distances[len(distances) // 2]) if distances else 0.0, replying=replying,
-        guessed=guessed, guessed_replied=guessed_replied, pairs=followers, pairs_replied=pairs_replied)
+        guessed=guessed, guessed_replied=guessed_replied, pairs=followers, pairs_replied=pairs_replied, nearby=nearby,
+        nearby_replied=nearby_replied, answers=answers, answers_replied=answers_replied)
 
 
 class Exchanges(NamedTuple):

@@ -12,8 +12,8 @@ from cogs.memory.search.context import Neighbour
 from cogs.memory.search.first_stage import ChannelReading
 from cogs.memory.search.informative import NO_VOCABULARY
 from cogs.memory.search.loans import spread_with_loans
-from cogs.memory.search.structure import (ANSWER_PRIOR, MIN_REPLIES, NEIGHBOUR_PRIOR, PRIOR_WEIGHT, Posted,
-                                          calibrated, lift, measure, reply_lifts)
+from cogs.memory.search.structure import (ANSWER_PRIOR, BASE_RATE, MIN_REPLIES, NEIGHBOUR_PRIOR, PRIOR_WEIGHT,
+                                          Posted, calibrated, lift, measure, reply_lifts, reply_recall)
 
 ANN, BEN, CAL, DEV = 1, 2, 3, 4
 
@@ -68,6 +68,41 @@ def test_a_channel_whose_members_rarely_reply_keeps_the_rules_of_its_turn_taking
     assert neighbour == pytest.approx(lift(calibrated(80, 279, NEIGHBOUR_PRIOR))) == pytest.approx(0.16, abs=0.01)
     # Where the questions go unanswered by reply, a guessed answer is worth no more than any nearby message.
     assert (reply_lifts(measure([group(40, answered=False)])) or (1.0, 1.0))[1] == 0.0
+
+
+def test_a_guess_is_read_against_the_share_of_links_a_channel_s_replies_mark() -> None:
+    # The group above, but Ben replies to Ann's question every other round only and Dev never replies: of 1,110
+    # pairs 1 to 4 apart, 20 are linked by a reply, where annotated chat links BASE_RATE of them. Replies mark few
+    # of this channel's links, so the half of its guesses they confirm says more than half answer.
+    posted: list[Posted] = []
+    for n in range(40):
+        first = 7 * n + 1
+        posted += [Posted(first, ANN, None, True), Posted(first + 1, BEN, first if n % 2 == 0 else None, False),
+                   Posted(first + 2, BEN, None, False), Posted(first + 3, CAL, None, False),
+                   Posted(first + 4, CAL, None, False), Posted(first + 5, DEV, None, False),
+                   Posted(first + 6, DEV, None, False)]
+    half = measure([posted])
+    assert (half.answers, half.answers_replied, half.nearby, half.nearby_replied) == (40, 20, 1110, 20)
+    assert reply_recall(half) == pytest.approx(20 / 1110 / BASE_RATE)
+    direct = lift(calibrated(20, 40, ANSWER_PRIOR))
+    _, answer = reply_lifts(half) or (0.0, 0.0)
+    # 20 confirmed of a 12% share marked: more than all 40, so all 40 count.
+    assert answer == pytest.approx(lift(calibrated(40, 40, ANSWER_PRIOR))) and answer > direct + 0.3
+    # Fewer than MIN_REPLIES nearby replies say too little of the share they mark: the guesses are read as they are.
+    sparse = measure([posted[:7 * 2 * (MIN_REPLIES // 2 - 1)]])
+    assert sparse.nearby_replied < MIN_REPLIES and reply_recall(sparse) == 1.0
+
+
+def test_a_channel_whose_replies_link_more_than_the_base_rate_reads_its_guesses_as_they_are() -> None:
+    # Three members in turn, each message a reply to the one before, except that every other question's next
+    # message replies past it (to the line before the question): replies link every nearby pair there is to link.
+    posted = [Posted(i, i % 3, None if i == 1 else (i - 2 if (i - 1) % 3 == 0 and (i // 3) % 2 == 0 else i - 1),
+                     i % 3 == 0) for i in range(1, 241)]
+    dense = measure([posted])
+    assert dense.nearby_replied / dense.nearby > BASE_RATE and reply_recall(dense) == 1.0
+    assert 0 < dense.answers_replied < dense.answers
+    _, answer = reply_lifts(dense) or (0.0, 0.0)
+    assert answer == pytest.approx(lift(calibrated(dense.answers_replied, dense.answers, ANSWER_PRIOR)))
 
 
 def test_a_guessed_answer_keeps_what_its_channel_s_replies_say_it_is_worth() -> None:
