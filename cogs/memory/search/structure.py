@@ -69,8 +69,7 @@ class ChannelStructure:
     replies to (1: the next message); 0 when there are no replies.
 
     What the calibration from replies reads (``reply_lifts``): ``replying``, how many messages are a Discord reply;
-    ``guessed``, the questions the loan guesses an answer for, and ``guessed_replied``, those one of the next messages
-    replies to; ``answers``, the answers it guesses, and ``answers_replied``, those that reply to their question;
+    ``answers``, the answers the question loan guesses, and ``answers_replied``, those that reply to their question;
     ``pairs``, adjacent messages, and ``pairs_replied``, the later replying to the earlier; ``nearby``, pairs of
     messages 1 to ``NEARBY`` apart, and ``nearby_replied``, the later replying to the earlier.
     """
@@ -87,8 +86,6 @@ class ChannelStructure:
     replies: float
     reply_distance: float
     replying: int = 0
-    guessed: int = 0
-    guessed_replied: int = 0
     pairs: int = 0
     pairs_replied: int = 0
     nearby: int = 0
@@ -166,27 +163,14 @@ def reply_lifts(structure: ChannelStructure) -> tuple[float, float] | None:
             lift(calibrated(confirmed, structure.answers, ANSWER_PRIOR)))
 
 
-class _Guesses(NamedTuple):
-    """What the question loan guesses for one message: whether it is a question with a guessed answer among the next
-    messages, whether one of those replies to it on Discord, how many answers it guesses and how many of them reply
-    to it."""
-
-    guesses: bool
-    replied: bool
-    answers: int
-    answers_replied: int
-
-
-def _guessed(channel: Sequence[Posted], i: int, window: int) -> _Guesses:
-    """What the loan guesses for message ``i`` among the next ``window`` messages (``_Guesses``)."""
+def _guessed(channel: Sequence[Posted], i: int, window: int) -> tuple[int, int]:
+    """How many answers the question loan guesses for message ``i`` among the next ``window`` messages, and how many
+    of them reply to it on Discord."""
     asked = channel[i - 1].author_id if i else None
     after = channel[i + 1:i + 1 + window]
     answers = questions.answers(channel[i].author_id, asked, [(j, posted.author_id) for j, posted in enumerate(after)])
-    if not answers:
-        return _Guesses(False, False, 0, 0)
     question = channel[i].message_id
-    return _Guesses(True, any(posted.reply_to_id == question for posted in after), len(answers),
-                    sum(after[j].reply_to_id == question for j in answers))
+    return len(answers), sum(after[j].reply_to_id == question for j in answers)
 
 
 def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStructure:
@@ -194,7 +178,7 @@ def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStr
     of them, chance turn-taking weighted by each channel's followers; ``window``: how many messages after a
     question its loan reads (RankingTuning.reply_window)."""
     messages = followers = same = runs = asking = asked_with_next = other_next = replying = 0
-    guessed = guessed_replied = pairs_replied = nearby = nearby_replied = answers = answers_replied = 0
+    pairs_replied = nearby = nearby_replied = answers = answers_replied = 0
     chance_followers = 0.0
     authors: set[int] = set()
     distances: list[int] = []
@@ -218,11 +202,9 @@ def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStr
             if i + 1 < len(channel) and posted.asks:
                 asked_with_next += 1
                 other_next += channel[i + 1].author_id != posted.author_id
-                guesses = _guessed(channel, i, window)
-                guessed += guesses.guesses
-                guessed_replied += guesses.replied
-                answers += guesses.answers
-                answers_replied += guesses.answers_replied
+                guessed, replied = _guessed(channel, i, window)
+                answers += guessed
+                answers_replied += replied
             if i:
                 followers += 1
                 pairs_replied += posted.reply_to_id is not None and posted.reply_to_id == channel[i - 1].message_id
@@ -240,8 +222,8 @@ def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStr
         mean_burst=round(messages / runs, 3), questions=_share(asking, messages),
         question_other_next=_share(other_next, asked_with_next), replies=_share(replying, messages),
         reply_distance=float(distances[len(distances) // 2]) if distances else 0.0, replying=replying,
-        guessed=guessed, guessed_replied=guessed_replied, pairs=followers, pairs_replied=pairs_replied, nearby=nearby,
-        nearby_replied=nearby_replied, answers=answers, answers_replied=answers_replied)
+        pairs=followers, pairs_replied=pairs_replied, nearby=nearby, nearby_replied=nearby_replied, answers=answers,
+        answers_replied=answers_replied)
 
 
 class Exchanges(NamedTuple):

@@ -37,18 +37,19 @@ def test_a_channel_counts_the_guessed_answers_its_replies_confirm() -> None:
     assert figures.dialogue == 0.0
     # Ten questions, each followed by Ben's line, which replies to it; of 69 adjacent pairs, 20 are a reply to the
     # line before (Ben's to Ann's, Dev's to Cal's).
-    assert (figures.replying, figures.guessed, figures.guessed_replied) == (20, 10, 10)
+    assert (figures.replying, figures.answers, figures.answers_replied) == (20, 10, 10)
     assert (figures.pairs, figures.pairs_replied) == (69, 20)
     unanswered = measure([group(10, answered=False)])
-    assert (unanswered.guessed, unanswered.guessed_replied, unanswered.replying) == (10, 0, 10)
+    assert (unanswered.answers, unanswered.answers_replied, unanswered.replying) == (10, 0, 10)
 
 
-def test_a_reply_beyond_the_window_confirms_nothing() -> None:
-    # Ann asks; Ben, Cal and Dev speak; Eve's reply comes fourth, past the three messages the loan reads.
-    posted = [Posted(1, ANN, None, True), Posted(2, BEN, None, False), Posted(3, CAL, None, False),
-              Posted(4, DEV, None, False), Posted(5, 5, 1, False)]
-    assert (measure([posted]).guessed, measure([posted]).guessed_replied) == (1, 0)
-    assert measure([posted], window=4).guessed_replied == 1
+def test_only_the_guessed_answer_replying_to_its_question_confirms_the_guess() -> None:
+    # Ann asks; Ben speaks next (the answer the loan guesses) without replying; Cal's line replies to her question.
+    posted = [Posted(1, ANN, None, True), Posted(2, BEN, None, False), Posted(3, CAL, 1, False)]
+    assert (measure([posted]).answers, measure([posted]).answers_replied) == (1, 0)
+    # Ben's line replying to it confirms the guess.
+    replied = [Posted(1, ANN, None, True), Posted(2, BEN, 1, False), Posted(3, CAL, None, False)]
+    assert (measure([replied]).answers, measure([replied]).answers_replied) == (1, 1)
 
 
 def test_few_labels_keep_the_prior_and_many_outweigh_it() -> None:
