@@ -155,7 +155,7 @@ def reply_lifts(structure: ChannelStructure) -> tuple[float, float] | None:
     members answer by replying, and never take from what the turn-taking lends. A guessed answer's rate is read
     answer by answer (a guessed answer that replies to its question, as the base rate is read pair by pair), as the
     share it would be were every link marked: the guesses replies confirm, over the share of links they mark
-    (``reply_recall``; docs/loans.md, "A guess's worth read against the channel's base rate of replies")."""
+    (``reply_recall``; docs/loans.md, "Calibration from replies")."""
     if structure.replying < MIN_REPLIES:
         return None
     confirmed = min(structure.answers_replied / reply_recall(structure), float(structure.answers))
@@ -197,8 +197,10 @@ def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStr
             if posted.reply_to_id is not None:
                 replying += 1
                 if posted.reply_to_id in position:
-                    distances.append(i - position[posted.reply_to_id])
-                    nearby_replied += 0 < i - position[posted.reply_to_id] <= NEARBY
+                    distance = i - position[posted.reply_to_id]
+                    distances.append(distance)
+                    pairs_replied += distance == 1
+                    nearby_replied += 0 < distance <= NEARBY
             if i + 1 < len(channel) and posted.asks:
                 asked_with_next += 1
                 other_next += channel[i + 1].author_id != posted.author_id
@@ -207,7 +209,6 @@ def measure(channels: Iterable[Sequence[Posted]], window: int = 3) -> ChannelStr
                 answers_replied += replied
             if i:
                 followers += 1
-                pairs_replied += posted.reply_to_id is not None and posted.reply_to_id == channel[i - 1].message_id
                 if posted.author_id == channel[i - 1].author_id:
                     same += 1
                 else:
