@@ -26,7 +26,9 @@ names, and write mentions and channel links by name: ``<@alice>`` and ``<#genera
 ``--ablate RULE`` (repeatable, a comma list, or ``all``: bench/ablation.py) answers the queries again with each
 rule switched off, one at a time, in each ``--ablate-mode``, and prints the table of every rule's contribution
 (the full system minus the system without it); ``vector_form`` ingests a second time, reusing the vectors of the
-first (each text is embedded once per run). ``--structure`` prints each channel's structure (bench/structure.py)
+first (each text is embedded once per run). A second table reads each contribution question by question
+(bench/paired.py): its 95% bootstrap interval at R@10 and MRR@10, and how many questions the rule helps and hurts;
+the JSON holds the same for every metric under ``paired``. ``--structure`` prints each channel's structure (bench/structure.py)
 and the labelled answer-after-question rate against its base rate, without ingesting anything.
 
 An optional "parent" on a message names the channel its thread belongs to (a Discord thread is its own channel).
@@ -58,6 +60,7 @@ from cogs.memory.records import MessageRecord, SearchFilters
 
 
 from . import ablation, structure
+from .paired import paired
 from .alone import AloneBaseline
 from .dataset import GUILD_ID, Query, channel_names, load_dataset
 from .informative import content_free
@@ -220,6 +223,7 @@ async def run_ablations(args: argparse.Namespace) -> dict[str, Any]:
     modes = list(dict.fromkeys([*args.mode, *args.ablate_mode]))
     full: list[dict[str, Any]] = []
     ablated: dict[str, list[dict[str, Any]]] = {}
+    per_query: dict[tuple[str, str], list[dict[str, float]]] = {}  # (rule, or "" for the full system; mode)
     timings: dict[str, float] = {}
     for form in ablation.INPUT_FORMS:
         core = form == ablation.INPUT_FORMS[0]
@@ -233,14 +237,19 @@ async def run_ablations(args: argparse.Namespace) -> dict[str, Any]:
                 timings[f"ingest_{form}_s"] = round(time.perf_counter() - started, 1)
                 if core:
                     started = time.perf_counter()
-                    full = [await _answer(_searcher(memory, None, mode), queries, mode, ingest, args.candidates)
-                            for mode in modes]
+                    for mode in modes:
+                        result, per_query[("", mode)] = await _answered(_searcher(memory, None, mode), queries,
+                                                                        mode, ingest, args.candidates)
+                        full.append(result)
                     timings["full_s"] = round(time.perf_counter() - started, 1)
                 for rule in rules:
                     started = time.perf_counter()
+                    ablated[rule] = []
                     with ablation.tuned(memory.search_engine, ablation.ABLATIONS[rule]):
-                        ablated[rule] = [await _answer(_searcher(memory, None, mode), queries, mode, ingest,
-                                                       args.candidates) for mode in args.ablate_mode]
+                        for mode in args.ablate_mode:
+                            result, per_query[(rule, mode)] = await _answered(_searcher(memory, None, mode),
+                                                                              queries, mode, ingest, args.candidates)
+                            ablated[rule].append(result)
                     timings[f"{rule}_s"] = round(time.perf_counter() - started, 1)
     by_mode = {result["mode"]: result for result in full}
     return {
@@ -250,6 +259,12 @@ async def run_ablations(args: argparse.Namespace) -> dict[str, Any]:
         "contributions": {rule: {result["mode"]: {metric: round(by_mode[result["mode"]][metric] - result[metric], 4)
                                                   for metric in METRICS} for result in results}
                           for rule, results in ablated.items()},
+        # Each contribution question by question: the full system against the system without the rule.
+        "paired": {rule: {mode: {metric: paired([scores[metric] for scores in per_query[("", mode)]],
+                                                [scores[metric] for scores in per_query[(rule, mode)]]).as_dict()
+                                 for metric in METRICS}
+                          for mode in args.ablate_mode}
+                   for rule in ablated},
         "timings_s": timings,
     }
 
@@ -274,6 +289,12 @@ def _searcher(memory: Memory, alone: AloneBaseline | None, mode: str) -> Searche
 
 async def _answer(search: Searcher, queries: list[Query], mode: str, ingest: dict[str, Any],
                   candidates: int) -> dict[str, Any]:
+    return (await _answered(search, queries, mode, ingest, candidates))[0]
+
+
+async def _answered(search: Searcher, queries: list[Query], mode: str, ingest: dict[str, Any],
+                    candidates: int) -> tuple[dict[str, Any], list[dict[str, float]]]:
+    """One mode's result over ``queries``, and each query's scores in their order."""
     per_query: list[tuple[Query, dict[str, float]]] = []
     latencies: list[float] = []
     for query in queries:
@@ -284,7 +305,7 @@ async def _answer(search: Searcher, queries: list[Query], mode: str, ingest: dic
                                   FREE_AT: _free_share(ranked, ingest.get("content_free", frozenset()))}))
     languages = {"per_language": _grouped(per_query, lambda query: query.lang)} if any(
         query.lang for query, _ in per_query) else {}
-    return {
+    result = {
         "mode": mode,
         "n_queries": len(per_query),
         **_mean([scores for _, scores in per_query]),
@@ -299,6 +320,7 @@ async def _answer(search: Searcher, queries: list[Query], mode: str, ingest: dic
         "candidates": candidates,
         "profile": ingest["profile"],
     }
+    return result, [scores for _, scores in per_query]
 
 
 def _grouped(per_query: list[tuple[Query, dict[str, float]]], key: Callable[[Query], str]) -> dict[str, Any]:
@@ -310,7 +332,9 @@ def _grouped(per_query: list[tuple[Query, dict[str, float]]], key: Callable[[Que
 
 
 def ablation_table(result: dict[str, Any]) -> str:
-    """The full system's scores, then each rule's contribution (full minus without it), as a Markdown table."""
+    """The full system's scores, then each rule's contribution (full minus without it), as a Markdown table; then,
+    where the result reads them question by question (``paired``), each contribution's interval and the questions it
+    helps and hurts at R@10 and MRR@10."""
     head = ["dataset", "system", "mode", *(f"R@{k}" for k in KS), f"MRR@{MRR_AT}"]
     dataset = Path(result["dataset"]).name
     lines = [_row(head), _row(["---"] * len(head))]
@@ -318,6 +342,16 @@ def ablation_table(result: dict[str, Any]) -> str:
     for rule, by_mode in result["contributions"].items():
         lines += [_row([dataset, f"{rule} (contribution)", mode, *(f"{delta[m]:+.4f}" for m in METRICS)])
                   for mode, delta in by_mode.items()]
+    if result.get("paired"):
+        shown = ("recall@10", f"mrr@{MRR_AT}")
+        head = ["dataset", "rule", "mode", *(f"{label} {part}" for label in ("R@10", f"MRR@{MRR_AT}")
+                                             for part in ("95% interval", "questions helped / hurt"))]
+        lines += ["", _row(head), _row(["---"] * len(head))]
+        for rule, by_mode in result["paired"].items():
+            lines += [_row([dataset, rule, mode, *(cell for metric in shown for cell in (
+                f"{compared[metric]['low']:+.4f} to {compared[metric]['high']:+.4f}",
+                f"{compared[metric]['better']} / {compared[metric]['worse']}"))])
+                for mode, compared in by_mode.items()]
     return "\n".join(lines)
 
 

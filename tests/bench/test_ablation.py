@@ -146,4 +146,15 @@ def test_ablate_all_reports_every_rule_s_contribution(tmp_path: Path, capsys: py
     table = capsys.readouterr().out
     assert [line.split(" | ")[1] for line in table.splitlines() if "(contribution)" in line] == [
         f"{rule} (contribution)" for rule in ablation.ABLATIONS]
+    # Each contribution read question by question: its mean is the contribution, its interval holds it, and the
+    # questions it helps and hurts are counted; the second table shows R@10 and MRR@10 of each.
+    assert set(result["paired"]) == set(ablation.ABLATIONS)
+    for rule, by_mode in result["paired"].items():
+        compared = by_mode["hybrid"]
+        for metric, delta in result["contributions"][rule]["hybrid"].items():
+            assert compared[metric]["mean"] == pytest.approx(delta, abs=2e-4)
+            assert compared[metric]["low"] <= compared[metric]["mean"] <= compared[metric]["high"]
+            assert compared[metric]["better"] + compared[metric]["worse"] <= len(QUERIES)
+    read = [line.split(" | ")[1:3] for line in table.splitlines() if " to " in line]
+    assert read == [[rule, "hybrid"] for rule in ablation.ABLATIONS]
     assert len(VectorSource("a", "b", ("c", "d")).texts()) == 1
