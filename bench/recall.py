@@ -28,8 +28,8 @@ rule switched off, one at a time, in each ``--ablate-mode``, and prints the tabl
 (the full system minus the system without it); ``vector_form`` ingests a second time, reusing the vectors of the
 first (each text is embedded once per run). A second table reads each contribution question by question
 (bench/paired.py): its 95% bootstrap interval at R@10 and MRR@10, and how many questions the rule helps and hurts;
-the JSON holds the same for every metric under ``paired``. ``--structure`` prints each channel's structure (bench/structure.py)
-and the labelled answer-after-question rate against its base rate, without ingesting anything.
+the JSON holds the same for every metric under ``paired``. ``--structure`` prints each channel's structure
+(bench/structure.py) and the labelled answer-after-question rate against its base rate, without ingesting anything.
 
 An optional "parent" on a message names the channel its thread belongs to (a Discord thread is its own channel).
 
