@@ -67,10 +67,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=25, help="seed of the order the talks interleave in")
     parser.add_argument("--talks", type=int, default=2, help="talks merged into each channel (default 2)")
     args = parser.parse_args(argv)
-    if args.talks < 1:
-        parser.error("--talks must be at least 1")
-    messages, queries = interleave(read_jsonl(args.data / "messages.jsonl"), read_jsonl(args.data / "queries.jsonl"),
-                                    args.seed, args.talks)
+    messages, queries = read_jsonl(args.data / "messages.jsonl"), read_jsonl(args.data / "queries.jsonl")
+    try:
+        messages, queries = interleave(messages, queries, args.seed, args.talks)
+    except ValueError as error:  # interleave's own check of --talks
+        parser.error(str(error))
     args.out.mkdir(parents=True, exist_ok=True)
     write_jsonl(args.out / "messages.jsonl", messages)
     write_jsonl(args.out / "queries.jsonl", queries)
