@@ -60,11 +60,11 @@ from cogs.memory.records import MessageRecord, SearchFilters
 
 
 from . import ablation, structure
-from .paired import paired
 from .alone import AloneBaseline
 from .dataset import GUILD_ID, Query, channel_names, load_dataset
 from .informative import content_free
 from .ingesting import ingest_showing_progress
+from .paired import paired
 
 # LoCoMo, beside the repository (never copied into it): see ../shared/data/locomo/README.md.
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo"
@@ -305,10 +305,11 @@ async def _answered(search: Searcher, queries: list[Query], mode: str, ingest: d
                                   FREE_AT: _free_share(ranked, ingest.get("content_free", frozenset()))}))
     languages = {"per_language": _grouped(per_query, lambda query: query.lang)} if any(
         query.lang for query, _ in per_query) else {}
+    each = [scores for _, scores in per_query]
     result = {
         "mode": mode,
         "n_queries": len(per_query),
-        **_mean([scores for _, scores in per_query]),
+        **_mean(each),
         "per_category": _grouped(per_query, lambda query: query.category),
         **languages,
         "ingest_msgs_per_s": ingest["ingest_msgs_per_s"],
@@ -320,7 +321,7 @@ async def _answered(search: Searcher, queries: list[Query], mode: str, ingest: d
         "candidates": candidates,
         "profile": ingest["profile"],
     }
-    return result, [scores for _, scores in per_query]
+    return result, each
 
 
 def _grouped(per_query: list[tuple[Query, dict[str, float]]], key: Callable[[Query], str]) -> dict[str, Any]:
