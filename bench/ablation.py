@@ -37,6 +37,9 @@ ABLATIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "name_match": {"author_weight": 0.0},
     # The question is searched as written: the people, channels and times it names boost nothing (search/named.py).
     "named": {"named_boost": 0.0},
+    # A name that opens the question as its address ("CarlFK: is this ...") is matched on the keyword side as any
+    # name the question holds: its IDF added to every message of that author (search/named.py).
+    "address": {"read_address": False},
     # The vector side keeps its full weight whatever share of the question the model reads.
     "coverage": {"embedding_scripts": "all"},
     # A keyword hit counts in full however little of the question it holds (search/coordination.py).

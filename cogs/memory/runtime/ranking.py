@@ -92,5 +92,9 @@ class RankingTuning:
     # What a candidate gains for each kind of name the question gives that it answers (its author, its channel, its
     # time: search/named.py), times the share of candidates that do not; never a filter.
     named_boost: float = 1.0
+    # A member's name that opens the question before ':' or ',' is whom it is put to (search/named.py): on the keyword
+    # side a word of the question, without the score a name adds to every message of its author (the named boost
+    # still reads it). Off: matched as any name the question holds.
+    read_address: bool = True
     # A guild's member and channel names, as the question is read against them, are read again after this long.
     names_refresh_s: float = 300.0

@@ -29,7 +29,7 @@ from .coordination import coordination
 from .fusion import Fused, Hits, coordinated, fuse_sides
 from .informative import NO_VOCABULARY, Vocabulary, scaled, vocabulary, worth
 from .loans import Loans, spread_with_loans
-from .named import GuildNames, Named, guild_names, named_boosts, plain_names, read_question
+from .named import GuildNames, Named, addressee, guild_names, named_boosts, plain_names, read_question
 from .structure import NO_EXCHANGES, ChannelStructure, Exchanges, Posted, exchanges, measure, reply_lifts, strength
 from .timed_cache import TimedCache
 
@@ -152,7 +152,7 @@ class FirstStage:
         keyword_asked = max(self.keyword_candidates, limit)
         vector, keyword = await asyncio.gather(
             self._vector_hits(query, filters, max(self.vector_candidates, limit)) if want_vector else _none(),
-            self._keyword_hits(query, filters, keyword_asked) if want_keyword else _none(),
+            self._keyword_hits(query, filters, keyword_asked, named.addressee) if want_keyword else _none(),
         )
         fused = fuse_sides(query, self.scripts, vector, keyword, tuning, keyword_asked)
         if not fused.scores:
@@ -210,13 +210,16 @@ class FirstStage:
     async def _named(self, query: str, guild_id: int, asked_at: datetime) -> Named:
         """What ``query`` names in its guild (search/named.py): the guild's names are read at most every
         ``names_refresh_s``; the plain names it holds are asked of the store whether they read as persons. With no
-        ``named_boost`` nothing is read."""
-        if self.tuning.named_boost <= 0.0:  # switched off: the question is searched as written
+        ``named_boost``, only the name it is put to is read (``read_address``); with neither, nothing."""
+        tuning = self.tuning
+        if tuning.named_boost <= 0.0 and not tuning.read_address:  # switched off: the question is searched as written
             return Named({}, {}, (), query)
         names = await self._names.get(guild_id, lambda: self._read_guild_names(guild_id))
+        if tuning.named_boost <= 0.0:
+            return Named({}, {}, (), query, addressee(query, names))
         plain = plain_names(query, names)
         people = await self._people(guild_id, sorted(plain)) if plain else set()
-        return read_question(query, names, asked_at, people)
+        return read_question(query, names, asked_at, people, tuning.read_address)
 
     async def _read_guild_names(self, guild_id: int) -> GuildNames:
         members, channels = await self._guild_names(guild_id)
@@ -330,8 +333,10 @@ class FirstStage:
         """The ``k`` nearest messages that pass ``filters``, as (row id, inner product), best first."""
         raise NotImplementedError
 
-    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
-        """The ``k`` best keyword matches that pass ``filters``, as (row id, higher-is-better score)."""
+    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int, addressee: str = "") -> Hits:
+        """The ``k`` best keyword matches that pass ``filters``, as (row id, higher-is-better score). The words of
+        ``addressee`` (the name the question is put to, search/named.py) match as any word, without the score a name
+        adds to its author's messages."""
         raise NotImplementedError
 
     async def _context_and_rows(self, sources: list[int], candidates: list[int],

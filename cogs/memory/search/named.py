@@ -9,6 +9,12 @@ that is a stop word never fires), at least three letters in a Latin script, and 
 often as an author's name as in messages (``people``: the keyword side's own rule). A channel is named by a link
 (``<#id>``), by "#name", or by its name before "channel" / "频道". Times: language/dates.py. Measured in
 docs/ranking.md ("Questions that name people, channels and times").
+
+A member's plain name that opens the question before a ':' or ',' ("CarlFK: is this an install or the LiveCD?",
+"Slart, what does BASH do?") is whom the question is put to (``addressee``). The keyword side matches it as any word
+of the question, without the score a name adds (its IDF, on every message of its author's), which would lift all
+they ever said; here it still names its member as any plain name does, for the bounded boost (the one a question is
+put to is the likeliest to answer it). Measured in docs/loans.md ("The name a question is put to").
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from ..language.dates import DateWindow, find_windows
 from ..records import Boost
 from ..store.rows import CandidateRow
 
-__all__ = ("GuildNames", "NameIndex", "Named", "guild_names", "named_boosts", "plain_names", "read_question")
+__all__ = ("GuildNames", "NameIndex", "Named", "addressee", "guild_names", "named_boosts", "plain_names",
+           "read_question")
 
 _MENTION = re.compile(r"<@!?(\d+)>")
 _CHANNEL_LINK = re.compile(r"<#(\d+)>")
@@ -31,6 +38,8 @@ _TOKEN = re.compile(r"[^\W_]+(?:[_'.-][^\W_]+)*")
 _PIECE = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _CHANNEL_WORD = re.compile(r"\s*(?:channel\b|频道|頻道)", re.IGNORECASE)
+# What follows a name put to someone: a ':' or ',' and the question's first word.
+_ADDRESS_MARK = re.compile(r"\s*[:,]\s*\w")
 MIN_LATIN_NAME = 3
 
 
@@ -89,13 +98,15 @@ def guild_names(members: Mapping[int, str], channels: Mapping[int, str]) -> Guil
 
 
 class Named(NamedTuple):
-    """What a question names: members and channels (id → how the question named them) and times; and the question
-    as the two sides search it (mentions read as names; channel links and "#name" dropped: a place, not a topic)."""
+    """What a question names: members and channels (id → how the question named them) and times; the question as the
+    two sides search it (mentions read as names; channel links and "#name" dropped: a place, not a topic); and the
+    name it is put to ('' for none: ``addressee``)."""
 
     authors: Mapping[int, str]
     channels: Mapping[int, str]
     windows: tuple[DateWindow, ...]
     query: str
+    addressee: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.authors or self.channels or self.windows)
@@ -109,6 +120,21 @@ def _spans(tokens: tuple[str, ...], question: str) -> Iterable[tuple[int, int, s
     pattern = r"([@#]?)" + words if cjk else r"(?<![\w@#])([@#]?)" + words + r"(?!\w)"
     for match in re.finditer(pattern, question, re.IGNORECASE):
         yield match.start(), match.end(), match[1]
+
+
+def addressee(question: str, names: GuildNames) -> str:
+    """The member's name ``question`` opens with as an address (a plain name, then ':' or ',', then a word); '' for
+    none. Of several names that fit, the longest ("Mary Ann, ..." over "Mary")."""
+    found, end = "", 0
+    opening = len(question) - len(question.lstrip())
+    for tokens, _ in names.member_index.present(question):
+        name = " ".join(tokens)
+        if _CJK.search(name) or len(name) < MIN_LATIN_NAME or not text.keyword_terms(name):
+            continue
+        for start, stop, mark in _spans(tokens, question):
+            if start == opening and not mark and stop > end and _ADDRESS_MARK.match(question, stop):
+                found, end = name, stop
+    return found
 
 
 def plain_names(question: str, names: GuildNames) -> dict[str, frozenset[int]]:
@@ -128,9 +154,10 @@ def plain_names(question: str, names: GuildNames) -> dict[str, frozenset[int]]:
     return found
 
 
-def read_question(question: str, names: GuildNames, asked_at: datetime, people: Collection[str] = ()) -> Named:
+def read_question(question: str, names: GuildNames, asked_at: datetime, people: Collection[str] = (),
+                  address: bool = True) -> Named:
     """The members, channels and times ``question`` names in this guild (``people``: the plain names that read as
-    persons, of ``plain_names``), asked at ``asked_at``."""
+    persons, of ``plain_names``), asked at ``asked_at``; with ``address``, the name it is put to (``addressee``)."""
     authors: dict[int, str] = {}
     channels: dict[int, str] = {}
     searched = question
@@ -155,7 +182,8 @@ def read_question(question: str, names: GuildNames, asked_at: datetime, people: 
                 channels.update((channel, "#" + " ".join(tokens)) for channel in ids if channel not in channels)
                 searched = searched[:start] + " " * (end - start) + searched[end:]
     windows = tuple(find_windows(question, asked_at))
-    return Named(authors, channels, windows, " ".join(searched.split()) or question)
+    return Named(authors, channels, windows, " ".join(searched.split()) or question,
+                 addressee(question, names) if address else "")
 
 
 def named_boosts(named: Named, rows: Mapping[int, CandidateRow], ranked: Collection[int],

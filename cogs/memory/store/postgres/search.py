@@ -98,13 +98,15 @@ class PostgresSearchEngine(FirstStage):
                 rows = await conn.fetch(SELECT_VECTOR_EXACT.format(where=where), *arguments)
         return [(row[0], float(row[1])) for row in rows]
 
-    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int, addressee: str = "") -> Hits:
         guild_id, tuning = filters.guild_id, self.tuning
         counts = await self._counted(fts.query_words(query)[:tuning.keyword_max_terms], guild_id)
         matching = within_budget(counts, tuning.keyword_max_postings)
         if not matching:
             return []
-        authored = await self._count_matches(matching, guild_id, authors=True)
+        addressed = set(fts.query_words(addressee)).intersection(matching)
+        authored = {word: 0 for word in addressed} | await self._count_matches(
+            [word for word in matching if word not in addressed], guild_id, authors=True)
         # A word found at least as often in display names as in messages means a person: match their messages.
         names = {word for word in matching if 2 * authored[word] >= counts[word] > 0}
         await self._guild_stats.estimate_common(guild_id, counts, tuning.keyword_max_postings + 1)

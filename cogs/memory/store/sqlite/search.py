@@ -132,19 +132,22 @@ class SqliteSearchEngine(FirstStage):
         scores, ids = await self._indexes.search(guild_id, vectors, k, allowed)
         return [(int(rowid), float(score)) for rowid, score in zip(ids[0], scores[0]) if rowid >= 0]
 
-    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int) -> Hits:
+    async def _keyword_hits(self, query: str, filters: SearchFilters, k: int, addressee: str = "") -> Hits:
         terms = text.keyword_terms(query)[:self.tuning.keyword_max_terms]
         if not terms:
             return []
-        return await self._store.read(read_keyword_hits, terms, filters, k, self.tuning, self._postings)
+        return await self._store.read(read_keyword_hits, terms, filters, k, self.tuning, self._postings,
+                                      frozenset(text.keyword_terms(addressee)))
 
 
 # -- on a reader thread: each function is one hop's queries ----------------------------------------------------
 
 
 def read_keyword_hits(connection: sqlite3.Connection, terms: list[str], filters: SearchFilters, k: int,
-                      tuning: RankingTuning, counts: PostingCounts | None = None) -> Hits:
-    query = _keyword_query(connection, terms, tuning, PostingCounts(keep_s=0.0) if counts is None else counts)
+                      tuning: RankingTuning, counts: PostingCounts | None = None,
+                      addressed: frozenset[str] = frozenset()) -> Hits:
+    query = _keyword_query(connection, terms, tuning, PostingCounts(keep_s=0.0) if counts is None else counts,
+                           addressed)
     if query is None:
         return []
     expression, names = query
@@ -183,9 +186,11 @@ def read_people(connection: sqlite3.Connection, names: list[str], tuning: Rankin
 
 
 def _keyword_query(connection: sqlite3.Connection, terms: list[str], tuning: RankingTuning,
-                   counts: PostingCounts) -> tuple[str, list[tuple[str, float]]] | None:
-    """The MATCH string for ``terms`` (common terms only rank, author names match their authors' messages), and for
-    each term some display name holds, the MATCH string of those names and the score a match adds; each term's
+                   counts: PostingCounts, addressed: frozenset[str] = frozenset()
+                   ) -> tuple[str, list[tuple[str, float]]] | None:
+    """The MATCH string for ``terms`` (common terms only rank, author names match their authors' messages, the
+    ``addressed`` terms of the name the question is put to match as any word, with no name's score), and for each
+    other term some display name holds, the MATCH string of those names and the score a match adds; each term's
     count of messages read through ``counts`` (kept a minute)."""
 
     def documents(term: text.Term) -> int:
@@ -198,6 +203,9 @@ def _keyword_query(connection: sqlite3.Connection, terms: list[str], tuning: Ran
     matching: list[text.Term] = []
     authored: dict[text.Term, int] = {}
     for term in within:
+        if term in addressed:  # the name put to: their messages match, but lift by what they say alone
+            matching.append(text.Term(term))
+            continue
         name = text.Term(term, column="author")
         authored[name] = documents(name)
         # A word found at least as often in display names as in messages means a person: match their messages.

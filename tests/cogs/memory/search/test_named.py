@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cogs.memory.search.named import guild_names, named_boosts, plain_names, read_question
+from cogs.memory.search.named import addressee, guild_names, named_boosts, plain_names, read_question
 from cogs.memory.store.rows import CandidateRow
 
 ASKED = datetime(2024, 5, 15, 12, 0, tzinfo=UTC)
@@ -77,6 +77,38 @@ def test_names_come_only_from_the_guild_they_were_read_for() -> None:
     named = read_question("what did @mallory say in #secret-plans", NAMES, ASKED, people={"mallory"})
     assert (named.authors, named.channels) == ({}, {})
     assert read_question("what did @mallory say", other, ASKED).authors == {900: "@mallory"}
+
+
+@pytest.mark.parametrize("question, name", [
+    ("Alice: is this an install or the LiveCD?", "alice"),
+    ("  bob, what does BASH do?", "bob"),
+    ("Mary Ann, where did you park?", "mary ann"),  # the longest name that fits
+    ("Mary, where did you park?", "mary"),
+    ("alice:what was the fix", "alice"),
+])
+def test_a_name_that_opens_the_question_before_a_colon_or_comma_is_whom_it_is_put_to(question: str, name: str) -> None:
+    names = guild_names({ALICE: "Alice", BOB: "bob", 700: "Mary Ann", 701: "Mary"}, {})
+    assert addressee(question, names) == name
+
+
+@pytest.mark.parametrize("question", [
+    "what did alice say: the trip or the lake?",  # not at the start
+    "alice said what about the trip",  # no ':' or ','
+    "@alice: what did you say about the trip",  # a mention: the member chose it
+    "alice:",  # nothing asked after it
+    "alicent: is it installed",  # not a whole name
+    "ok, what was decided",  # too short to read as a name
+    "小明：上周说了什么",  # a name in a CJK script is read inside the text, never as an address
+])
+def test_no_address_where_no_name_opens_the_question_as_one(question: str) -> None:
+    assert addressee(question, NAMES) == ""
+
+
+def test_the_name_a_question_is_put_to_still_names_its_member_and_stays_a_word_of_the_question() -> None:
+    put_to = read_question("alice: what did bob say about the trip?", NAMES, ASKED, people={"alice", "bob"})
+    assert (put_to.authors, put_to.addressee) == ({ALICE: "alice", BOB: "bob"}, "alice")
+    assert put_to.query == "alice: what did bob say about the trip?"
+    assert read_question("alice: what did bob say?", NAMES, ASKED, address=False).addressee == ""
 
 
 def test_a_question_that_names_nothing_is_searched_as_written() -> None:

@@ -4,6 +4,7 @@ guild."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -123,3 +124,28 @@ async def test_a_message_that_says_nothing_gets_nothing_for_its_author_being_nam
     # Each keeps the share of the boost its informativeness says (none when it says nothing at all).
     assert all(sum(boost.amount for boost in parts.boosts) == pytest.approx(parts.informativeness * full)
                for parts in said_nothing), said_nothing
+
+
+async def test_the_name_a_question_is_put_to_adds_no_name_score_to_every_message_of_its_author(
+        engine: Any, memory_ingest: IngestQueue, make_record: RecordFactory) -> None:
+    await memory_ingest.add(make_record(40, "alice: the last ferry back is at 5pm", guild_id=GUILD, channel_id=TRIPS,
+                                        author_id=BOB, author_name="bob", minute=60))
+    await memory_ingest.flush(vectors=True)
+    question, everywhere = "alice, when is the ferry back?", SearchFilters(guild_id=GUILD)
+
+    async def keyword_ranks() -> dict[int, Hit]:
+        return {hit.message_id: hit for hit in await engine.search(question, everywhere, 30, mode="keyword",
+                                                                   asked_at=ASKED)}
+
+    put_to = await keyword_ranks()
+    engine.tuning = dataclasses.replace(engine.tuning, read_address=False)
+    read_as_a_name = await keyword_ranks()
+    # Alice's pizza line holds no word of the question: still a candidate (she is the one asked), but her name adds
+    # nothing to its keyword score, and Bob's line, which says the name and the ferry, ranks above it.
+    pizza, said = put_to[3].parts, put_to[40].parts
+    named_pizza = read_as_a_name[3].parts
+    assert pizza is not None and said is not None and named_pizza is not None
+    assert pizza.keyword is not None and named_pizza.keyword is not None and said.keyword is not None
+    assert pizza.keyword < said.keyword and pizza.keyword < named_pizza.keyword
+    # She is still the one the question is put to: her lines are boosted as hers.
+    assert reasons(put_to[1]) == ["author alice named in the question"]
