@@ -122,6 +122,12 @@ def _spans(tokens: tuple[str, ...], question: str) -> Iterable[tuple[int, int, s
         yield match.start(), match.end(), match[1]
 
 
+def _latin_name(name: str) -> bool:
+    """Whether ``name`` (its tokens joined by spaces) is a name in a Latin script that may fire as a plain name: at
+    least ``MIN_LATIN_NAME`` letters, and keyword terms of its own (a member called "the" never fires)."""
+    return not _CJK.search(name) and len(name) >= MIN_LATIN_NAME and bool(text.keyword_terms(name))
+
+
 def addressee(question: str, names: GuildNames) -> str:
     """The member's name ``question`` opens with as an address (a plain name, then ':' or ',', then a word); '' for
     none. Of several names that fit, the longest ("Mary Ann, ..." over "Mary")."""
@@ -129,7 +135,7 @@ def addressee(question: str, names: GuildNames) -> str:
     opening = len(question) - len(question.lstrip())
     for tokens, _ in names.member_index.present(question):
         name = " ".join(tokens)
-        if _CJK.search(name) or len(name) < MIN_LATIN_NAME or not text.keyword_terms(name):
+        if not _latin_name(name):  # a CJK name is found inside running text, never as an address
             continue
         for start, stop, mark in _spans(tokens, question):
             if start == opening and not mark and stop > end and _ADDRESS_MARK.match(question, stop):
@@ -148,8 +154,7 @@ def plain_names(question: str, names: GuildNames) -> dict[str, frozenset[int]]:
         if _CJK.search(name):
             if len(name.replace(" ", "")) >= 2 and name in folded:
                 found[name] = ids
-        elif len(name) >= MIN_LATIN_NAME and text.keyword_terms(name) and any(
-                mark != "@" for _, _, mark in _spans(tokens, question)):
+        elif _latin_name(name) and any(mark != "@" for _, _, mark in _spans(tokens, question)):
             found[name] = ids
     return found
 
